@@ -1,0 +1,1 @@
+//! Filesystem adapters (to be written).

@@ -1,0 +1,1 @@
+//! In-memory adapters (to be written).

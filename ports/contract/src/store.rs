@@ -1,0 +1,1 @@
+//! Contract suite (to be written).

@@ -1,0 +1,81 @@
+use super::catalog::EventKey;
+use crate::tenant::TenantId;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// One event as Reporter stores it in the outbox and hands it to a publisher: everything needed
+/// to build the CloudEvent (`ce-*` headers) and its JSON body, so a replay is byte-identical.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    /// `ce-id`.
+    pub id: String,
+    /// The definition.
+    pub key: EventKey,
+    /// `ce-tenantid`.
+    pub tenant: TenantId,
+    /// `ce-subject`: the id of the report, template or deadline.
+    pub subject: String,
+    /// `ce-time`.
+    pub time: DateTime<Utc>,
+    /// The JSON payload (snake_case keys).
+    pub payload: serde_json::Value,
+}
+
+/// Namespace of deterministic event ids: UUIDv5(URL namespace, `urn:studio.lerian.reporter:ce-id`).
+pub fn event_id_namespace() -> Uuid {
+    Uuid::new_v5(&Uuid::NAMESPACE_URL, b"urn:studio.lerian.reporter:ce-id")
+}
+
+/// Deterministic `ce-id` of a logical transition:
+/// `UUIDv5(event_id_namespace(), "<definition key>|<tenant>|<subject>|<discriminator>")`.
+///
+/// The discriminator is empty for terminal report facts (a report has exactly one terminal
+/// fact) and, for `deadline.delivered` / `deadline.delivery_reverted`, the payload's
+/// `due_date` and `delivered_at` / `reverted_at` (RFC 3339, milliseconds, `Z`) joined by `|`.
+pub fn deterministic_event_id(
+    key: EventKey,
+    tenant: &TenantId,
+    subject: &str,
+    discriminator: &str,
+) -> String {
+    let name = format!(
+        "{}|{}|{}|{}",
+        key.key(),
+        tenant.as_str(),
+        subject,
+        discriminator
+    );
+    Uuid::new_v5(&event_id_namespace(), name.as_bytes())
+        .hyphenated()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_ids_are_stable_and_distinct() {
+        let t = TenantId::parse("default").unwrap();
+        let a = deterministic_event_id(EventKey::ReportFinished, &t, "r1", "");
+        assert_eq!(
+            a,
+            deterministic_event_id(EventKey::ReportFinished, &t, "r1", "")
+        );
+        assert_ne!(
+            a,
+            deterministic_event_id(EventKey::ReportErrored, &t, "r1", "")
+        );
+        assert_ne!(
+            a,
+            deterministic_event_id(
+                EventKey::ReportFinished,
+                &TenantId::parse("other").unwrap(),
+                "r1",
+                ""
+            )
+        );
+        assert_eq!(Uuid::parse_str(&a).unwrap().get_version_num(), 5);
+    }
+}

@@ -1,0 +1,11 @@
+//! The event catalog: the twelve facts Reporter publishes, the single source of truth for
+//! emission, the manifest and the AsyncAPI document.
+mod catalog;
+mod envelope;
+pub mod payloads;
+
+pub use catalog::{
+    CE_SOURCE, CE_SPECVERSION, CE_TYPE_PREFIX, DeliveryProfile, EVENT_CLASS, EventKey,
+    SCHEMA_VERSION,
+};
+pub use envelope::{EventEnvelope, deterministic_event_id, event_id_namespace};

@@ -1,0 +1,149 @@
+//! Event payloads. Keys are snake_case (unlike the camelCase REST surface). Timestamps are
+//! RFC 3339 UTC with millisecond precision.
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// Serializes a timestamp as RFC 3339 with milliseconds and `Z`.
+pub fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// Same as [`rfc3339`] for an optional timestamp.
+pub fn rfc3339_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => rfc3339(t, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// `template.created` and `template.updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateChanged {
+    /// Template id.
+    pub template_id: String,
+    /// html | pdf | csv | xml | txt.
+    pub output_format: String,
+    /// The description the user wrote.
+    pub description: String,
+    /// `<id>.tpl`.
+    pub file_name: String,
+    /// Creation instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub created_at: DateTime<Utc>,
+    /// Last change instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `template.deleted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateDeleted {
+    /// Template id.
+    pub template_id: String,
+    /// html | pdf | csv | xml | txt.
+    pub output_format: String,
+    /// Soft-delete instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub deleted_at: DateTime<Utc>,
+    /// How many live deadlines of the template were soft-deleted with it.
+    pub cascaded_deadline_count: u64,
+}
+
+/// `deadline.created` and `deadline.updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadlineChanged {
+    /// Deadline id.
+    pub deadline_id: String,
+    /// The name the user wrote.
+    pub name: String,
+    /// regulatory | custom.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Linked template, if any.
+    pub template_id: Option<String>,
+    /// Due instant of the current occurrence.
+    #[serde(serialize_with = "rfc3339")]
+    pub due_date: DateTime<Utc>,
+    /// once | daily | weekly | monthly | semiannual | annual.
+    pub frequency: String,
+    /// Months for semiannual / annual.
+    pub months_of_year: Vec<u32>,
+    /// Whether the deadline is active.
+    pub active: bool,
+    /// Notification lead time in days.
+    pub notify_days_before: u32,
+    /// `#RRGGBB`.
+    pub color: String,
+    /// pending | overdue | delivered, at emission.
+    pub status: String,
+    /// Creation instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub created_at: DateTime<Utc>,
+    /// Last change instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `deadline.deleted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadlineDeleted {
+    /// Deadline id.
+    pub deadline_id: String,
+    /// Linked template, if any.
+    pub template_id: Option<String>,
+    /// Soft-delete instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub deleted_at: DateTime<Utc>,
+    /// True when the deadline was deleted because its template was.
+    pub cascaded: bool,
+}
+
+/// `deadline.delivered`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadlineDelivered {
+    /// Deadline id.
+    pub deadline_id: String,
+    /// Linked template, if any.
+    pub template_id: Option<String>,
+    /// Due instant of the delivered occurrence.
+    #[serde(serialize_with = "rfc3339")]
+    pub due_date: DateTime<Utc>,
+    /// Delivery instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub delivered_at: DateTime<Utc>,
+    /// Always `delivered`.
+    pub status: String,
+}
+
+/// `deadline.delivery_reverted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadlineDeliveryReverted {
+    /// Deadline id.
+    pub deadline_id: String,
+    /// Linked template, if any.
+    pub template_id: Option<String>,
+    /// Due instant of the occurrence whose delivery was cleared.
+    #[serde(serialize_with = "rfc3339")]
+    pub due_date: DateTime<Utc>,
+    /// When the delivery mark was cleared.
+    #[serde(serialize_with = "rfc3339")]
+    pub reverted_at: DateTime<Utc>,
+    /// pending | overdue after the revert.
+    pub status: String,
+}
+
+/// `report.requested`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportRequested {
+    /// Report id.
+    pub report_id: String,
+    /// Template id.
+    pub template_id: String,
+    /// Output format.
+    pub output_format: String,
+    /// Always `Processing`.
+    pub status: String,
+    /// Creation instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,23 @@
+//! Reporter's pure domain model and the port traits the application needs.
+//!
+//! Nothing in this crate performs I/O. Adapters (`adapters/*`) implement the traits in
+//! [`ports`]; the application (`src/`) drives them. Dependencies point inward: this crate
+//! depends on no other Reporter crate.
+
+pub mod clock;
+pub mod datasource;
+pub mod deadline;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod page;
+pub mod ports;
+pub mod report;
+pub mod template;
+pub mod template_syntax;
+pub mod tenant;
+
+pub use clock::Clock;
+pub use error::StoreError;
+pub use ids::{DeadlineId, ReportId, TemplateId};
+pub use tenant::TenantId;

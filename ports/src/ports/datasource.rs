@@ -1,0 +1,60 @@
+use crate::datasource::{DataSourceDescriptor, SourceSchema};
+use crate::report::FilterCondition;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+
+/// One row: field → JSON value.
+pub type Row = serde_json::Map<String, serde_json::Value>;
+
+/// A query for one table of a section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableQuery {
+    /// Table name as templates address it.
+    pub table: String,
+    /// Fields to project (only these are read).
+    pub fields: Vec<String>,
+    /// Conditions by field, all must hold.
+    pub filters: BTreeMap<String, FilterCondition>,
+    /// Refuse to return more rows than this.
+    pub max_rows: usize,
+}
+
+/// What a data source can fail with. The text is for logs only; the API shows codes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataSourceError {
+    /// Cannot reach the source.
+    #[error("data source unavailable: {0}")]
+    Unavailable(String),
+    /// Table not in the schema.
+    #[error("unknown table {0}")]
+    UnknownTable(String),
+    /// Field not in the table.
+    #[error("unknown field {table}.{field}")]
+    UnknownField {
+        /// Table.
+        table: String,
+        /// Field.
+        field: String,
+    },
+    /// A filter value cannot be applied.
+    #[error("invalid filter: {0}")]
+    InvalidFilter(String),
+    /// The result exceeded the row limit.
+    #[error("row limit {0} exceeded")]
+    RowLimit(usize),
+    /// The query took too long.
+    #[error("query timed out")]
+    Timeout,
+}
+
+/// A configured data source.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait DataSource: Send + Sync {
+    /// Id, name and kind.
+    fn descriptor(&self) -> DataSourceDescriptor;
+    /// Tables and fields, sorted.
+    async fn schema(&self) -> Result<SourceSchema, DataSourceError>;
+    /// Rows of one table, projected to `query.fields`, filtered.
+    async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError>;
+}

@@ -1,0 +1,19 @@
+//! The port traits. Each trait documents its contract; `reporter-contract` tests it against
+//! every adapter.
+mod datasource;
+mod idempotency;
+mod jobs;
+mod outbox;
+mod publisher;
+mod repositories;
+mod storage;
+mod unit_of_work;
+
+pub use datasource::*;
+pub use idempotency::*;
+pub use jobs::*;
+pub use outbox::*;
+pub use publisher::*;
+pub use repositories::*;
+pub use storage::*;
+pub use unit_of_work::*;
