@@ -1,0 +1,308 @@
+//! [`LocalObjectStorage`]: object storage in a local directory.
+use async_trait::async_trait;
+use bytes::Bytes;
+use reporter_ports::StoreError;
+use reporter_ports::ports::{ObjectStorage, StoredObject};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Content type answered for an object whose sidecar is missing or unreadable.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+/// Suffix of the sidecar file holding an object's metadata.
+const META_SUFFIX: &str = ".meta";
+
+/// Object storage rooted at a local directory.
+///
+/// # Keys
+/// A key is a `/`-separated relative path, stored at `<root>/<key>` (parent directories are
+/// created on demand). Rejected with `StoreError::Unavailable("invalid object key ...")`:
+/// empty keys, absolute keys (leading `/`), empty segments (`a//b`, trailing `/`), `.` and
+/// `..` segments, backslashes and NUL. Because the layout is a plain directory tree, two more
+/// rules keep objects from colliding with this adapter's own files: no segment may start
+/// with `.` (temporary files are hidden files) or end with `.meta` (sidecars). A key that
+/// names an existing directory (`a` when `a/b` is stored), or runs through an existing
+/// object (`a/b` when `a` is stored), fails with `Unavailable` on put and reads as absent.
+///
+/// # Layout and atomicity
+/// The bytes live at `<root>/<key>`; the content type lives in a JSON sidecar
+/// `<root>/<key>.meta` (`{"content_type": "..."}`). Each file is written to a hidden temporary
+/// file in the same directory, fsynced, renamed over the target, and the directory is fsynced,
+/// so a reader sees either the old or the new content of each file, never a torn one. The
+/// bytes are renamed into place first and the sidecar second: a reader racing an overwrite
+/// that changes the content type may briefly see the new bytes with the old type, and an
+/// object whose sidecar is missing (a crash between the two renames) reads with
+/// [`DEFAULT_CONTENT_TYPE`].
+#[derive(Debug, Clone)]
+pub struct LocalObjectStorage {
+    root: PathBuf,
+}
+
+/// Distinguishes temporary files written by this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn unavailable(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(what.to_string())
+}
+
+/// Validates a key and answers its segments.
+fn key_segments(key: &str) -> Result<Vec<&str>, StoreError> {
+    let reject = |why: &str| unavailable(format!("invalid object key {key:?}: {why}"));
+    if key.is_empty() {
+        return Err(reject("empty"));
+    }
+    if key.starts_with('/') {
+        return Err(reject("absolute"));
+    }
+    if key.contains('\\') {
+        return Err(reject("backslash"));
+    }
+    if key.contains('\0') {
+        return Err(reject("NUL character"));
+    }
+    let segments: Vec<&str> = key.split('/').collect();
+    for segment in &segments {
+        match *segment {
+            "" => return Err(reject("empty segment")),
+            "." | ".." => return Err(reject("'.' or '..' segment")),
+            s if s.starts_with('.') => return Err(reject("segment starts with '.'")),
+            s if s.ends_with(META_SUFFIX) => return Err(reject("segment ends with '.meta'")),
+            _ => {}
+        }
+    }
+    Ok(segments)
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Meta {
+    content_type: String,
+}
+
+/// True for errors meaning "no such object here" (absent, or a directory/file in the way).
+fn is_absent(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+    )
+}
+
+impl LocalObjectStorage {
+    /// Storage rooted at `root`. Does no I/O: the directory is created by the first `put` and
+    /// verified by [`ObjectStorage::check`].
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn object_path(&self, key: &str) -> Result<PathBuf, StoreError> {
+        let mut path = self.root.clone();
+        path.extend(key_segments(key)?);
+        Ok(path)
+    }
+
+    async fn blocking<T: Send + 'static>(
+        f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| unavailable(format!("local storage task failed: {e}")))?
+    }
+}
+
+fn sidecar(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(META_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Writes `bytes` to `target` atomically: temp file in the same directory, fsync, rename,
+/// fsync of the directory.
+fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = target
+        .parent()
+        .ok_or_else(|| std::io::Error::other("object path has no parent directory"))?;
+    let name = target
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("object path has no file name"))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = dir.join(temp_name);
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, target)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        // Best effort: the temp file may or may not exist at this point.
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Fsyncs a directory so a rename in it is durable (no-op where unsupported).
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ObjectStorage for LocalObjectStorage {
+    async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError> {
+        let path = self.object_path(key)?;
+        let meta = serde_json::to_vec(&Meta {
+            content_type: content_type.to_owned(),
+        })
+        .map_err(|e| unavailable(format!("cannot encode metadata: {e}")))?;
+        let size = bytes.len();
+        let shown = key.to_owned();
+        Self::blocking(move || {
+            let fail = |e: std::io::Error| {
+                unavailable(format!("cannot write object {}: {e}", path.display()))
+            };
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(fail)?;
+            }
+            write_atomic(&path, &bytes).map_err(fail)?;
+            write_atomic(&sidecar(&path), &meta).map_err(fail)?;
+            Ok(())
+        })
+        .await?;
+        tracing::debug!(key = %shown, size, "object stored");
+        Ok(key.to_owned())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
+        let path = self.object_path(key)?;
+        Self::blocking(move || {
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if is_absent(&e) => return Ok(None),
+                Err(e) => {
+                    return Err(unavailable(format!(
+                        "cannot read object {}: {e}",
+                        path.display()
+                    )));
+                }
+            };
+            let content_type = match std::fs::read(sidecar(&path)) {
+                Ok(raw) => match serde_json::from_slice::<Meta>(&raw) {
+                    Ok(meta) => meta.content_type,
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "unreadable object metadata");
+                        DEFAULT_CONTENT_TYPE.to_owned()
+                    }
+                },
+                Err(e) if is_absent(&e) => {
+                    tracing::warn!(path = %path.display(), "object metadata missing");
+                    DEFAULT_CONTENT_TYPE.to_owned()
+                }
+                Err(e) => {
+                    return Err(unavailable(format!(
+                        "cannot read object metadata {}: {e}",
+                        path.display()
+                    )));
+                }
+            };
+            Ok(Some(StoredObject {
+                bytes: Bytes::from(bytes),
+                content_type,
+            }))
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.object_path(key)?;
+        Self::blocking(move || {
+            for file in [path.clone(), sidecar(&path)] {
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if is_absent(&e) => {}
+                    Err(e) => {
+                        return Err(unavailable(format!(
+                            "cannot delete {}: {e}",
+                            file.display()
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        let root = self.root.clone();
+        Self::blocking(move || {
+            let meta = std::fs::metadata(&root)
+                .map_err(|e| unavailable(format!("storage root {}: {e}", root.display())))?;
+            if !meta.is_dir() {
+                return Err(unavailable(format!(
+                    "storage root {} is not a directory",
+                    root.display()
+                )));
+            }
+            let probe = root.join(format!(
+                ".check-{}-{}",
+                std::process::id(),
+                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            write_atomic(&probe, b"ok")
+                .and_then(|()| std::fs::remove_file(&probe))
+                .map_err(|e| {
+                    unavailable(format!(
+                        "storage root {} is not writable: {e}",
+                        root.display()
+                    ))
+                })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_validated() {
+        assert_eq!(
+            key_segments("reports/t1/r.pdf").expect("valid"),
+            ["reports", "t1", "r.pdf"]
+        );
+        assert!(key_segments("a b/ü.txt").is_ok());
+        for bad in [
+            "", "/a", "a//b", "a/", "./a", "a/../b", "..", "a\\b", "a\0b", ".hidden", "a/.x",
+            "a.meta", "a.meta/b",
+        ] {
+            assert!(
+                matches!(key_segments(bad), Err(StoreError::Unavailable(m)) if m.starts_with("invalid object key")),
+                "{bad:?}"
+            );
+        }
+    }
+}
