@@ -1,0 +1,15 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<accounts source="bank">
+{%- for a in bank.accounts %}
+  <account id="{{ a.account_id }}" currency="{{ a.currency }}">
+    <holder>{{ a.holder_name|e }}</holder>
+    <branch>{{ a.branch|e }}</branch>
+    <openedOn>{{ a.opened_on }}</openedOn>
+    <balances>
+    {%- for b in bank.balances if b.account_id == a.account_id %}
+      <balance asOf="{{ b.as_of }}">{{ b.balance }}</balance>
+    {%- endfor %}
+    </balances>
+  </account>
+{%- endfor %}
+</accounts>
