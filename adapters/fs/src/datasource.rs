@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 /// Every regular file directly inside the directory named `<table>.json` or `<table>.csv`
 /// is one table, named by the file stem. The stem must be an identifier
 /// (`[A-Za-z_][A-Za-z0-9_]*`) so templates can address it as `source.table`. Files with
-/// other extensions, hidden files (`.x`) and subdirectories are ignored.
+/// other extensions, hidden files (`.x`) and subdirectories are ignored. Files are UTF-8; a
+/// leading byte-order mark is skipped.
 ///
 /// - `.json`: a JSON array of flat objects (scalar values only). The table's fields are the
 ///   sorted union of the objects' keys; a row without a key reads that field as `null`.
-/// - `.csv`: a header row of unique, non-empty names, then rows of exactly as many cells.
+/// - `.csv`: a header row of unique, non-empty names (trimmed), then rows of exactly as many cells.
 ///   Cells are typed per column; see the crate docs, "CSV typing".
 ///
 /// # Contract
@@ -102,9 +103,11 @@ impl FileDataSource {
             }
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| unavailable(&path, format!("cannot read: {e}")))?;
+            // Spreadsheet exports often start with a UTF-8 byte-order mark.
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
             let table = match ext {
-                TableFormat::Json => parse_json_table(&path, &text)?,
-                TableFormat::Csv => parse_csv_table(&path, &text)?,
+                TableFormat::Json => parse_json_table(&path, text)?,
+                TableFormat::Csv => parse_csv_table(&path, text)?,
             };
             tracing::debug!(
                 path = %path.display(),

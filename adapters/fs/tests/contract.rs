@@ -163,6 +163,19 @@ fn csv_cells_are_typed_per_column() {
 }
 
 #[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "a.csv", "\u{feff}id,name\n1,x\n");
+    write(dir.path(), "b.json", "\u{feff}[{\"id\": 2}]");
+    let source = open(dir.path()).expect("open");
+    assert_eq!(
+        all_rows(&source, "a", &["id", "name"]),
+        [json!({"id": 1, "name": "x"})]
+    );
+    assert_eq!(all_rows(&source, "b", &["id"]), [json!({"id": 2})]);
+}
+
+#[test]
 fn mixed_types_never_match_and_numbers_compare_numerically() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(
