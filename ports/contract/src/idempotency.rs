@@ -37,7 +37,11 @@ const OP: &str = "POST /v1/templates";
 /// The first `begin` reserves the key; a second one while reserved sees `InFlight`.
 pub async fn first_begin_starts_then_in_flight<S: IdempotencyUnderTest>(s: S) {
     let k = scope(&tenant_a(), OP, "k1");
-    assert_eq!(s.begin(&k, at(0), at(30)).await, Ok(IdempotencyBegin::Started), "first");
+    assert_eq!(
+        s.begin(&k, at(0), at(30)).await,
+        Ok(IdempotencyBegin::Started),
+        "first"
+    );
     assert_eq!(
         s.begin(&k, at(10), at(40)).await,
         Ok(IdempotencyBegin::InFlight),
@@ -48,7 +52,10 @@ pub async fn first_begin_starts_then_in_flight<S: IdempotencyUnderTest>(s: S) {
 /// A reservation past its `in_flight_until` counts as free (the holder died).
 pub async fn expired_reservation_is_free<S: IdempotencyUnderTest>(s: S) {
     let k = scope(&tenant_a(), OP, "k1");
-    assert_eq!(s.begin(&k, at(0), at(30)).await, Ok(IdempotencyBegin::Started));
+    assert_eq!(
+        s.begin(&k, at(0), at(30)).await,
+        Ok(IdempotencyBegin::Started)
+    );
     assert_eq!(
         s.begin(&k, at(31), at(61)).await,
         Ok(IdempotencyBegin::Started),
@@ -65,8 +72,13 @@ pub async fn expired_reservation_is_free<S: IdempotencyUnderTest>(s: S) {
 pub async fn completed_response_is_replayed<S: IdempotencyUnderTest>(s: S) {
     let k = scope(&tenant_a(), OP, "k1");
     let resp = response(201, r#"{"id":"x"}"#);
-    assert_eq!(s.begin(&k, at(0), at(30)).await, Ok(IdempotencyBegin::Started));
-    s.complete(&k, resp.clone(), at(3600)).await.expect("complete");
+    assert_eq!(
+        s.begin(&k, at(0), at(30)).await,
+        Ok(IdempotencyBegin::Started)
+    );
+    s.complete(&k, resp.clone(), at(3600))
+        .await
+        .expect("complete");
     for now in [at(1), at(100), at(3599)] {
         assert_eq!(
             s.begin(&k, now, now + chrono::Duration::seconds(30)).await,
@@ -79,8 +91,13 @@ pub async fn completed_response_is_replayed<S: IdempotencyUnderTest>(s: S) {
 /// A completed record past `expires_at` counts as free.
 pub async fn expired_completion_is_free<S: IdempotencyUnderTest>(s: S) {
     let k = scope(&tenant_a(), OP, "k1");
-    assert_eq!(s.begin(&k, at(0), at(30)).await, Ok(IdempotencyBegin::Started));
-    s.complete(&k, response(200, "{}"), at(100)).await.expect("complete");
+    assert_eq!(
+        s.begin(&k, at(0), at(30)).await,
+        Ok(IdempotencyBegin::Started)
+    );
+    s.complete(&k, response(200, "{}"), at(100))
+        .await
+        .expect("complete");
     assert_eq!(
         s.begin(&k, at(101), at(131)).await,
         Ok(IdempotencyBegin::Started),
@@ -91,7 +108,10 @@ pub async fn expired_completion_is_free<S: IdempotencyUnderTest>(s: S) {
 /// `release` frees a reservation so a retry runs again; releasing a free key succeeds.
 pub async fn release_frees_the_key<S: IdempotencyUnderTest>(s: S) {
     let k = scope(&tenant_a(), OP, "k1");
-    assert_eq!(s.begin(&k, at(0), at(30)).await, Ok(IdempotencyBegin::Started));
+    assert_eq!(
+        s.begin(&k, at(0), at(30)).await,
+        Ok(IdempotencyBegin::Started)
+    );
     s.release(&k).await.expect("release");
     assert_eq!(
         s.begin(&k, at(1), at(31)).await,
@@ -118,7 +138,9 @@ pub async fn scopes_are_independent<S: IdempotencyUnderTest>(s: S) {
             "scope {i} is its own key"
         );
     }
-    s.complete(&base, response(201, "a"), at(100)).await.expect("complete");
+    s.complete(&base, response(201, "a"), at(100))
+        .await
+        .expect("complete");
     assert_eq!(
         s.begin(&scopes[1], at(1), at(31)).await,
         Ok(IdempotencyBegin::InFlight),

@@ -131,20 +131,41 @@ pub async fn outbox_rows_commit_atomically_with_records<S: OutboxUnderTest>(s: S
         .change(insert_t.clone())
         .with_outbox([row1.clone()]);
     let res = s.commit(&a, uow).await;
-    assert_eq!(res, Err(StoreError::VersionConflict), "double insert in one unit");
-    assert!(Outbox::get(&s, row1.id).await.expect("get").is_none(), "row invisible");
-    assert!(claim(&s, at(1), at(60), 10).await.is_empty(), "nothing claimable");
-    assert_eq!(s.stats(at(1)).await.expect("stats").pending, 0, "nothing pending");
+    assert_eq!(
+        res,
+        Err(StoreError::VersionConflict),
+        "double insert in one unit"
+    );
+    assert!(
+        Outbox::get(&s, row1.id).await.expect("get").is_none(),
+        "row invisible"
+    );
+    assert!(
+        claim(&s, at(1), at(60), 10).await.is_empty(),
+        "nothing claimable"
+    );
+    assert_eq!(
+        s.stats(at(1)).await.expect("stats").pending,
+        0,
+        "nothing pending"
+    );
 
     let row2 = outbox_row(&a, "agg-1", at(0));
-    let uow = UnitOfWork::new().change(insert_t).with_outbox([row2.clone()]);
+    let uow = UnitOfWork::new()
+        .change(insert_t)
+        .with_outbox([row2.clone()]);
     s.commit(&a, uow).await.expect("good unit of work");
     assert_eq!(row(&s, row2.id).await.status, OutboxStatus::Pending);
 
     // A row of another tenant is refused.
     let foreign = outbox_row(&tenant_b(), "agg-2", at(0));
-    let res = s.commit(&a, UnitOfWork::new().with_outbox([foreign.clone()])).await;
-    assert!(res.is_err(), "B's row committed as A must fail, got {res:?}");
+    let res = s
+        .commit(&a, UnitOfWork::new().with_outbox([foreign.clone()]))
+        .await;
+    assert!(
+        res.is_err(),
+        "B's row committed as A must fail, got {res:?}"
+    );
     assert!(Outbox::get(&s, foreign.id).await.expect("get").is_none());
 }
 
@@ -187,7 +208,10 @@ pub async fn lease_expiry_makes_a_row_reclaimable<S: OutboxUnderTest>(s: S) {
     let r = rows(&s, &a, &["a"], at(0)).await;
     let first = claim(&s, at(0), at(30), 1).await;
     assert_eq!(ids(&first), ids(&r));
-    assert!(claim(&s, at(29), at(90), 1).await.is_empty(), "still leased at 29s");
+    assert!(
+        claim(&s, at(29), at(90), 1).await.is_empty(),
+        "still leased at 29s"
+    );
     let second = claim(&s, at(30), at(90), 1).await;
     assert_eq!(ids(&second), ids(&r), "reclaimable when the lease ends");
     assert_ne!(token(&first[0]), token(&second[0]), "new token");
@@ -207,7 +231,10 @@ pub async fn claim_respects_available_at<S: OutboxUnderTest>(s: S) {
     let mut later = outbox_row(&a, "a", at(0));
     later.available_at = at(100);
     insert(&s, &a, vec![later.clone()]).await;
-    assert!(claim(&s, at(99), at(200), 10).await.is_empty(), "before available_at");
+    assert!(
+        claim(&s, at(99), at(200), 10).await.is_empty(),
+        "before available_at"
+    );
     assert_eq!(ids(&claim(&s, at(100), at(200), 10).await), vec![later.id]);
 }
 
@@ -227,7 +254,10 @@ pub async fn row_inserted_with_a_lease_is_held<S: OutboxUnderTest>(s: S) {
         Some(lease.clone()),
     );
     insert(&s, &a, vec![r.clone()]).await;
-    assert!(claim(&s, at(1), at(60), 10).await.is_empty(), "held by the direct lease");
+    assert!(
+        claim(&s, at(1), at(60), 10).await.is_empty(),
+        "held by the direct lease"
+    );
     s.mark_published(r.id, lease.token, at(2))
         .await
         .expect("direct publisher settles its row");
@@ -272,10 +302,16 @@ pub async fn token_is_checked<S: OutboxUnderTest>(s: S) {
         "another row's token"
     );
     let unchanged = row(&s, r[0].id).await;
-    assert_eq!(unchanged.status, OutboxStatus::Pending, "wrong tokens change nothing");
+    assert_eq!(
+        unchanged.status,
+        OutboxStatus::Pending,
+        "wrong tokens change nothing"
+    );
     assert_eq!(unchanged.attempts, 0);
     assert!(
-        s.mark_published(OutboxId::new(), bogus, at(2)).await.is_err(),
+        s.mark_published(OutboxId::new(), bogus, at(2))
+            .await
+            .is_err(),
         "unknown row"
     );
 }
@@ -292,7 +328,10 @@ pub async fn mark_published_settles_the_row<S: OutboxUnderTest>(s: S) {
     assert_eq!(done.status, OutboxStatus::Published);
     assert_eq!(done.published_at, Some(at(5)));
     assert!(done.lease.is_none(), "lease released");
-    assert!(claim(&s, at(100), at(200), 10).await.is_empty(), "published rows never claimed");
+    assert!(
+        claim(&s, at(100), at(200), 10).await.is_empty(),
+        "published rows never claimed"
+    );
     assert_eq!(
         s.mark_published(r[0].id, token(&got[0]), at(6)).await,
         Err(StoreError::VersionConflict),
@@ -315,7 +354,10 @@ pub async fn mark_failed_counts_and_delays<S: OutboxUnderTest>(s: S) {
     assert_eq!(failed.last_error.as_deref(), Some("broker down"));
     assert_eq!(failed.available_at, at(30));
     assert!(failed.lease.is_none(), "lease released");
-    assert!(claim(&s, at(29), at(90), 10).await.is_empty(), "not before retry_at");
+    assert!(
+        claim(&s, at(29), at(90), 10).await.is_empty(),
+        "not before retry_at"
+    );
     let again = claim(&s, at(30), at(90), 10).await;
     assert_eq!(ids(&again), ids(&r), "claimable at retry_at");
     s.mark_failed(r[0].id, token(&again[0]), "again", at(40))
@@ -329,7 +371,9 @@ pub async fn parked_rows_are_never_claimed_until_redriven<S: OutboxUnderTest>(s:
     let a = tenant_a();
     let r = rows(&s, &a, &["a"], at(0)).await;
     let got = claim(&s, at(1), at(60), 1).await;
-    s.mark_failed(r[0].id, token(&got[0]), "x", at(2)).await.expect("fail");
+    s.mark_failed(r[0].id, token(&got[0]), "x", at(2))
+        .await
+        .expect("fail");
     let got = claim(&s, at(2), at(60), 1).await;
     s.park(r[0].id, token(&got[0]), "too many attempts")
         .await
@@ -342,12 +386,24 @@ pub async fn parked_rows_are_never_claimed_until_redriven<S: OutboxUnderTest>(s:
         claim(&s, at(1_000_000), at(2_000_000), 10).await.is_empty(),
         "parked rows are never claimed"
     );
-    assert_eq!(s.redrive(None, at(100)).await.expect("redrive"), 1, "one moved");
+    assert_eq!(
+        s.redrive(None, at(100)).await.expect("redrive"),
+        1,
+        "one moved"
+    );
     let back = row(&s, r[0].id).await;
     assert_eq!(back.status, OutboxStatus::Pending);
     assert_eq!(back.attempts, 0, "attempts reset");
-    assert_eq!(ids(&claim(&s, at(100), at(160), 10).await), ids(&r), "claimable again");
-    assert_eq!(s.redrive(None, at(100)).await.expect("redrive"), 0, "nothing left");
+    assert_eq!(
+        ids(&claim(&s, at(100), at(160), 10).await),
+        ids(&r),
+        "claimable again"
+    );
+    assert_eq!(
+        s.redrive(None, at(100)).await.expect("redrive"),
+        0,
+        "nothing left"
+    );
 }
 
 /// `redrive(Some(tenant))` moves only that tenant's parked rows.
@@ -358,9 +414,16 @@ pub async fn redrive_by_tenant<S: OutboxUnderTest>(s: S) {
     for g in claim(&s, at(1), at(60), 10).await {
         s.park(g.id, token(&g), "parked").await.expect("park");
     }
-    assert_eq!(s.redrive(Some(a.clone()), at(5)).await.expect("redrive A"), 1);
+    assert_eq!(
+        s.redrive(Some(a.clone()), at(5)).await.expect("redrive A"),
+        1
+    );
     assert_eq!(row(&s, ra[0].id).await.status, OutboxStatus::Pending);
-    assert_eq!(row(&s, rb[0].id).await.status, OutboxStatus::Parked, "B untouched");
+    assert_eq!(
+        row(&s, rb[0].id).await.status,
+        OutboxStatus::Parked,
+        "B untouched"
+    );
     assert_eq!(s.redrive(Some(b), at(5)).await.expect("redrive B"), 1);
 }
 
@@ -377,18 +440,30 @@ pub async fn stats_report_the_backlog<S: OutboxUnderTest>(s: S) {
     let r2 = rows(&s, &a, &["b", "c"], at(10)).await;
     let st = s.stats(at(100)).await.expect("stats");
     assert_eq!((st.pending, st.parked), (3, 0));
-    assert_eq!(st.oldest_pending_age_secs, Some(100), "age of the oldest pending row");
+    assert_eq!(
+        st.oldest_pending_age_secs,
+        Some(100),
+        "age of the oldest pending row"
+    );
 
     let got = claim(&s, at(100), at(200), 10).await;
     let by_id: HashMap<_, _> = got.iter().map(|g| (g.id, token(g))).collect();
-    assert_eq!(s.stats(at(100)).await.expect("stats").pending, 3, "leased rows are pending");
+    assert_eq!(
+        s.stats(at(100)).await.expect("stats").pending,
+        3,
+        "leased rows are pending"
+    );
     s.mark_published(r1[0].id, by_id[&r1[0].id], at(101))
         .await
         .expect("publish");
     s.park(r2[0].id, by_id[&r2[0].id], "p").await.expect("park");
     let st = s.stats(at(110)).await.expect("stats");
     assert_eq!((st.pending, st.parked), (1, 1));
-    assert_eq!(st.oldest_pending_age_secs, Some(100), "oldest remaining is 10s old at 110");
+    assert_eq!(
+        st.oldest_pending_age_secs,
+        Some(100),
+        "oldest remaining is 10s old at 110"
+    );
 }
 
 /// `purge_published` deletes published rows published strictly before `before`, and nothing
@@ -398,14 +473,36 @@ pub async fn purge_published_removes_old_published_rows<S: OutboxUnderTest>(s: S
     let r = rows(&s, &a, &["a", "b", "c", "d"], at(0)).await;
     let got = claim(&s, at(1), at(60), 10).await;
     let tok: HashMap<_, _> = got.iter().map(|g| (g.id, token(g))).collect();
-    s.mark_published(r[0].id, tok[&r[0].id], at(10)).await.expect("p0");
-    s.mark_published(r[1].id, tok[&r[1].id], at(20)).await.expect("p1");
-    s.park(r[2].id, tok[&r[2].id], "parked").await.expect("park");
-    assert_eq!(s.purge_published(at(20)).await.expect("purge"), 1, "strictly before");
-    assert!(Outbox::get(&s, r[0].id).await.expect("get").is_none(), "purged");
-    assert!(Outbox::get(&s, r[1].id).await.expect("get").is_some(), "published at 20 kept");
-    assert!(Outbox::get(&s, r[2].id).await.expect("get").is_some(), "parked kept");
-    assert!(Outbox::get(&s, r[3].id).await.expect("get").is_some(), "pending kept");
+    s.mark_published(r[0].id, tok[&r[0].id], at(10))
+        .await
+        .expect("p0");
+    s.mark_published(r[1].id, tok[&r[1].id], at(20))
+        .await
+        .expect("p1");
+    s.park(r[2].id, tok[&r[2].id], "parked")
+        .await
+        .expect("park");
+    assert_eq!(
+        s.purge_published(at(20)).await.expect("purge"),
+        1,
+        "strictly before"
+    );
+    assert!(
+        Outbox::get(&s, r[0].id).await.expect("get").is_none(),
+        "purged"
+    );
+    assert!(
+        Outbox::get(&s, r[1].id).await.expect("get").is_some(),
+        "published at 20 kept"
+    );
+    assert!(
+        Outbox::get(&s, r[2].id).await.expect("get").is_some(),
+        "parked kept"
+    );
+    assert!(
+        Outbox::get(&s, r[3].id).await.expect("get").is_some(),
+        "pending kept"
+    );
     assert_eq!(s.purge_published(at(1000)).await.expect("purge"), 1);
     assert_eq!(s.purge_published(at(1000)).await.expect("purge"), 0);
 }
@@ -414,7 +511,8 @@ pub async fn purge_published_removes_old_published_rows<S: OutboxUnderTest>(s: S
 /// only when every older row of that aggregate still pending (`pending`, commit order) is
 /// returned before it.
 fn assert_aggregate_order(what: &str, pending: &[OutboxRecord], claimed: &[OutboxRecord]) {
-    let pos: HashMap<OutboxId, usize> = claimed.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    let pos: HashMap<OutboxId, usize> =
+        claimed.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     for (i, r) in pending.iter().enumerate() {
         let Some(&ri) = pos.get(&r.id) else { continue };
         for older in pending[..i].iter().filter(|o| o.aggregate == r.aggregate) {
@@ -460,11 +558,17 @@ pub async fn per_aggregate_order_is_kept<S: OutboxUnderTest>(s: S) {
     );
     // Settle everything of y handed out so far.
     for g in c2.iter().chain(&c3) {
-        s.mark_published(g.id, token(g), at(3)).await.expect("publish y");
+        s.mark_published(g.id, token(g), at(3))
+            .await
+            .expect("publish y");
     }
     // At retry time x1 comes first; x2 and x3 may follow only behind it.
     let c4 = claim(&s, at(50), at(110), 10).await;
-    assert_eq!(c4.first().map(|g| g.id), Some(x1.id), "x1 first at its retry time");
+    assert_eq!(
+        c4.first().map(|g| g.id),
+        Some(x1.id),
+        "x1 first at its retry time"
+    );
     let still_pending: Vec<OutboxRecord> = [x1, x2, x3, y2]
         .into_iter()
         .filter(|p| !c2.iter().chain(&c3).any(|g| g.id == p.id))
@@ -472,19 +576,27 @@ pub async fn per_aggregate_order_is_kept<S: OutboxUnderTest>(s: S) {
         .collect();
     assert_aggregate_order("claim at retry time", &still_pending, &c4);
     for g in &c4 {
-        s.mark_published(g.id, token(g), at(51)).await.expect("publish");
+        s.mark_published(g.id, token(g), at(51))
+            .await
+            .expect("publish");
     }
     // Drain the rest, one at a time, and check the global publish order per aggregate.
     let mut published: Vec<OutboxId> = c2.iter().chain(&c3).chain(&c4).map(|g| g.id).collect();
     for _ in 0..10 {
         let c = claim(&s, at(60), at(120), 1).await;
         let Some(g) = c.first() else { break };
-        s.mark_published(g.id, token(g), at(61)).await.expect("publish");
+        s.mark_published(g.id, token(g), at(61))
+            .await
+            .expect("publish");
         published.push(g.id);
     }
     assert_eq!(published.len(), 5, "every row published exactly once");
     for agg in ["x", "y"] {
-        let want: Vec<_> = r.iter().filter(|g| g.aggregate == agg).map(|g| g.id).collect();
+        let want: Vec<_> = r
+            .iter()
+            .filter(|g| g.aggregate == agg)
+            .map(|g| g.id)
+            .collect();
         let got: Vec<_> = published
             .iter()
             .copied()
@@ -524,6 +636,10 @@ pub async fn concurrent_claimers_never_share_a_row<S: OutboxUnderTest>(s: S) {
         all.extend(t.expect("claimer task panicked"));
     }
     let unique: HashSet<_> = all.iter().collect();
-    assert_eq!(unique.len(), all.len(), "a row was claimed twice within its lease");
+    assert_eq!(
+        unique.len(),
+        all.len(),
+        "a row was claimed twice within its lease"
+    );
     assert_eq!(all.len(), r.len(), "every row claimed once");
 }

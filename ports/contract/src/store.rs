@@ -189,9 +189,21 @@ pub async fn insert_and_get_every_kind<S: StoreUnderTest>(s: S) {
     let d = deadline(&a, Some(t.id), day(30), day(0));
     let r = report(&a, t.id, day(0));
     commit_ok(&s, &a, vec![t.insert(), d.insert(), r.insert()], "insert").await;
-    assert_eq!(get_t(&s, &a, t.id, false).await, Some(t.clone()), "template read back");
-    assert_eq!(get_d(&s, &a, d.id, false).await, Some(d.clone()), "deadline read back");
-    assert_eq!(get_r(&s, &a, r.id).await, Some(r.clone()), "report read back");
+    assert_eq!(
+        get_t(&s, &a, t.id, false).await,
+        Some(t.clone()),
+        "template read back"
+    );
+    assert_eq!(
+        get_d(&s, &a, d.id, false).await,
+        Some(d.clone()),
+        "deadline read back"
+    );
+    assert_eq!(
+        get_r(&s, &a, r.id).await,
+        Some(r.clone()),
+        "report read back"
+    );
     assert_eq!(count_t(&s, &a).await, 1, "template count after one insert");
     let rc = ReportRepository::count(&s, &a, &ReportQuery::default())
         .await
@@ -202,8 +214,16 @@ pub async fn insert_and_get_every_kind<S: StoreUnderTest>(s: S) {
 /// Unknown ids answer `Ok(None)`; counts of an empty tenant are 0.
 pub async fn missing_ids_are_none<S: StoreUnderTest>(s: S) {
     let a = tenant_a();
-    assert_eq!(get_t(&s, &a, TemplateId::new(), true).await, None, "template");
-    assert_eq!(get_d(&s, &a, DeadlineId::new(), true).await, None, "deadline");
+    assert_eq!(
+        get_t(&s, &a, TemplateId::new(), true).await,
+        None,
+        "template"
+    );
+    assert_eq!(
+        get_d(&s, &a, DeadlineId::new(), true).await,
+        None,
+        "deadline"
+    );
     assert_eq!(get_r(&s, &a, ReportId::new()).await, None, "report");
     assert_eq!(count_t(&s, &a).await, 0, "empty template count");
     let p = list_t(&s, &a, &TemplateQuery::default(), 1, 10, SortOrder::Desc).await;
@@ -216,14 +236,32 @@ pub async fn tenant_isolation_on_reads<S: StoreUnderTest>(s: S) {
     let t = template(&a, day(0));
     let d = deadline(&a, Some(t.id), day(30), day(0));
     let r = report(&a, t.id, day(0));
-    commit_ok(&s, &a, vec![t.insert(), d.insert(), r.insert()], "insert in A").await;
-    assert_eq!(get_t(&s, &b, t.id, true).await, None, "A's template read from B");
-    assert_eq!(get_d(&s, &b, d.id, true).await, None, "A's deadline read from B");
+    commit_ok(
+        &s,
+        &a,
+        vec![t.insert(), d.insert(), r.insert()],
+        "insert in A",
+    )
+    .await;
+    assert_eq!(
+        get_t(&s, &b, t.id, true).await,
+        None,
+        "A's template read from B"
+    );
+    assert_eq!(
+        get_d(&s, &b, d.id, true).await,
+        None,
+        "A's deadline read from B"
+    );
     assert_eq!(get_r(&s, &b, r.id).await, None, "A's report read from B");
     assert_eq!(count_t(&s, &b).await, 0, "B's template count");
     let p = list_t(&s, &b, &TemplateQuery::default(), 1, 10, SortOrder::Asc).await;
     assert_eq!(p.total, 0, "B's template list");
-    assert!(list_d(&s, &b, &DeadlineQuery::default(), now()).await.is_empty());
+    assert!(
+        list_d(&s, &b, &DeadlineQuery::default(), now())
+            .await
+            .is_empty()
+    );
     assert!(list_r(&s, &b, &ReportQuery::default()).await.is_empty());
     let by_t = DeadlineRepository::list_by_template(&s, &b, t.id)
         .await
@@ -241,7 +279,10 @@ pub async fn tenant_isolation_on_writes<S: StoreUnderTest>(s: S) {
     let (a, b) = (tenant_a(), tenant_b());
     let foreign = template(&a, day(0));
     let res = commit(&s, &b, vec![foreign.insert()]).await;
-    assert!(res.is_err(), "committing A's record as B must fail, got {res:?}");
+    assert!(
+        res.is_err(),
+        "committing A's record as B must fail, got {res:?}"
+    );
     assert_eq!(get_t(&s, &a, foreign.id, true).await, None, "nothing in A");
     assert_eq!(get_t(&s, &b, foreign.id, true).await, None, "nothing in B");
 
@@ -252,8 +293,16 @@ pub async fn tenant_isolation_on_writes<S: StoreUnderTest>(s: S) {
     hijack.description = "hijacked".into();
     let res = commit(&s, &b, vec![hijack.update(1)]).await;
     assert_eq!(res, Err(StoreError::NotFound), "B updating A's id");
-    assert_eq!(get_t(&s, &a, t.id, true).await, Some(t.clone()), "A's record unchanged");
-    assert_eq!(get_t(&s, &b, t.id, true).await, None, "nothing created in B");
+    assert_eq!(
+        get_t(&s, &a, t.id, true).await,
+        Some(t.clone()),
+        "A's record unchanged"
+    );
+    assert_eq!(
+        get_t(&s, &b, t.id, true).await,
+        None,
+        "nothing created in B"
+    );
 }
 
 /// An update from a stale version is a `VersionConflict` and changes nothing; the winning
@@ -271,7 +320,11 @@ pub async fn stale_update_is_a_version_conflict<S: StoreUnderTest>(s: S) {
     let mut stale = t.next(day(2));
     stale.description = "stale".into();
     let res = commit(&s, &a, vec![stale.update(1)]).await;
-    assert_eq!(res, Err(StoreError::VersionConflict), "stale template update");
+    assert_eq!(
+        res,
+        Err(StoreError::VersionConflict),
+        "stale template update"
+    );
     let got = get_t(&s, &a, t.id, false).await.expect("template present");
     assert_eq!((got.version, got.description.as_str()), (2, "second"));
 
@@ -356,23 +409,49 @@ pub async fn unit_of_work_is_atomic<S: StoreUnderTest>(s: S) {
     let d1 = deadline(&a, None, day(30), day(1));
     let (stale, _) = bump(&existing, day(2));
     let res = commit(&s, &a, vec![t1.insert(), d1.insert(), stale]).await;
-    assert_eq!(res, Err(StoreError::VersionConflict), "conflicting unit of work");
-    assert_eq!(get_t(&s, &a, t1.id, true).await, None, "1st change must not be visible");
-    assert_eq!(get_d(&s, &a, d1.id, true).await, None, "2nd change must not be visible");
+    assert_eq!(
+        res,
+        Err(StoreError::VersionConflict),
+        "conflicting unit of work"
+    );
+    assert_eq!(
+        get_t(&s, &a, t1.id, true).await,
+        None,
+        "1st change must not be visible"
+    );
+    assert_eq!(
+        get_d(&s, &a, d1.id, true).await,
+        None,
+        "2nd change must not be visible"
+    );
     assert_eq!(count_t(&s, &a).await, 1, "count unchanged");
 
     // 2nd change names a missing record.
     let t2 = template(&a, day(1));
     let missing = template(&a, day(1)).next(day(2)).update(1);
     let res = commit(&s, &a, vec![t2.insert(), missing]).await;
-    assert_eq!(res, Err(StoreError::NotFound), "unit of work with a missing update");
-    assert_eq!(get_t(&s, &a, t2.id, true).await, None, "1st change must not be visible");
+    assert_eq!(
+        res,
+        Err(StoreError::NotFound),
+        "unit of work with a missing update"
+    );
+    assert_eq!(
+        get_t(&s, &a, t2.id, true).await,
+        None,
+        "1st change must not be visible"
+    );
 
     // An update applied before a failing insert is rolled back too.
     let (upd, _) = bump(&existing.next(day(1)), day(3));
     let res = commit(&s, &a, vec![upd, existing.insert()]).await;
-    assert_eq!(res, Err(StoreError::VersionConflict), "double insert in unit of work");
-    let got = get_t(&s, &a, existing.id, false).await.expect("seed present");
+    assert_eq!(
+        res,
+        Err(StoreError::VersionConflict),
+        "double insert in unit of work"
+    );
+    let got = get_t(&s, &a, existing.id, false)
+        .await
+        .expect("seed present");
     assert_eq!(got.version, 2, "rolled-back update must not be visible");
 }
 
@@ -383,7 +462,11 @@ pub async fn changes_apply_in_order_within_a_unit_of_work<S: StoreUnderTest>(s: 
     let t = template(&a, day(0));
     let (upd, t2) = bump(&t, day(1));
     commit_ok(&s, &a, vec![t.insert(), upd], "insert + update").await;
-    assert_eq!(get_t(&s, &a, t.id, false).await, Some(t2), "record after both changes");
+    assert_eq!(
+        get_t(&s, &a, t.id, false).await,
+        Some(t2),
+        "record after both changes"
+    );
 }
 
 /// An empty unit of work commits and changes nothing.
@@ -401,12 +484,24 @@ pub async fn soft_deleted_templates_are_hidden<S: StoreUnderTest>(s: S) {
     commit_ok(&s, &a, vec![keep.insert(), gone.insert()], "insert").await;
     let (c, gone2) = soft_deleted(&gone, day(2), |x| x.deleted_at = Some(day(2)));
     commit_ok(&s, &a, vec![c], "soft delete").await;
-    assert_eq!(get_t(&s, &a, gone.id, false).await, None, "hidden without include_deleted");
-    assert_eq!(get_t(&s, &a, gone.id, true).await, Some(gone2), "shown with include_deleted");
+    assert_eq!(
+        get_t(&s, &a, gone.id, false).await,
+        None,
+        "hidden without include_deleted"
+    );
+    assert_eq!(
+        get_t(&s, &a, gone.id, true).await,
+        Some(gone2),
+        "shown with include_deleted"
+    );
     assert_eq!(count_t(&s, &a).await, 1, "count excludes soft-deleted");
     let p = list_t(&s, &a, &TemplateQuery::default(), 1, 10, SortOrder::Asc).await;
     let ids: Vec<_> = p.items.iter().map(|t| t.id).collect();
-    assert_eq!((ids, p.total), (vec![keep.id], 1), "list excludes soft-deleted");
+    assert_eq!(
+        (ids, p.total),
+        (vec![keep.id], 1),
+        "list excludes soft-deleted"
+    );
 }
 
 /// A soft-deleted deadline is read only with `include_deleted`, and is out of every list.
@@ -415,11 +510,25 @@ pub async fn soft_deleted_deadlines_are_hidden<S: StoreUnderTest>(s: S) {
     let t = template(&a, day(0));
     let keep = deadline(&a, Some(t.id), day(30), day(0));
     let gone = deadline(&a, Some(t.id), day(31), day(1));
-    commit_ok(&s, &a, vec![t.insert(), keep.insert(), gone.insert()], "insert").await;
+    commit_ok(
+        &s,
+        &a,
+        vec![t.insert(), keep.insert(), gone.insert()],
+        "insert",
+    )
+    .await;
     let (c, gone2) = soft_deleted(&gone, day(2), |x| x.deleted_at = Some(day(2)));
     commit_ok(&s, &a, vec![c], "soft delete").await;
-    assert_eq!(get_d(&s, &a, gone.id, false).await, None, "hidden without include_deleted");
-    assert_eq!(get_d(&s, &a, gone.id, true).await, Some(gone2), "shown with include_deleted");
+    assert_eq!(
+        get_d(&s, &a, gone.id, false).await,
+        None,
+        "hidden without include_deleted"
+    );
+    assert_eq!(
+        get_d(&s, &a, gone.id, true).await,
+        Some(gone2),
+        "shown with include_deleted"
+    );
     assert_eq!(
         list_d(&s, &a, &DeadlineQuery::default(), now()).await,
         vec![keep.id],
@@ -431,14 +540,22 @@ pub async fn soft_deleted_deadlines_are_hidden<S: StoreUnderTest>(s: S) {
         .into_iter()
         .map(|d| d.id)
         .collect();
-    assert_eq!(by_t, vec![keep.id], "list_by_template excludes soft-deleted");
+    assert_eq!(
+        by_t,
+        vec![keep.id],
+        "list_by_template excludes soft-deleted"
+    );
     let und: Vec<_> = DeadlineRepository::list_undelivered_active(&s, &a, now(), 100)
         .await
         .expect("list_undelivered_active")
         .into_iter()
         .map(|d| d.id)
         .collect();
-    assert_eq!(und, vec![keep.id], "list_undelivered_active excludes soft-deleted");
+    assert_eq!(
+        und,
+        vec![keep.id],
+        "list_undelivered_active excludes soft-deleted"
+    );
 }
 
 /// Template list filters: format, case-insensitive plain-text description, created range
@@ -452,7 +569,13 @@ pub async fn template_list_filters<S: StoreUnderTest>(s: S) {
     t2.output_format = OutputFormat::Csv;
     let mut t3 = template(&a, day(3));
     t3.description = "a.c (regex?)".into();
-    commit_ok(&s, &a, vec![t1.insert(), t2.insert(), t3.insert()], "insert").await;
+    commit_ok(
+        &s,
+        &a,
+        vec![t1.insert(), t2.insert(), t3.insert()],
+        "insert",
+    )
+    .await;
 
     let ids = |p: Page<Template>| p.items.into_iter().map(|t| t.id).collect::<Vec<_>>();
     let q = |f: fn(&mut TemplateQuery)| {
@@ -558,7 +681,11 @@ pub async fn deadline_list_filters<S: StoreUnderTest>(s: S) {
             q(|q| q.status = Some(DeadlineStatus::Delivered)),
             vec![delivered.id],
         ),
-        ("active false", q(|q| q.active = Some(false)), vec![inactive.id]),
+        (
+            "active false",
+            q(|q| q.active = Some(false)),
+            vec![inactive.id],
+        ),
         (
             "type regulatory",
             q(|q| q.kind = Some(DeadlineType::Regulatory)),
@@ -574,11 +701,25 @@ pub async fn deadline_list_filters<S: StoreUnderTest>(s: S) {
         ),
     ];
     for (what, query, want) in cases {
-        assert_eq!(list_d(&s, &a, &query, now).await, want, "deadline filter {what}");
+        assert_eq!(
+            list_d(&s, &a, &query, now).await,
+            want,
+            "deadline filter {what}"
+        );
     }
     // The status filter is evaluated at the `now` given: the pending one is overdue later.
-    let later = list_d(&s, &a, &q(|q| q.status = Some(DeadlineStatus::Overdue)), day(35)).await;
-    assert_eq!(later, vec![pending.id, overdue.id], "overdue at a later now");
+    let later = list_d(
+        &s,
+        &a,
+        &q(|q| q.status = Some(DeadlineStatus::Overdue)),
+        day(35),
+    )
+    .await;
+    assert_eq!(
+        later,
+        vec![pending.id, overdue.id],
+        "overdue at a later now"
+    );
 }
 
 /// Report list filters and `count` with the same query.
@@ -590,14 +731,24 @@ pub async fn report_list_filters_and_count<S: StoreUnderTest>(s: S) {
     r2.status = ReportStatus::Finished;
     let mut r3 = report(&a, tb, day(3));
     r3.status = ReportStatus::Errored;
-    commit_ok(&s, &a, vec![r1.insert(), r2.insert(), r3.insert()], "insert").await;
+    commit_ok(
+        &s,
+        &a,
+        vec![r1.insert(), r2.insert(), r3.insert()],
+        "insert",
+    )
+    .await;
     let q = |f: fn(&mut ReportQuery, TemplateId), t: TemplateId| {
         let mut q = ReportQuery::default();
         f(&mut q, t);
         q
     };
     let cases: Vec<(&str, ReportQuery, Vec<ReportId>)> = vec![
-        ("no filter", ReportQuery::default(), vec![r1.id, r2.id, r3.id]),
+        (
+            "no filter",
+            ReportQuery::default(),
+            vec![r1.id, r2.id, r3.id],
+        ),
         (
             "status",
             q(|q, _| q.status = Some(ReportStatus::Finished), ta),
@@ -693,9 +844,15 @@ pub async fn deadline_and_report_pagination_order<S: StoreUnderTest>(s: S) {
     for sort in [SortOrder::Asc, SortOrder::Desc] {
         let (mut dgot, mut rgot) = (Vec::new(), Vec::new());
         for p in 1..=3 {
-            let dp = DeadlineRepository::list(&s, &a, &DeadlineQuery::default(), page(p, 4, sort), now())
-                .await
-                .expect("deadline list");
+            let dp = DeadlineRepository::list(
+                &s,
+                &a,
+                &DeadlineQuery::default(),
+                page(p, 4, sort),
+                now(),
+            )
+            .await
+            .expect("deadline list");
             assert_eq!(dp.total, 9, "deadline total on page {p}");
             dgot.extend(dp.items.into_iter().map(|d| d.id));
             let rp = ReportRepository::list(&s, &a, &ReportQuery::default(), page(p, 4, sort))
@@ -730,7 +887,11 @@ pub async fn deadline_duplicate_is_refused<S: StoreUnderTest>(s: S) {
         matches!(res, Err(StoreError::Duplicate(_))),
         "twin insert must be Duplicate, got {res:?}"
     );
-    assert_eq!(get_d(&s, &a, twin.id, true).await, None, "refused twin not stored");
+    assert_eq!(
+        get_d(&s, &a, twin.id, true).await,
+        None,
+        "refused twin not stored"
+    );
 
     let mut other_freq = deadline(&a, Some(t), day(30), day(1));
     other_freq.frequency = Frequency::Daily;
@@ -781,7 +942,11 @@ pub async fn deadline_duplicate_within_one_unit_of_work<S: StoreUnderTest>(s: S)
         matches!(res, Err(StoreError::Duplicate(_))),
         "twins in one unit of work must be Duplicate, got {res:?}"
     );
-    assert_eq!(get_t(&s, &a, t.id, true).await, None, "template of the failed unit");
+    assert_eq!(
+        get_t(&s, &a, t.id, true).await,
+        None,
+        "template of the failed unit"
+    );
     assert_eq!(get_d(&s, &a, d1.id, true).await, None, "first twin");
     assert_eq!(get_d(&s, &a, d2.id, true).await, None, "second twin");
 
@@ -789,7 +954,10 @@ pub async fn deadline_duplicate_within_one_unit_of_work<S: StoreUnderTest>(s: S)
     commit_ok(&s, &a, vec![t.insert(), d1.insert()], "insert").await;
     let (del, _) = soft_deleted(&d1, day(1), |x| x.deleted_at = Some(day(1)));
     commit_ok(&s, &a, vec![del, d2.insert()], "replace twin in one unit").await;
-    assert!(get_d(&s, &a, d2.id, false).await.is_some(), "replacement stored");
+    assert!(
+        get_d(&s, &a, d2.id, false).await.is_some(),
+        "replacement stored"
+    );
 }
 
 /// A soft-deleted twin and another tenant's twin do not block a deadline.
@@ -803,7 +971,13 @@ pub async fn soft_deleted_or_foreign_twin_does_not_block<S: StoreUnderTest>(s: S
     let (del, _) = soft_deleted(&d1, day(1), |x| x.deleted_at = Some(day(1)));
     commit_ok(&s, &a, vec![del], "soft delete").await;
     let twin = deadline(&a, Some(t), day(30), day(2));
-    commit_ok(&s, &a, vec![twin.insert()], "twin of a soft-deleted deadline").await;
+    commit_ok(
+        &s,
+        &a,
+        vec![twin.insert()],
+        "twin of a soft-deleted deadline",
+    )
+    .await;
 }
 
 /// `list_by_template` answers the live deadlines of the template; `list_undelivered_active`
@@ -826,10 +1000,12 @@ pub async fn list_by_template_and_undelivered_active<S: StoreUnderTest>(s: S) {
     commit_ok(
         &s,
         &a,
-        [&due_late, &due_soon, &other, &overdue, &delivered, &inactive, &rolled]
-            .iter()
-            .map(|d| d.insert())
-            .collect(),
+        [
+            &due_late, &due_soon, &other, &overdue, &delivered, &inactive, &rolled,
+        ]
+        .iter()
+        .map(|d| d.insert())
+        .collect(),
         "insert",
     )
     .await;
@@ -861,7 +1037,11 @@ pub async fn list_by_template_and_undelivered_active<S: StoreUnderTest>(s: S) {
         .await
         .expect("list_undelivered_active capped");
     let capped: Vec<_> = capped.into_iter().map(|d| d.id).collect();
-    assert_eq!(capped, vec![overdue.id, rolled.id], "cap keeps the earliest");
+    assert_eq!(
+        capped,
+        vec![overdue.id, rolled.id],
+        "cap keeps the earliest"
+    );
 }
 
 const RACERS: usize = 20;
@@ -896,7 +1076,11 @@ pub async fn concurrent_updates_have_one_winner<S: StoreUnderTest>(s: S) {
     }
     let got = get_t(&s, &a, t.id, false).await.expect("present");
     assert_eq!(got.version, 2);
-    assert_eq!(got.description, format!("racer {}", winners[0]), "winner's write stored");
+    assert_eq!(
+        got.description,
+        format!("racer {}", winners[0]),
+        "winner's write stored"
+    );
 }
 
 /// 20 tasks insert the same id: exactly one wins, the others get `VersionConflict`.
