@@ -447,3 +447,61 @@ impl ReportRepository for MemoryStore {
         Ok(n as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reporter_ports::ports::Outbox;
+    use reporter_ports::template::OutputFormat;
+
+    #[tokio::test]
+    async fn clones_share_state_across_trait_objects() {
+        let store = MemoryStore::new();
+        let uow: Arc<dyn UnitOfWorkPort> = Arc::new(store.clone());
+        let repo: Arc<dyn TemplateRepository> = Arc::new(store.clone());
+        let outbox: Arc<dyn Outbox> = Arc::new(store);
+        let tenant = TenantId::parse("t").unwrap();
+        let now = Utc::now();
+        let t = Template {
+            id: TemplateId::new(),
+            tenant: tenant.clone(),
+            output_format: OutputFormat::Txt,
+            description: "d".into(),
+            file_name: "x.tpl".into(),
+            object_key: "t/x.tpl".into(),
+            content_sha256: String::new(),
+            size_bytes: 1,
+            mapped_fields: Default::default(),
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        let event = reporter_ports::events::EventEnvelope {
+            id: "e".into(),
+            key: reporter_ports::events::EventKey::TemplateCreated,
+            tenant: tenant.clone(),
+            subject: t.id.to_string(),
+            time: now,
+            payload: serde_json::json!({}),
+        };
+        let row = OutboxRecord::pending(event, t.id.to_string(), now, None);
+        let work = UnitOfWork::new()
+            .change(Change::Template {
+                record: t.clone(),
+                expected_version: None,
+            })
+            .with_outbox([row.clone()]);
+        uow.commit(&tenant, work).await.unwrap();
+        assert_eq!(repo.get(&tenant, t.id, false).await.unwrap(), Some(t));
+        assert!(outbox.get(row.id).await.unwrap().is_some());
+    }
+
+    #[test]
+    fn duplicate_rule_name_is_stable() {
+        assert_eq!(
+            DEADLINE_UNIQUENESS_RULE,
+            "deadline_type_template_due_date_frequency"
+        );
+    }
+}
