@@ -346,10 +346,10 @@ fn declare(
         }
         "macro" => {
             for t in &toks[1..] {
-                if let Tok::Path(p) = t {
-                    if p.len() == 1 {
-                        locals.insert(p[0].clone());
-                    }
+                if let Tok::Path(p) = t
+                    && p.len() == 1
+                {
+                    locals.insert(p[0].clone());
                 }
             }
         }

@@ -1,1 +1,23 @@
-//! In-memory adapters (to be written).
+//! In-memory adapters for every Reporter port: the zero-install mode and the reference
+//! implementation the contract suites (`reporter-contract`) are first run against.
+//!
+//! - [`MemoryStore`]: templates, deadlines, reports, units of work and the outbox, all under one
+//!   lock so a unit of work (record changes + outbox rows) is atomic.
+//! - [`MemoryIdempotencyStore`]: idempotency reservations and stored responses.
+//! - [`MemoryObjectStorage`]: object storage in a map.
+//! - [`MemoryJobQueue`] / [`MemoryJobReceiver`]: a bounded in-process job channel.
+//! - [`MemoryPublisher`]: an event publisher that records deliveries and can be told to fail.
+//!
+//! Nothing here is durable: state lives as long as the last clone of the adapter.
+mod idempotency;
+mod jobs;
+mod outbox;
+mod publisher;
+mod storage;
+mod store;
+
+pub use idempotency::MemoryIdempotencyStore;
+pub use jobs::{MemoryJobQueue, MemoryJobReceiver};
+pub use publisher::MemoryPublisher;
+pub use storage::{MemoryObjectStorage, is_valid_object_key};
+pub use store::{DEADLINE_UNIQUENESS_RULE, MemoryStore};

@@ -1,1 +1,84 @@
-//! Contract suite (to be written).
+//! Contract of the [`JobQueue`] producer side.
+//!
+//! The port has no consumer trait, so the factory also hands back a [`JobDrain`]: a way to read
+//! the jobs back (the adapter's consumer end, wrapped by the caller). Keeping it alive also
+//! keeps the queue open for the check.
+use crate::fixtures::{job, tenant_a, tenant_b};
+use futures_util::future::join_all;
+use reporter_ports::ports::{JobQueue, ReportJob};
+use std::collections::HashSet;
+use std::future::Future;
+use std::time::Duration;
+
+/// Reads enqueued jobs back, for the suite's checks.
+pub trait JobDrain: Send {
+    /// The next job; `None` when no more will come.
+    fn next_job(&mut self) -> impl Future<Output = Option<ReportJob>> + Send;
+}
+
+/// What the jobs suite needs.
+pub trait JobsUnderTest: JobQueue + Clone + 'static {}
+impl<T> JobsUnderTest for T where T: JobQueue + Clone + 'static {}
+
+/// How long a check waits for one job before failing.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs every job-queue check, each on a fresh queue (with room for at least 32 jobs) and its
+/// drain from `factory`.
+pub async fn run_jobs_suite<Q, D, F, Fut>(factory: F)
+where
+    Q: JobsUnderTest,
+    D: JobDrain,
+    F: Fn() -> Fut,
+    Fut: Future<Output = (Q, D)>,
+{
+    eprintln!("contract jobs::enqueued_jobs_arrive");
+    let (q, d) = factory().await;
+    enqueued_jobs_arrive(q, d).await;
+    eprintln!("contract jobs::concurrent_enqueues_all_arrive");
+    let (q, d) = factory().await;
+    concurrent_enqueues_all_arrive(q, d).await;
+}
+
+async fn drain<D: JobDrain>(d: &mut D, n: usize) -> Vec<ReportJob> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        match tokio::time::timeout(DRAIN_TIMEOUT, d.next_job()).await {
+            Ok(Some(j)) => out.push(j),
+            Ok(None) => panic!("queue closed after {i} of {n} jobs"),
+            Err(_) => panic!("timed out waiting for job {} of {n}", i + 1),
+        }
+    }
+    out
+}
+
+/// Enqueue succeeds and the jobs arrive intact.
+pub async fn enqueued_jobs_arrive<Q: JobsUnderTest, D: JobDrain>(q: Q, mut d: D) {
+    let jobs = vec![job(&tenant_a()), job(&tenant_b()), job(&tenant_a())];
+    for j in &jobs {
+        q.enqueue(j).await.expect("enqueue");
+    }
+    let got: HashSet<_> = drain(&mut d, jobs.len())
+        .await
+        .into_iter()
+        .map(|j| (j.tenant, j.report_id))
+        .collect();
+    let want: HashSet<_> = jobs.into_iter().map(|j| (j.tenant, j.report_id)).collect();
+    assert_eq!(got, want, "the jobs enqueued arrive");
+}
+
+/// 20 concurrent producers: every enqueue succeeds and every job arrives once.
+pub async fn concurrent_enqueues_all_arrive<Q: JobsUnderTest, D: JobDrain>(q: Q, mut d: D) {
+    let jobs: Vec<_> = (0..20).map(|_| job(&tenant_a())).collect();
+    let tasks = jobs.iter().cloned().map(|j| {
+        let q = q.clone();
+        tokio::spawn(async move { q.enqueue(&j).await })
+    });
+    for r in join_all(tasks).await {
+        r.expect("producer panicked").expect("enqueue");
+    }
+    let got = drain(&mut d, jobs.len()).await;
+    let ids: HashSet<_> = got.iter().map(|j| j.report_id).collect();
+    assert_eq!(ids.len(), jobs.len(), "no job lost or duplicated");
+    assert!(jobs.iter().all(|j| ids.contains(&j.report_id)));
+}

@@ -1,0 +1,507 @@
+//! [`MemoryStore`]: the record repositories, the unit of work and the outbox in one map, under
+//! one lock.
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use reporter_ports::deadline::{Deadline, DeadlineStatus, uniqueness_key};
+use reporter_ports::ids::OutboxId;
+use reporter_ports::page::{Page, PageRequest, SortOrder};
+use reporter_ports::ports::{
+    Change, DeadlineQuery, DeadlineRepository, OutboxRecord, ReportQuery, ReportRepository,
+    TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
+};
+use reporter_ports::report::Report;
+use reporter_ports::template::Template;
+use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The rule named by `StoreError::Duplicate` when two live deadlines of a tenant would share
+/// (type, template, due date, frequency) ([`reporter_ports::deadline::uniqueness_key`]).
+pub const DEADLINE_UNIQUENESS_RULE: &str = "deadline_type_template_due_date_frequency";
+
+/// The records of one tenant. Keying by tenant first makes isolation structural: a lookup in
+/// the wrong tenant cannot see another tenant's record.
+#[derive(Default)]
+pub(crate) struct TenantState {
+    pub(crate) templates: HashMap<TemplateId, Template>,
+    pub(crate) deadlines: HashMap<DeadlineId, Deadline>,
+    pub(crate) reports: HashMap<ReportId, Report>,
+}
+
+/// Outbox rows in commit order. `seq` is the insertion sequence, which is the per-aggregate
+/// commit order the dispatcher must respect.
+#[derive(Default)]
+pub(crate) struct OutboxState {
+    pub(crate) next_seq: u64,
+    pub(crate) rows: BTreeMap<u64, OutboxRecord>,
+    pub(crate) index: HashMap<OutboxId, u64>,
+}
+
+impl OutboxState {
+    pub(crate) fn row_mut(&mut self, id: OutboxId) -> Option<&mut OutboxRecord> {
+        let seq = self.index.get(&id)?;
+        self.rows.get_mut(seq)
+    }
+}
+
+/// Everything the store holds.
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) tenants: HashMap<TenantId, TenantState>,
+    pub(crate) outbox: OutboxState,
+}
+
+/// In-memory implementation of [`TemplateRepository`], [`DeadlineRepository`],
+/// [`ReportRepository`], [`UnitOfWorkPort`] and [`reporter_ports::ports::Outbox`].
+///
+/// All state sits behind one mutex, so every operation, and in particular every
+/// [`UnitOfWorkPort::commit`], is atomic and linearizable: a commit validates every change
+/// (versions, existence, tenant, deadline uniqueness) before applying any of them together with
+/// its outbox rows. The lock is never held across an `.await`.
+///
+/// Cloning is cheap and shares the state, so one instance can be handed out as several trait
+/// objects. The store does no wake-ups: callers that want to nudge a dispatcher after a commit do
+/// so themselves.
+///
+/// Records are stored exactly as committed (callers set `version`, `v + 1` on update). If the
+/// lock is ever poisoned (a panic while holding it, which no code path here does), every
+/// operation answers `StoreError::Unavailable`.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<State>>,
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Unavailable("memory store lock poisoned".into()))
+    }
+}
+
+/// What the unit of work needs to know about a record.
+trait Versioned: Clone {
+    fn version(&self) -> u64;
+    fn tenant(&self) -> &TenantId;
+}
+
+impl Versioned for Template {
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+}
+impl Versioned for Deadline {
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+}
+impl Versioned for Report {
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+}
+
+/// Stages one write on top of `base` (the committed records of the tenant) and the writes
+/// staged before it in the same unit of work.
+fn stage<K: Eq + Hash, R: Versioned>(
+    tenant: &TenantId,
+    base: Option<&HashMap<K, R>>,
+    staged: &mut HashMap<K, R>,
+    id: K,
+    record: R,
+    expected_version: Option<u64>,
+) -> Result<(), StoreError> {
+    if record.tenant() != tenant {
+        // A record of another tenant is not in this tenant: treat it like a missing one.
+        return Err(StoreError::NotFound);
+    }
+    let current = staged.get(&id).or_else(|| base.and_then(|m| m.get(&id)));
+    match (expected_version, current) {
+        (None, Some(_)) => return Err(StoreError::VersionConflict),
+        (None, None) => {}
+        (Some(_), None) => return Err(StoreError::NotFound),
+        (Some(v), Some(cur)) if cur.version() != v => return Err(StoreError::VersionConflict),
+        (Some(_), Some(_)) => {}
+    }
+    staged.insert(id, record);
+    Ok(())
+}
+
+/// Validates `uow` against `state` without changing it; answers the staged records.
+fn validate(
+    state: &State,
+    tenant: &TenantId,
+    uow: &UnitOfWork,
+) -> Result<TenantStaged, StoreError> {
+    let base = state.tenants.get(tenant);
+    let mut staged = TenantStaged::default();
+    for change in &uow.changes {
+        match change {
+            Change::Template {
+                record,
+                expected_version,
+            } => stage(
+                tenant,
+                base.map(|b| &b.templates),
+                &mut staged.templates,
+                record.id,
+                record.clone(),
+                *expected_version,
+            )?,
+            Change::Deadline {
+                record,
+                expected_version,
+            } => stage(
+                tenant,
+                base.map(|b| &b.deadlines),
+                &mut staged.deadlines,
+                record.id,
+                record.clone(),
+                *expected_version,
+            )?,
+            Change::Report {
+                record,
+                expected_version,
+            } => stage(
+                tenant,
+                base.map(|b| &b.reports),
+                &mut staged.reports,
+                record.id,
+                record.clone(),
+                *expected_version,
+            )?,
+        }
+    }
+
+    // Deadline uniqueness among the live deadlines of the tenant as they would be after the
+    // commit (committed ones overlaid with the staged ones).
+    for d in staged.deadlines.values() {
+        let Some(key) = uniqueness_key(d) else {
+            continue;
+        };
+        let committed = base
+            .into_iter()
+            .flat_map(|b| b.deadlines.values())
+            .filter(|other| !staged.deadlines.contains_key(&other.id));
+        let clash = staged
+            .deadlines
+            .values()
+            .chain(committed)
+            .any(|other| other.id != d.id && uniqueness_key(other).as_ref() == Some(&key));
+        if clash {
+            return Err(StoreError::Duplicate(DEADLINE_UNIQUENESS_RULE.into()));
+        }
+    }
+
+    let mut ids = HashSet::new();
+    for row in &uow.outbox {
+        if &row.tenant != tenant || &row.event.tenant != tenant {
+            return Err(StoreError::NotFound);
+        }
+        if state.outbox.index.contains_key(&row.id) || !ids.insert(row.id) {
+            return Err(StoreError::VersionConflict);
+        }
+    }
+    Ok(staged)
+}
+
+#[derive(Default)]
+struct TenantStaged {
+    templates: HashMap<TemplateId, Template>,
+    deadlines: HashMap<DeadlineId, Deadline>,
+    reports: HashMap<ReportId, Report>,
+}
+
+fn sort_page<T>(
+    mut items: Vec<T>,
+    page: PageRequest,
+    key: impl Fn(&T) -> (DateTime<Utc>, uuid::Uuid),
+) -> Page<T> {
+    items.sort_by_key(|a| key(a));
+    if page.sort == SortOrder::Desc {
+        items.reverse();
+    }
+    Page::from_sorted(items, page)
+}
+
+#[async_trait]
+impl UnitOfWorkPort for MemoryStore {
+    /// Validates every change and outbox row, then applies all of them, under one lock.
+    ///
+    /// Besides the trait's errors: a record or outbox row whose tenant is not `tenant` is
+    /// refused with `NotFound` (it is not in this tenant), and an outbox row whose id already
+    /// exists with `VersionConflict`. An empty unit of work succeeds and changes nothing.
+    async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+        let mut state = self.lock()?;
+        let staged = validate(&state, tenant, &uow)?;
+        if !(staged.templates.is_empty()
+            && staged.deadlines.is_empty()
+            && staged.reports.is_empty())
+        {
+            let t = state.tenants.entry(tenant.clone()).or_default();
+            t.templates.extend(staged.templates);
+            t.deadlines.extend(staged.deadlines);
+            t.reports.extend(staged.reports);
+        }
+        let outbox = &mut state.outbox;
+        for row in uow.outbox {
+            let seq = outbox.next_seq;
+            outbox.next_seq += 1;
+            outbox.index.insert(row.id, seq);
+            outbox.rows.insert(seq, row);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TemplateRepository for MemoryStore {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: TemplateId,
+        include_deleted: bool,
+    ) -> Result<Option<Template>, StoreError> {
+        let state = self.lock()?;
+        Ok(state
+            .tenants
+            .get(tenant)
+            .and_then(|t| t.templates.get(&id))
+            .filter(|t| include_deleted || !t.is_deleted())
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        query: &TemplateQuery,
+        page: PageRequest,
+    ) -> Result<Page<Template>, StoreError> {
+        let items: Vec<Template> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .get(tenant)
+                .into_iter()
+                .flat_map(|t| t.templates.values())
+                .filter(|t| !t.is_deleted() && query.matches(t))
+                .cloned()
+                .collect()
+        };
+        Ok(sort_page(items, page, |t| (t.created_at, t.id.0)))
+    }
+
+    async fn count(&self, tenant: &TenantId) -> Result<u64, StoreError> {
+        let state = self.lock()?;
+        let n = state.tenants.get(tenant).map_or(0, |t| {
+            t.templates.values().filter(|t| !t.is_deleted()).count()
+        });
+        Ok(n as u64)
+    }
+}
+
+#[async_trait]
+impl DeadlineRepository for MemoryStore {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: DeadlineId,
+        include_deleted: bool,
+    ) -> Result<Option<Deadline>, StoreError> {
+        let state = self.lock()?;
+        Ok(state
+            .tenants
+            .get(tenant)
+            .and_then(|t| t.deadlines.get(&id))
+            .filter(|d| include_deleted || !d.is_deleted())
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        query: &DeadlineQuery,
+        page: PageRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Page<Deadline>, StoreError> {
+        let items: Vec<Deadline> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .get(tenant)
+                .into_iter()
+                .flat_map(|t| t.deadlines.values())
+                .filter(|d| !d.is_deleted() && query.matches(d, now))
+                .cloned()
+                .collect()
+        };
+        Ok(sort_page(items, page, |d| (d.created_at, d.id.0)))
+    }
+
+    /// Ordered by `created_at` then id, oldest first.
+    async fn list_by_template(
+        &self,
+        tenant: &TenantId,
+        template_id: TemplateId,
+    ) -> Result<Vec<Deadline>, StoreError> {
+        let mut items: Vec<Deadline> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .get(tenant)
+                .into_iter()
+                .flat_map(|t| t.deadlines.values())
+                .filter(|d| !d.is_deleted() && d.template_id == Some(template_id))
+                .cloned()
+                .collect()
+        };
+        items.sort_by_key(|d| (d.created_at, d.id));
+        Ok(items)
+    }
+
+    /// Ties on the effective due date are broken by `created_at` then id.
+    async fn list_undelivered_active(
+        &self,
+        tenant: &TenantId,
+        now: DateTime<Utc>,
+        cap: usize,
+    ) -> Result<Vec<Deadline>, StoreError> {
+        let mut items: Vec<(DateTime<Utc>, Deadline)> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .get(tenant)
+                .into_iter()
+                .flat_map(|t| t.deadlines.values())
+                .filter(|d| d.active && !d.is_deleted())
+                .filter_map(|d| {
+                    let v = d.view(now);
+                    (v.status != DeadlineStatus::Delivered).then(|| (v.due_date, d.clone()))
+                })
+                .collect()
+        };
+        items.sort_by_key(|(due, d)| (*due, d.created_at, d.id));
+        items.truncate(cap);
+        Ok(items.into_iter().map(|(_, d)| d).collect())
+    }
+}
+
+#[async_trait]
+impl ReportRepository for MemoryStore {
+    async fn get(&self, tenant: &TenantId, id: ReportId) -> Result<Option<Report>, StoreError> {
+        let state = self.lock()?;
+        Ok(state
+            .tenants
+            .get(tenant)
+            .and_then(|t| t.reports.get(&id))
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        query: &ReportQuery,
+        page: PageRequest,
+    ) -> Result<Page<Report>, StoreError> {
+        let items: Vec<Report> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .get(tenant)
+                .into_iter()
+                .flat_map(|t| t.reports.values())
+                .filter(|r| query.matches(r))
+                .cloned()
+                .collect()
+        };
+        Ok(sort_page(items, page, |r| (r.created_at, r.id.0)))
+    }
+
+    async fn count(&self, tenant: &TenantId, query: &ReportQuery) -> Result<u64, StoreError> {
+        let state = self.lock()?;
+        let n = state.tenants.get(tenant).map_or(0, |t| {
+            t.reports.values().filter(|r| query.matches(r)).count()
+        });
+        Ok(n as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reporter_ports::ports::Outbox;
+    use reporter_ports::template::OutputFormat;
+
+    #[tokio::test]
+    async fn clones_share_state_across_trait_objects() {
+        let store = MemoryStore::new();
+        let uow: Arc<dyn UnitOfWorkPort> = Arc::new(store.clone());
+        let repo: Arc<dyn TemplateRepository> = Arc::new(store.clone());
+        let outbox: Arc<dyn Outbox> = Arc::new(store);
+        let tenant = TenantId::parse("t").unwrap();
+        let now = Utc::now();
+        let t = Template {
+            id: TemplateId::new(),
+            tenant: tenant.clone(),
+            output_format: OutputFormat::Txt,
+            description: "d".into(),
+            file_name: "x.tpl".into(),
+            object_key: "t/x.tpl".into(),
+            content_sha256: String::new(),
+            size_bytes: 1,
+            mapped_fields: Default::default(),
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        let event = reporter_ports::events::EventEnvelope {
+            id: "e".into(),
+            key: reporter_ports::events::EventKey::TemplateCreated,
+            tenant: tenant.clone(),
+            subject: t.id.to_string(),
+            time: now,
+            payload: serde_json::json!({}),
+        };
+        let row = OutboxRecord::pending(event, t.id.to_string(), now, None);
+        let work = UnitOfWork::new()
+            .change(Change::Template {
+                record: t.clone(),
+                expected_version: None,
+            })
+            .with_outbox([row.clone()]);
+        uow.commit(&tenant, work).await.unwrap();
+        assert_eq!(repo.get(&tenant, t.id, false).await.unwrap(), Some(t));
+        assert!(outbox.get(row.id).await.unwrap().is_some());
+    }
+
+    #[test]
+    fn duplicate_rule_name_is_stable() {
+        assert_eq!(
+            DEADLINE_UNIQUENESS_RULE,
+            "deadline_type_template_due_date_frequency"
+        );
+    }
+}

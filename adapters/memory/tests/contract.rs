@@ -1,0 +1,39 @@
+//! Runs every port contract suite against the in-memory adapters.
+use reporter_adapter_memory::{
+    MemoryIdempotencyStore, MemoryJobQueue, MemoryJobReceiver, MemoryStore,
+};
+use reporter_contract::jobs::JobDrain;
+use reporter_contract::{idempotency, jobs, outbox, store};
+use reporter_ports::ports::ReportJob;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn store_contract() {
+    store::run_store_suite(|| async { MemoryStore::new() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn outbox_contract() {
+    outbox::run_outbox_suite(|| async { MemoryStore::new() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotency_contract() {
+    idempotency::run_idempotency_suite(|| async { MemoryIdempotencyStore::new() }).await;
+}
+
+struct Drain(MemoryJobReceiver);
+
+impl JobDrain for Drain {
+    async fn next_job(&mut self) -> Option<ReportJob> {
+        self.0.recv().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_contract() {
+    jobs::run_jobs_suite(|| async {
+        let (q, rx) = MemoryJobQueue::new(64);
+        (q, Drain(rx))
+    })
+    .await;
+}
