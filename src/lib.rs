@@ -1,1 +1,14 @@
-pub fn x() {}
+//! Reporter: report templates, report generation, filing deadlines, and every state change
+//! published as a CloudEvent.
+//!
+//! - [`app`]: use cases over the ports of `reporter-ports`.
+//! - [`http`]: the REST surface (poem + poem-openapi) and its middleware.
+//! - [`config`]: environment configuration.
+//! - [`wiring`]: builds adapters from configuration.
+//! - [`cli`]: the `reporter` command.
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod telemetry;
+pub mod wiring;

@@ -232,6 +232,10 @@ fn tokenize(body: &str, line: usize) -> Result<Vec<Tok>, SyntaxError> {
                 i += 1;
             }
             toks.push(Tok::Other);
+        } else if matches!(c, '=' | '!' | '<' | '>') && chars.get(i + 1) == Some(&'=') {
+            // Comparison operators are not assignments.
+            toks.push(Tok::Other);
+            i += 2;
         } else {
             toks.push(Tok::Punct(c));
             i += 1;
@@ -500,6 +504,14 @@ mod tests {
                 "bank.ledger.fee"
             ]
         );
+    }
+
+    #[test]
+    fn comparisons_are_not_keyword_arguments() {
+        let src = "{% for a in bank.acc %}{% for t in bank.tx if t.account == a.id %}{% if t.kind != 'x' and t.n >= 2 %}{{ t.amount }}{% endif %}{% endfor %}{% endfor %}";
+        assert_eq!(fields(src), vec!["bank.acc.id", "bank.tx.account", "bank.tx.amount", "bank.tx.kind", "bank.tx.n"]);
+        // A keyword argument name is still not a data path.
+        assert!(fields("{{ foo(width=3) }}").is_empty());
     }
 
     #[test]

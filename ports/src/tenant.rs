@@ -33,6 +33,11 @@ impl TenantId {
         }
     }
 
+    /// The tenant `default`, stamped in single-tenant mode unless configured otherwise.
+    pub fn default_tenant() -> Self {
+        Self("default".to_owned())
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0

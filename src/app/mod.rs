@@ -1,0 +1,94 @@
+//! Use cases. Each public method of [`App`] is one use case: it validates input, reads
+//! through the repository ports, and writes through one unit of work carrying the events the
+//! change produces.
+mod context;
+mod datasources;
+mod deadlines;
+mod emission;
+mod error;
+mod layout;
+mod metrics;
+mod templates;
+
+pub use context::Caller;
+pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};
+pub use deadlines::{CreateDeadline, DeadlineNotification, Notifications, Severity, UpdateDeadline};
+pub use emission::{Emitter, EventIdentity};
+pub use error::{AppError, AppResult, Code, ErrorKind};
+pub use layout::KeyLayout;
+pub use metrics::{DashboardMetrics, ErrorCounts};
+pub use templates::{CreateTemplate, TemplateDeletion, TemplateFile, TemplateWithWarnings, UpdateTemplate};
+
+use reporter_ports::ports::{
+    DeadlineRepository, IdempotencyStore, ObjectStorage, Outbox, ReportRepository, TemplateRepository, UnitOfWork,
+    UnitOfWorkPort,
+};
+use reporter_ports::{Clock, StoreError, TenantId};
+use std::sync::Arc;
+
+/// The ports the use cases drive.
+#[derive(Clone)]
+pub struct Ports {
+    /// Template reads.
+    pub templates: Arc<dyn TemplateRepository>,
+    /// Deadline reads.
+    pub deadlines: Arc<dyn DeadlineRepository>,
+    /// Report reads.
+    pub reports: Arc<dyn ReportRepository>,
+    /// The write path.
+    pub uow: Arc<dyn UnitOfWorkPort>,
+    /// Event outbox.
+    pub outbox: Arc<dyn Outbox>,
+    /// Template files and artifacts.
+    pub storage: Arc<dyn ObjectStorage>,
+    /// Idempotency records.
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Settings the use cases need.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Largest page size.
+    pub max_page_limit: u32,
+    /// Object key layout.
+    pub layout: KeyLayout,
+}
+
+/// The application: ports, data sources, emission policy and settings.
+pub struct App {
+    /// Ports.
+    pub ports: Ports,
+    /// Configured data sources.
+    pub catalog: DataSourceCatalog,
+    /// Event emission.
+    pub emitter: Emitter,
+    /// Settings.
+    pub settings: Settings,
+}
+
+/// How many times a use case re-reads and retries after a concurrent modification.
+const CONFLICT_RETRIES: usize = 4;
+
+impl App {
+    /// Assembles the application.
+    pub fn new(ports: Ports, catalog: DataSourceCatalog, emitter: Emitter, settings: Settings) -> Self {
+        Self { ports, catalog, emitter, settings }
+    }
+
+    /// Commits a unit of work and wakes the dispatcher if it carried events.
+    async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+        let rows = uow.outbox.len();
+        self.ports.uow.commit(tenant, uow).await?;
+        self.emitter.committed(rows);
+        Ok(())
+    }
+
+    /// Now, truncated to milliseconds: every stored and published timestamp has the precision
+    /// every adapter (MongoDB included) keeps, so a value reads back exactly as written.
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        use chrono::SubsecRound;
+        self.ports.clock.now().trunc_subsecs(3)
+    }
+}

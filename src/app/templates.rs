@@ -1,0 +1,331 @@
+//! Template use cases.
+use super::datasources::Warning;
+use super::emission::EventIdentity;
+use super::error::{AppError, AppResult, Code};
+use super::{App, Caller, CONFLICT_RETRIES};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
+use reporter_ports::events::EventKey;
+use reporter_ports::page::{Page, PageRequest};
+use reporter_ports::ports::{Change, OutboxRecord, TemplateQuery, UnitOfWork};
+use reporter_ports::template::{validate_template_file, MappedFields, OutputFormat, Template, TemplateFileError};
+use reporter_ports::template_syntax::extract_mapped_fields;
+use reporter_ports::{StoreError, TemplateId, TenantId};
+use sha2::{Digest, Sha256};
+
+/// Longest accepted description.
+pub const MAX_DESCRIPTION_LEN: usize = 1000;
+
+/// An uploaded `.tpl` file.
+#[derive(Debug, Clone)]
+pub struct TemplateFile {
+    /// Client file name.
+    pub file_name: String,
+    /// Content.
+    pub bytes: Bytes,
+}
+
+/// `POST /v1/templates`.
+#[derive(Debug, Clone)]
+pub struct CreateTemplate {
+    /// The source.
+    pub file: TemplateFile,
+    /// Output format as sent (case-insensitive).
+    pub output_format: String,
+    /// Description.
+    pub description: Option<String>,
+}
+
+/// `PATCH /v1/templates/{id}`: every part optional.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateTemplate {
+    /// New source.
+    pub file: Option<TemplateFile>,
+    /// New output format (requires a new file).
+    pub output_format: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+}
+
+/// A template with the warnings of its validation.
+#[derive(Debug, Clone)]
+pub struct TemplateWithWarnings {
+    /// The stored template.
+    pub template: Template,
+    /// Non-fatal findings.
+    pub warnings: Vec<Warning>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateDeletion {
+    /// The template.
+    pub id: TemplateId,
+    /// Soft-delete instant.
+    pub deleted_at: DateTime<Utc>,
+    /// Live deadlines soft-deleted with it.
+    pub cascaded_deadlines: u64,
+}
+
+fn file_error(e: TemplateFileError) -> AppError {
+    let code = match &e {
+        TemplateFileError::Empty => Code::EmptyFile,
+        TemplateFileError::NotTpl => Code::InvalidFileFormat,
+        TemplateFileError::TooLarge { .. } => Code::TemplateTooLarge,
+        TemplateFileError::NotUtf8 => Code::InvalidUpload,
+        TemplateFileError::ContentMismatch { .. } => Code::InvalidContent,
+        TemplateFileError::ScriptDetected { .. } => Code::ScriptDetected,
+    };
+    AppError::new(code, e.to_string()).field("template", e.to_string())
+}
+
+fn parse_format(raw: &str) -> AppResult<OutputFormat> {
+    OutputFormat::parse(raw).ok_or_else(|| {
+        AppError::new(Code::InvalidOutputFormat, format!("outputFormat '{raw}' is not one of html, pdf, csv, xml, txt"))
+            .field("outputFormat", "must be one of html, pdf, csv, xml, txt (case-insensitive)")
+    })
+}
+
+fn check_description(d: &str) -> AppResult<String> {
+    let d = d.trim();
+    if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(AppError::new(Code::InvalidFieldValue, format!("description must be at most {MAX_DESCRIPTION_LEN} characters of text"))
+            .field("description", "too long or contains control characters"));
+    }
+    Ok(d.to_owned())
+}
+
+/// Source validated and scanned: text, mapped fields, digest.
+struct CheckedSource {
+    mapped: MappedFields,
+    sha256: String,
+    size: u64,
+}
+
+impl App {
+    async fn check_source(&self, file: &TemplateFile, format: OutputFormat) -> AppResult<(CheckedSource, Vec<Warning>)> {
+        let text = validate_template_file(&file.file_name, &file.bytes, format).map_err(file_error)?;
+        let mapped = extract_mapped_fields(text)
+            .map_err(|e| AppError::new(Code::TemplateSyntax, format!("template syntax error: {e}")).field("template", e.to_string()))?;
+        let warnings = self.check_mapped_fields(&mapped).await?;
+        let sha256 = hex::encode(Sha256::digest(&file.bytes));
+        Ok((CheckedSource { mapped, sha256, size: file.bytes.len() as u64 }, warnings))
+    }
+
+    fn template_event(&self, key: EventKey, t: &Template, now: DateTime<Utc>) -> Option<OutboxRecord> {
+        let payload = TemplateChanged {
+            template_id: t.id.to_string(),
+            output_format: t.output_format.as_str().to_owned(),
+            description: t.description.clone(),
+            file_name: t.file_name.clone(),
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        };
+        self.emitter.row(key, &t.tenant, &t.id.to_string(), EventIdentity::Fresh, &payload, now)
+    }
+
+    /// Uploads a template.
+    ///
+    /// Order: validate everything, store the file, then commit the record with its
+    /// `template.created` event. A failed commit deletes the stored file again; a crash in
+    /// between can leave an unreferenced file, never a record without its file.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
+    pub async fn create_template(&self, caller: &Caller, cmd: CreateTemplate) -> AppResult<TemplateWithWarnings> {
+        let format = parse_format(&cmd.output_format)?;
+        let description = check_description(cmd.description.as_deref().unwrap_or_default())?;
+        let (checked, warnings) = self.check_source(&cmd.file, format).await?;
+        let id = TemplateId::new();
+        let key = self.settings.layout.template(&caller.tenant, id);
+        let stored_key = self
+            .ports
+            .storage
+            .put(&key, cmd.file.bytes.clone(), "text/plain; charset=utf-8")
+            .await
+            .map_err(AppError::object_storage)?;
+        let now = self.now();
+        let template = Template {
+            id,
+            tenant: caller.tenant.clone(),
+            output_format: format,
+            description,
+            file_name: format!("{id}.tpl"),
+            object_key: stored_key.clone(),
+            content_sha256: checked.sha256,
+            size_bytes: checked.size,
+            mapped_fields: checked.mapped,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        let uow = UnitOfWork::new()
+            .change(Change::Template { record: template.clone(), expected_version: None })
+            .with_outbox(self.template_event(EventKey::TemplateCreated, &template, now));
+        if let Err(e) = self.commit(&caller.tenant, uow).await {
+            if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
+                tracing::warn!(error = %cleanup, key = %stored_key, "could not remove the file of an uncommitted template");
+            }
+            return Err(AppError::store(e, "Template"));
+        }
+        tracing::info!(template_id = %id, format = %format, "template created");
+        Ok(TemplateWithWarnings { template, warnings })
+    }
+
+    /// A live template. MUST answer NotFound for a missing, deleted or foreign id.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    pub async fn get_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Template> {
+        self.ports
+            .templates
+            .get(&caller.tenant, id, false)
+            .await
+            .map_err(|e| AppError::store(e, "Template"))?
+            .ok_or_else(|| AppError::not_found("Template"))
+    }
+
+    /// Lists live templates.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
+    pub async fn list_templates(&self, caller: &Caller, query: &TemplateQuery, page: PageRequest) -> AppResult<Page<Template>> {
+        self.ports.templates.list(&caller.tenant, query, page).await.map_err(|e| AppError::store(e, "Template"))
+    }
+
+    /// Updates a template's description, format and/or file.
+    ///
+    /// MUST refuse an output-format change without a new file (`FormatChangeWithoutFile`) and an
+    /// empty update (`MissingFields`). A new file is validated against the (new) format exactly
+    /// like an upload. If the commit fails the previous file content is restored.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    pub async fn update_template(&self, caller: &Caller, id: TemplateId, cmd: UpdateTemplate) -> AppResult<TemplateWithWarnings> {
+        if cmd.file.is_none() && cmd.output_format.is_none() && cmd.description.is_none() {
+            return Err(AppError::new(Code::MissingFields, "send at least one of template, outputFormat, description"));
+        }
+        let new_format = cmd.output_format.as_deref().map(parse_format).transpose()?;
+        let description = cmd.description.as_deref().map(check_description).transpose()?;
+        let current = self.get_template(caller, id).await?;
+        if new_format.is_some_and(|f| f != current.output_format) && cmd.file.is_none() {
+            return Err(AppError::new(Code::FormatChangeWithoutFile, "changing outputFormat requires a new template file")
+                .field("template", "required when outputFormat changes"));
+        }
+        let format = new_format.unwrap_or(current.output_format);
+        let mut warnings = Vec::new();
+        let mut checked = None;
+        if let Some(file) = &cmd.file {
+            let (c, w) = self.check_source(file, format).await?;
+            checked = Some(c);
+            warnings = w;
+        }
+        // Keep the previous content to restore it if the record cannot be committed.
+        let previous = match &cmd.file {
+            Some(_) => self.ports.storage.get(&current.object_key).await.map_err(AppError::object_storage)?,
+            None => None,
+        };
+        let mut stored_key = None;
+        if let Some(file) = &cmd.file {
+            let key = self.settings.layout.template(&caller.tenant, id);
+            stored_key = Some(self.ports.storage.put(&key, file.bytes.clone(), "text/plain; charset=utf-8").await.map_err(AppError::object_storage)?);
+        }
+        let mut base = current;
+        let mut attempt = 0;
+        let result = loop {
+            let now = self.now();
+            let mut next = base.clone();
+            next.output_format = format;
+            if let Some(d) = &description {
+                next.description = d.clone();
+            }
+            if let (Some(c), Some(k)) = (&checked, &stored_key) {
+                next.mapped_fields = c.mapped.clone();
+                next.content_sha256 = c.sha256.clone();
+                next.size_bytes = c.size;
+                next.object_key = k.clone();
+            }
+            next.version = base.version + 1;
+            next.updated_at = now;
+            let uow = UnitOfWork::new()
+                .change(Change::Template { record: next.clone(), expected_version: Some(base.version) })
+                .with_outbox(self.template_event(EventKey::TemplateUpdated, &next, now));
+            match self.commit(&caller.tenant, uow).await {
+                Ok(()) => break Ok(next),
+                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => {
+                    attempt += 1;
+                    base = match self.get_template(caller, id).await {
+                        Ok(t) => t,
+                        Err(e) => break Err(e),
+                    };
+                }
+                Err(e) => break Err(AppError::store(e, "Template")),
+            }
+        };
+        match result {
+            Ok(t) => {
+                tracing::info!("template updated");
+                Ok(TemplateWithWarnings { template: t, warnings })
+            }
+            Err(e) => {
+                if let (Some(key), Some(prev)) = (&stored_key, previous) {
+                    if let Err(restore) = self.ports.storage.put(key, prev.bytes, &prev.content_type).await {
+                        tracing::error!(error = %restore, key = %key, "could not restore the previous template file");
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Soft-deletes a template and, in the same unit of work, every live deadline linked to it,
+    /// with `template.deleted` (carrying the cascade count) and one `deadline.deleted` per
+    /// cascaded deadline. The file is kept so existing reports stay downloadable.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    pub async fn delete_template(&self, caller: &Caller, id: TemplateId) -> AppResult<TemplateDeletion> {
+        let mut attempt = 0;
+        loop {
+            let template = self.get_template(caller, id).await?;
+            let deadlines =
+                self.ports.deadlines.list_by_template(&caller.tenant, id).await.map_err(|e| AppError::store(e, "Deadline"))?;
+            let now = self.now();
+            let mut uow = UnitOfWork::new();
+            for d in &deadlines {
+                let mut next = d.clone();
+                next.deleted_at = Some(now);
+                next.updated_at = now;
+                next.version = d.version + 1;
+                let payload = DeadlineDeleted {
+                    deadline_id: d.id.to_string(),
+                    template_id: Some(id.to_string()),
+                    deleted_at: now,
+                    cascaded: true,
+                };
+                uow = uow
+                    .change(Change::Deadline { record: next, expected_version: Some(d.version) })
+                    .with_outbox(self.emitter.row(EventKey::DeadlineDeleted, &caller.tenant, &d.id.to_string(), EventIdentity::Fresh, &payload, now));
+            }
+            let mut deleted = template.clone();
+            deleted.deleted_at = Some(now);
+            deleted.updated_at = now;
+            deleted.version = template.version + 1;
+            let cascaded = deadlines.len() as u64;
+            let payload = TemplateDeleted {
+                template_id: id.to_string(),
+                output_format: template.output_format.as_str().to_owned(),
+                deleted_at: now,
+                cascaded_deadline_count: cascaded,
+            };
+            uow = uow
+                .change(Change::Template { record: deleted, expected_version: Some(template.version) })
+                .with_outbox(self.emitter.row(EventKey::TemplateDeleted, &caller.tenant, &id.to_string(), EventIdentity::Fresh, &payload, now));
+            match self.commit(&caller.tenant, uow).await {
+                Ok(()) => {
+                    tracing::info!(cascaded, "template deleted");
+                    return Ok(TemplateDeletion { id, deleted_at: now, cascaded_deadlines: cascaded });
+                }
+                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
+                Err(e) => return Err(AppError::store(e, "Template")),
+            }
+        }
+    }
+
+    /// Counts live templates of a tenant.
+    pub(crate) async fn count_templates(&self, tenant: &TenantId) -> AppResult<u64> {
+        self.ports.templates.count(tenant).await.map_err(|e| AppError::store(e, "Template"))
+    }
+}

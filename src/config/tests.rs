@@ -1,0 +1,83 @@
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+#[test]
+fn defaults_validate_to_in_memory_single_tenant() {
+    let c = RawConfig::defaults().validate(&[]).expect("defaults are valid");
+    assert_eq!(c.server_address.to_string(), "127.0.0.1:4005");
+    assert_eq!(c.tenancy, Tenancy::Single(TenantId::default_tenant()));
+    assert_eq!(c.object_storage, ObjectStorageChoice::Memory);
+    assert!(c.data_sources.example);
+    assert_eq!(c.auth.key, AuthKey::Generated);
+    assert!(c.auth.enabled);
+    assert_eq!(c.max_pagination_limit, 100);
+}
+
+#[test]
+fn clap_defaults_match_defaults() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct W {
+        #[command(flatten)]
+        raw: RawConfig,
+    }
+    let parsed = W::try_parse_from(["reporter"]).expect("parses").raw;
+    let d = RawConfig::defaults();
+    // Only compare fields no test environment sets.
+    assert_eq!(parsed.max_pagination_limit, d.max_pagination_limit);
+    assert_eq!(parsed.idempotency_ttl_seconds, d.idempotency_ttl_seconds);
+    assert_eq!(parsed.example_data_enabled, d.example_data_enabled);
+    assert_eq!(parsed.max_request_body_bytes, d.max_request_body_bytes);
+}
+
+#[test]
+fn every_problem_is_listed_with_variable_problem_and_rule() {
+    let mut raw = RawConfig::defaults();
+    raw.server_address = "nowhere".into();
+    raw.max_pagination_limit = "0".into();
+    raw.auth_enabled = "maybe".into();
+    raw.auth_jwt_secret = Some("short".into());
+    raw.default_tenant_id = "bad/tenant".into();
+    raw.object_storage_backend = "s4".into();
+    let errs = raw.validate(&env(&[("DATASOURCE_X_TYPE", "oracle")])).unwrap_err();
+    let vars: Vec<&str> = errs.0.iter().map(|p| p.variable.as_str()).collect();
+    for v in ["SERVER_ADDRESS", "MAX_PAGINATION_LIMIT", "AUTH_ENABLED", "AUTH_JWT_SECRET", "DEFAULT_TENANT_ID", "OBJECT_STORAGE_BACKEND", "DATASOURCE_X_TYPE"] {
+        assert!(vars.contains(&v), "{v} missing from {vars:?}");
+    }
+    let text = errs.to_string();
+    assert!(text.contains("MAX_PAGINATION_LIMIT: 0 is out of range (rule: an integer between 1 and 1000)"), "{text}");
+}
+
+#[test]
+fn multi_tenant_needs_auth_and_production_needs_a_key() {
+    let mut raw = RawConfig::defaults();
+    raw.multi_tenant_enabled = "true".into();
+    raw.auth_enabled = "false".into();
+    let errs = raw.validate(&[]).unwrap_err();
+    assert_eq!(errs.0[0].variable, "MULTI_TENANT_ENABLED");
+
+    let mut raw = RawConfig::defaults();
+    raw.env_name = "production".into();
+    let errs = raw.validate(&[]).unwrap_err();
+    assert!(errs.0.iter().any(|p| p.variable == "AUTH_JWT_SECRET"));
+}
+
+#[test]
+fn file_data_sources() {
+    let c = RawConfig::defaults()
+        .validate(&env(&[("DATASOURCE_LEDGER_TYPE", "file"), ("DATASOURCE_LEDGER_PATH", "/data/ledger")]))
+        .unwrap();
+    let id = DataSourceId::parse("ledger").unwrap();
+    assert_eq!(c.data_sources.sources.get(&id), Some(&DataSourceSpec::File { path: "/data/ledger".into() }));
+    assert!(!c.data_sources.example, "the example is off when a source is configured");
+
+    let errs = RawConfig::defaults().validate(&env(&[("DATASOURCE_LEDGER_TYPE", "file")])).unwrap_err();
+    assert_eq!(errs.0[0].variable, "DATASOURCE_LEDGER_PATH");
+    let errs = RawConfig::defaults().validate(&env(&[("DATASOURCE_LEDGER_PATHS", "x")])).unwrap_err();
+    assert_eq!(errs.0[0].variable, "DATASOURCE_LEDGER_PATHS");
+}
+
+use reporter_ports::datasource::DataSourceId;

@@ -1,0 +1,310 @@
+//! Bearer-token authentication, scopes and tenant resolution.
+//!
+//! A middleware verifies the `Authorization` header of every request once and stores the
+//! outcome in the request; the [`Auth`] extractor (declared in the spec as the `bearerAuth`
+//! security scheme) turns a failed outcome into 401, and [`Auth::require`] checks a scope (403).
+use crate::app::{AppError, Caller, Code};
+use crate::config::{AuthKey, AuthSettings, Tenancy};
+use crate::http::error::ApiError;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use poem::{Endpoint, Middleware, Request};
+use poem_openapi::registry::{MetaSecurityScheme, Registry};
+use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
+use reporter_ports::TenantId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// OAuth2-style scopes, carried space-separated in the `scope` claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// Read templates.
+    TemplatesRead,
+    /// Create, update, delete templates.
+    TemplatesWrite,
+    /// Read reports and download artifacts.
+    ReportsRead,
+    /// Request reports.
+    ReportsWrite,
+    /// Read deadlines and notifications.
+    DeadlinesRead,
+    /// Create, update, deliver, delete deadlines.
+    DeadlinesWrite,
+    /// Read data sources and their schemas.
+    DataSourcesRead,
+    /// Read dashboard metrics.
+    MetricsRead,
+    /// Read the streaming manifest.
+    StreamingRead,
+    /// Operate the event outbox (redrive).
+    StreamingAdmin,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 10] = [
+        Self::TemplatesRead,
+        Self::TemplatesWrite,
+        Self::ReportsRead,
+        Self::ReportsWrite,
+        Self::DeadlinesRead,
+        Self::DeadlinesWrite,
+        Self::DataSourcesRead,
+        Self::MetricsRead,
+        Self::StreamingRead,
+        Self::StreamingAdmin,
+    ];
+
+    /// The claim spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::TemplatesRead => "templates:read",
+            Self::TemplatesWrite => "templates:write",
+            Self::ReportsRead => "reports:read",
+            Self::ReportsWrite => "reports:write",
+            Self::DeadlinesRead => "deadlines:read",
+            Self::DeadlinesWrite => "deadlines:write",
+            Self::DataSourcesRead => "data-sources:read",
+            Self::MetricsRead => "metrics:read",
+            Self::StreamingRead => "streaming:read",
+            Self::StreamingAdmin => "streaming:admin",
+        }
+    }
+
+    /// Parses a claim spelling.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+
+    /// Every scope, space-separated (the dev token's `scope` claim).
+    pub fn all_claim() -> String {
+        Self::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// `sub` claim (or `anonymous` with auth off).
+    pub subject: String,
+    /// Resolved tenant.
+    pub tenant: TenantId,
+    /// Granted scopes.
+    pub scopes: BTreeSet<Scope>,
+}
+
+/// Why a request is not authenticated. The message is safe to show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthFailure(pub String);
+
+/// The claims Reporter reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Claims {
+    /// Subject.
+    #[serde(default)]
+    pub sub: Option<String>,
+    /// Expiry (seconds since the epoch). Required.
+    pub exp: i64,
+    /// Space-separated scopes.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Tenant (required in multi-tenant mode).
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+    /// Issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    /// Audience.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+}
+
+enum Mode {
+    Disabled,
+    Jwt { key: DecodingKey, validation: Box<Validation> },
+}
+
+/// Verifies bearer tokens.
+pub struct Authenticator {
+    mode: Mode,
+    tenancy: Tenancy,
+}
+
+/// True when the PEM is an RSA or EC public key jsonwebtoken can use.
+pub fn public_key_is_usable(pem: &str) -> bool {
+    DecodingKey::from_rsa_pem(pem.as_bytes()).is_ok() || DecodingKey::from_ec_pem(pem.as_bytes()).is_ok()
+}
+
+impl Authenticator {
+    /// Builds the verifier. `generated_secret` is used when the settings name no key.
+    pub fn new(settings: &AuthSettings, tenancy: Tenancy, generated_secret: Option<&[u8]>) -> Result<Self, String> {
+        if !settings.enabled {
+            return Ok(Self { mode: Mode::Disabled, tenancy });
+        }
+        let (key, alg) = match &settings.key {
+            AuthKey::Secret(s) => (DecodingKey::from_secret(s), Algorithm::HS256),
+            AuthKey::Generated => match generated_secret {
+                Some(s) => (DecodingKey::from_secret(s), Algorithm::HS256),
+                None => return Err("no verification key configured".into()),
+            },
+            AuthKey::PublicKeyPem(pem) => match DecodingKey::from_rsa_pem(pem.as_bytes()) {
+                Ok(k) => (k, Algorithm::RS256),
+                Err(_) => (DecodingKey::from_ec_pem(pem.as_bytes()).map_err(|e| e.to_string())?, Algorithm::ES256),
+            },
+        };
+        let mut validation = Validation::new(alg);
+        validation.set_required_spec_claims(&["exp"]);
+        validation.leeway = settings.leeway_seconds;
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        match &settings.issuer {
+            Some(iss) => validation.set_issuer(&[iss]),
+            None => validation.iss = None,
+        }
+        match &settings.audience {
+            Some(aud) => validation.set_audience(&[aud]),
+            None => validation.validate_aud = false,
+        }
+        Ok(Self { mode: Mode::Jwt { key, validation: Box::new(validation) }, tenancy })
+    }
+
+    /// True when auth is on.
+    pub fn enabled(&self) -> bool {
+        matches!(self.mode, Mode::Jwt { .. })
+    }
+
+    /// Verifies an `Authorization` header value.
+    pub fn verify(&self, header: Option<&str>) -> Result<Principal, AuthFailure> {
+        let key_and_validation = match &self.mode {
+            Mode::Disabled => {
+                let tenant = match &self.tenancy {
+                    Tenancy::Single(t) => t.clone(),
+                    Tenancy::Multi => return Err(AuthFailure("multi-tenant mode needs authentication".into())),
+                };
+                return Ok(Principal { subject: "anonymous".into(), tenant, scopes: Scope::ALL.into_iter().collect() });
+            }
+            Mode::Jwt { key, validation } => (key, validation),
+        };
+        let header = header.ok_or_else(|| AuthFailure("missing Authorization header; send 'Authorization: Bearer <JWT>'".into()))?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| AuthFailure("the Authorization header must be 'Bearer <JWT>'".into()))?;
+        let (key, validation) = key_and_validation;
+        let data = jsonwebtoken::decode::<Claims>(token, key, validation).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            let why = match e.kind() {
+                K::ExpiredSignature => "the token has expired",
+                K::InvalidSignature => "the token signature is invalid",
+                K::InvalidAlgorithm => "the token uses an algorithm this service does not accept",
+                K::MissingRequiredClaim(_) => "the token lacks a required claim (exp)",
+                K::InvalidIssuer => "the token issuer is not accepted",
+                K::InvalidAudience => "the token audience is not accepted",
+                K::ImmatureSignature => "the token is not valid yet",
+                _ => "the token is malformed",
+            };
+            AuthFailure(why.into())
+        })?;
+        let claims = data.claims;
+        let tenant = match &self.tenancy {
+            Tenancy::Single(t) => t.clone(),
+            Tenancy::Multi => {
+                let raw = claims.tenant_id.as_deref().ok_or_else(|| AuthFailure("the token has no tenant_id claim".into()))?;
+                TenantId::parse(raw).map_err(|_| AuthFailure("the token's tenant_id claim is not a valid tenant id".into()))?
+            }
+        };
+        let scopes = claims.scope.as_deref().unwrap_or_default().split_whitespace().filter_map(Scope::parse).collect();
+        Ok(Principal { subject: claims.sub.unwrap_or_else(|| "unknown".into()), tenant, scopes })
+    }
+}
+
+/// Mints an HS256 token (the development token of `serve`, and tests).
+pub fn mint_hs256(secret: &[u8], claims: &Claims) -> Result<String, String> {
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(secret)).map_err(|e| e.to_string())
+}
+
+/// The authentication outcome stored in each request by [`AuthMiddleware`].
+#[derive(Debug, Clone)]
+pub struct AuthOutcome(pub Result<Principal, AuthFailure>);
+
+/// Verifies the bearer token of every request.
+pub struct AuthMiddleware(pub Arc<Authenticator>);
+
+impl<E: Endpoint> Middleware<E> for AuthMiddleware {
+    type Output = AuthEndpoint<E>;
+    fn transform(&self, ep: E) -> Self::Output {
+        AuthEndpoint { inner: ep, auth: self.0.clone() }
+    }
+}
+
+/// Endpoint wrapper of [`AuthMiddleware`].
+pub struct AuthEndpoint<E> {
+    inner: E,
+    auth: Arc<Authenticator>,
+}
+
+impl<E: Endpoint> Endpoint for AuthEndpoint<E> {
+    type Output = E::Output;
+    async fn call(&self, mut req: Request) -> poem::Result<Self::Output> {
+        if req.uri().path().starts_with("/v1/") {
+            let header = req.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let outcome = self.auth.verify(header.as_deref());
+            req.extensions_mut().insert(AuthOutcome(outcome));
+        }
+        self.inner.call(req).await
+    }
+}
+
+/// The authenticated caller of an operation (security scheme `bearerAuth`).
+#[derive(Debug, Clone)]
+pub struct Auth(pub Principal);
+
+impl Auth {
+    /// MUST answer 403 when the token lacks `scope`.
+    pub fn require(&self, scope: Scope) -> Result<Caller, ApiError> {
+        if self.0.scopes.contains(&scope) {
+            Ok(Caller { tenant: self.0.tenant.clone(), subject: self.0.subject.clone() })
+        } else {
+            Err(AppError::new(Code::Forbidden, format!("the token lacks the '{}' scope", scope.as_str())).into())
+        }
+    }
+}
+
+impl<'a> ApiExtractor<'a> for Auth {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::SecurityScheme];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        registry.create_security_scheme(
+            "bearerAuth",
+            MetaSecurityScheme {
+                ty: "http",
+                description: Some(
+                    "JWT bearer token (HS256, RS256 or ES256). `exp` is required. Scopes, space-separated in the `scope` claim: templates:read templates:write reports:read reports:write deadlines:read deadlines:write data-sources:read metrics:read streaming:read streaming:admin. In multi-tenant mode the `tenant_id` claim selects the tenant.",
+                ),
+                name: None,
+                key_in: None,
+                scheme: Some("bearer"),
+                bearer_format: Some("JWT"),
+                flows: None,
+                openid_connect_url: None,
+            },
+        );
+    }
+
+    fn security_schemes() -> Vec<&'static str> {
+        vec!["bearerAuth"]
+    }
+
+    async fn from_request(req: &'a Request, _body: &mut poem::RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+        match req.extensions().get::<AuthOutcome>() {
+            Some(AuthOutcome(Ok(p))) => Ok(Auth(p.clone())),
+            Some(AuthOutcome(Err(f))) => Err(ApiError::from(AppError::new(Code::Unauthorized, f.0.clone())).into()),
+            None => Err(ApiError::from(AppError::new(Code::Unauthorized, "authentication required")).into()),
+        }
+    }
+}

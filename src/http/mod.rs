@@ -1,0 +1,114 @@
+//! The REST surface: poem + poem-openapi. Business operations live under `/v1`, need a bearer
+//! token and answer JSON in camelCase; errors use one body shape with stable codes.
+pub mod auth;
+mod dashboard;
+mod datasources;
+mod deadlines;
+pub mod dto;
+pub mod error;
+pub mod middleware;
+pub mod ops;
+pub mod spec;
+mod tags;
+mod templates;
+
+pub use ops::{Probe, Readiness};
+
+use crate::app::App;
+use crate::telemetry::{render, HttpMetrics};
+use auth::{AuthMiddleware, Authenticator};
+use middleware::{BodyLimit, Hardening, Idempotency, Metrics};
+use poem::endpoint::make_sync;
+use poem::middleware::{CatchPanic, Cors};
+use poem::web::Data;
+use poem::{handler, EndpointExt, IntoResponse, Response, Route};
+use poem_openapi::OpenApiService;
+use std::sync::Arc;
+
+/// Every operation group, in the order the spec lists them.
+pub type Apis = (
+    templates::TemplatesApi,
+    deadlines::DeadlinesApi,
+    datasources::DataSourcesApi,
+    dashboard::DashboardApi,
+    ops::OpsApi,
+);
+
+/// The OpenAPI service (routes + spec).
+pub fn api_service() -> OpenApiService<Apis, ()> {
+    OpenApiService::new(
+        (templates::TemplatesApi, deadlines::DeadlinesApi, datasources::DataSourcesApi, dashboard::DashboardApi, ops::OpsApi),
+        "Reporter API",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .description(spec::DESCRIPTION)
+    .server("http://127.0.0.1:4005")
+}
+
+/// What the HTTP layer needs besides the application.
+pub struct HttpSetup {
+    /// Token verification.
+    pub authenticator: Arc<Authenticator>,
+    /// Dependency probes of `/readyz`.
+    pub readiness: Readiness,
+    /// Prometheus registry served at `/metrics`.
+    pub registry: prometheus::Registry,
+    /// Request body limit.
+    pub max_body_bytes: usize,
+    /// Idempotency replay window.
+    pub idempotency_ttl: chrono::Duration,
+    /// Idempotency in-flight reservation.
+    pub idempotency_in_flight: chrono::Duration,
+    /// CORS origins (empty: none).
+    pub cors_origins: Vec<String>,
+}
+
+#[handler]
+fn prometheus_metrics(registry: Data<&prometheus::Registry>) -> Response {
+    Response::builder().content_type("text/plain; version=0.0.4").body(render(&registry))
+}
+
+/// Builds the complete HTTP endpoint.
+pub fn endpoint(app: Arc<App>, setup: HttpSetup) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
+    let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let service = api_service();
+    let swagger = service.swagger_ui();
+    let json = spec::json();
+    let yaml = spec::yaml();
+    let routes = Route::new()
+        .nest("/", service)
+        .at("/openapi.json", make_sync(move |_| Response::builder().content_type("application/json").body(json.clone())))
+        .at("/openapi.yaml", make_sync(move |_| Response::builder().content_type("application/yaml").body(yaml.clone())))
+        .nest("/swagger", swagger)
+        .at("/metrics", prometheus_metrics)
+        .data(app.clone())
+        .data(setup.readiness)
+        .data(setup.registry);
+    let idempotency = Idempotency {
+        store: app.ports.idempotency.clone(),
+        clock: app.ports.clock.clone(),
+        paths: vec!["/v1/templates", "/v1/reports"],
+        ttl: setup.idempotency_ttl,
+        in_flight: setup.idempotency_in_flight,
+    };
+    let core = routes
+        .with(idempotency)
+        .with(AuthMiddleware(setup.authenticator))
+        .with(BodyLimit(setup.max_body_bytes))
+        .catch_all_error(error::normalize_error);
+    let cors = if setup.cors_origins.is_empty() {
+        None
+    } else if setup.cors_origins.iter().any(|o| o == "*") {
+        Some(Cors::new())
+    } else {
+        Some(Cors::new().allow_origins(setup.cors_origins.iter().map(String::as_str)))
+    };
+    let with_cors = core.with_if(cors.is_some(), cors.unwrap_or_default()).map_to_response();
+    Ok(with_cors
+        .with(Metrics(http_metrics))
+        .with(Hardening)
+        .with(CatchPanic::new().with_handler(|_| {
+            error::error_response(&crate::app::AppError::new(crate::app::Code::Internal, "internal server error")).into_response()
+        }))
+        .boxed())
+}

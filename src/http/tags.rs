@@ -1,0 +1,17 @@
+//! Spec tags.
+use poem_openapi::Tags;
+
+/// Operation groups.
+#[derive(Tags)]
+pub enum ApiTags {
+    /// Upload and manage report templates (`.tpl` files rendered into html, pdf, csv, xml or txt).
+    Templates,
+    /// Filing deadlines: recurrence, delivery and notifications.
+    Deadlines,
+    /// The configured data sources templates read from.
+    DataSources,
+    /// Dashboard counters.
+    Metrics,
+    /// Liveness, readiness and build information.
+    Ops,
+}

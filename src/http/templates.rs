@@ -1,0 +1,313 @@
+//! `/v1/templates` operations.
+use super::auth::{Auth, Scope};
+use super::dto::{day_window, page_request, path_uuid, WarningDto};
+use super::error::{ApiError, ApiResult};
+use super::tags::ApiTags;
+use crate::app::{App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::types::multipart::Upload;
+use poem_openapi::types::Example;
+use poem_openapi::{ApiResponse, Enum, Multipart, Object, OpenApi};
+use reporter_ports::ports::TemplateQuery;
+use reporter_ports::template::{OutputFormat, Template, MAX_TEMPLATE_BYTES};
+use reporter_ports::TemplateId;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Output format of a template and its reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "lowercase")]
+pub enum OutputFormatDto {
+    /// HTML.
+    Html,
+    /// PDF rendered from the template's HTML.
+    Pdf,
+    /// CSV.
+    Csv,
+    /// XML.
+    Xml,
+    /// Plain text.
+    Txt,
+}
+
+impl From<OutputFormat> for OutputFormatDto {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Html => Self::Html,
+            OutputFormat::Pdf => Self::Pdf,
+            OutputFormat::Csv => Self::Csv,
+            OutputFormat::Xml => Self::Xml,
+            OutputFormat::Txt => Self::Txt,
+        }
+    }
+}
+
+/// A report template.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Template", rename_all = "camelCase", example)]
+pub struct TemplateDto {
+    /// Template id (UUIDv7).
+    pub id: uuid::Uuid,
+    /// Output format of reports rendered from it.
+    pub output_format: OutputFormatDto,
+    /// Description (also the template's name on deadlines).
+    pub description: String,
+    /// `<id>.tpl`.
+    pub file_name: String,
+    /// Data the template reads: data source → table → fields.
+    pub mapped_fields: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// Size of the template file in bytes.
+    pub size_bytes: u64,
+    /// SHA-256 of the template file (hex).
+    pub sha256: String,
+    /// Creation instant.
+    pub created_at: DateTime<Utc>,
+    /// Last change instant.
+    pub updated_at: DateTime<Utc>,
+    /// Non-fatal findings of the upload (e.g. a data source that could not be checked).
+    #[oai(skip_serializing_if_is_empty)]
+    pub warnings: Vec<WarningDto>,
+}
+
+impl Example for TemplateDto {
+    fn example() -> Self {
+        Self {
+            id: uuid::Uuid::parse_str("8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33").unwrap_or_default(),
+            output_format: OutputFormatDto::Html,
+            description: "Monthly account statement".into(),
+            file_name: "8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33.tpl".into(),
+            mapped_fields: BTreeMap::from([(
+                "bank".to_owned(),
+                BTreeMap::from([("accounts".to_owned(), vec!["account_id".to_owned(), "holder_name".to_owned()])]),
+            )]),
+            size_bytes: 812,
+            sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
+            created_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z").map(|d| d.with_timezone(&Utc)).unwrap_or_default(),
+            updated_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z").map(|d| d.with_timezone(&Utc)).unwrap_or_default(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl TemplateDto {
+    fn from_parts(t: &Template, warnings: &[crate::app::Warning]) -> Self {
+        Self {
+            id: t.id.uuid(),
+            output_format: t.output_format.into(),
+            description: t.description.clone(),
+            file_name: t.file_name.clone(),
+            mapped_fields: t
+                .mapped_fields
+                .iter()
+                .map(|(ds, tables)| (ds.clone(), tables.iter().map(|(tb, f)| (tb.clone(), f.iter().cloned().collect())).collect()))
+                .collect(),
+            size_bytes: t.size_bytes,
+            sha256: t.content_sha256.clone(),
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            warnings: warnings.iter().map(WarningDto::from).collect(),
+        }
+    }
+}
+
+impl From<&Template> for TemplateDto {
+    fn from(t: &Template) -> Self {
+        Self::from_parts(t, &[])
+    }
+}
+
+impl From<TemplateWithWarnings> for TemplateDto {
+    fn from(t: TemplateWithWarnings) -> Self {
+        Self::from_parts(&t.template, &t.warnings)
+    }
+}
+
+/// A page of templates.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "TemplatePage")]
+pub struct TemplatePage {
+    /// Templates of this page.
+    pub items: Vec<TemplateDto>,
+    /// Page number (1-based).
+    pub page: u32,
+    /// Page size.
+    pub limit: u32,
+    /// Templates matching the filters across all pages.
+    pub total: u64,
+}
+
+/// Upload form.
+#[derive(Debug, Multipart)]
+#[oai(deny_unknown_fields)]
+pub struct CreateTemplateForm {
+    /// The template file; its name must end in `.tpl`, at most 1 MiB of UTF-8 text.
+    pub template: Upload,
+    /// html, pdf, csv, xml or txt (case-insensitive).
+    #[oai(rename = "outputFormat")]
+    pub output_format: String,
+    /// Description, at most 1000 characters.
+    pub description: Option<String>,
+}
+
+/// Update form: every part optional; a format change needs a new file.
+#[derive(Debug, Multipart)]
+#[oai(deny_unknown_fields)]
+pub struct UpdateTemplateForm {
+    /// New template file.
+    pub template: Option<Upload>,
+    /// New output format.
+    #[oai(rename = "outputFormat")]
+    pub output_format: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+}
+
+/// What a template delete did.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "TemplateDeletion", rename_all = "camelCase")]
+pub struct TemplateDeletionDto {
+    /// The deleted template.
+    pub id: uuid::Uuid,
+    /// Soft-delete instant.
+    pub deleted_at: DateTime<Utc>,
+    /// How many live deadlines of the template were soft-deleted with it.
+    pub cascaded_deadline_count: u64,
+}
+
+/// 201 with the created template.
+#[derive(Debug, ApiResponse)]
+pub enum CreatedTemplate {
+    /// The template was stored. A replayed idempotent request answers the same body with
+    /// `X-Idempotency-Replayed: true`.
+    #[oai(status = 201)]
+    Created(Json<TemplateDto>),
+}
+
+async fn read_upload(upload: Upload) -> Result<TemplateFile, ApiError> {
+    let file_name = upload.file_name().unwrap_or_default().to_owned();
+    if upload.size() > MAX_TEMPLATE_BYTES {
+        return Err(AppError::new(Code::TemplateTooLarge, format!("the template file exceeds {MAX_TEMPLATE_BYTES} bytes")).into());
+    }
+    let bytes = upload.into_vec().await.map_err(|_| ApiError::from(AppError::new(Code::InvalidUpload, "the uploaded file could not be read")))?;
+    Ok(TemplateFile { file_name, bytes: Bytes::from(bytes) })
+}
+
+/// Template operations.
+pub struct TemplatesApi;
+
+#[OpenApi(tag = "ApiTags::Templates")]
+impl TemplatesApi {
+    /// Upload a template
+    ///
+    /// Multipart form with the `.tpl` file (`template`), its `outputFormat` and an optional
+    /// `description`. The file is validated (non-empty, `.tpl`, UTF-8, at most 1 MiB, content
+    /// sane for the format, no `<script>` or inline event handlers) and every
+    /// `datasource.table.field` it reads must exist in the configured data sources; those
+    /// fields are returned as `mappedFields`. Honours `X-Idempotency`. Scope `templates:write`.
+    #[oai(path = "/v1/templates", method = "post", operation_id = "createTemplate")]
+    async fn create(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Client idempotency key: a replay within the TTL returns the stored response.
+        #[oai(name = "X-Idempotency")]
+        _idempotency: poem_openapi::param::Header<Option<String>>,
+        form: CreateTemplateForm,
+    ) -> ApiResult<CreatedTemplate> {
+        let caller = auth.require(Scope::TemplatesWrite)?;
+        let file = read_upload(form.template).await?;
+        let created = app.create_template(&caller, CreateTemplate { file, output_format: form.output_format, description: form.description }).await?;
+        Ok(CreatedTemplate::Created(Json(created.into())))
+    }
+
+    /// List templates
+    ///
+    /// Live templates, newest first by default. Filters: `outputFormat`, `description`
+    /// (case-insensitive substring, plain text), `createdAt` (a `YYYY-MM-DD` day, UTC).
+    /// `total` is the number of matches across all pages. Scope `templates:read`.
+    #[oai(path = "/v1/templates", method = "get", operation_id = "listTemplates")]
+    #[allow(clippy::too_many_arguments)]
+    async fn list(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Page number, from 1.
+        page: Query<Option<i64>>,
+        /// Page size, 1 to MAX_PAGINATION_LIMIT (default 10).
+        limit: Query<Option<i64>>,
+        /// `asc` or `desc` (default) by creation time.
+        sort_order: Query<Option<String>>,
+        /// html, pdf, csv, xml or txt.
+        #[oai(name = "outputFormat")]
+        output_format: Query<Option<String>>,
+        /// Substring of the description.
+        description: Query<Option<String>>,
+        /// Creation day, `YYYY-MM-DD`.
+        #[oai(name = "createdAt")]
+        created_at: Query<Option<String>>,
+    ) -> ApiResult<Json<TemplatePage>> {
+        let caller = auth.require(Scope::TemplatesRead)?;
+        let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
+        let mut query = TemplateQuery::default();
+        if let Some(f) = output_format.0.as_deref() {
+            query.output_format = Some(OutputFormat::parse(f).ok_or_else(|| {
+                AppError::new(Code::InvalidOutputFormat, format!("outputFormat '{f}' is not one of html, pdf, csv, xml, txt")).field("outputFormat", "html|pdf|csv|xml|txt")
+            })?);
+        }
+        query.description_contains = description.0.filter(|d| !d.trim().is_empty()).map(|d| d.trim().to_owned());
+        if let Some(day) = created_at.0.as_deref() {
+            let (from, to) = day_window(day, "createdAt")?;
+            query.created_from = Some(from);
+            query.created_to = Some(to);
+        }
+        let page = app.list_templates(&caller, &query, req).await?;
+        Ok(Json(TemplatePage { items: page.items.iter().map(TemplateDto::from).collect(), page: page.page, limit: page.limit, total: page.total }))
+    }
+
+    /// Get a template
+    ///
+    /// A live template. A deleted, missing or other tenant's id answers 404. Scope `templates:read`.
+    #[oai(path = "/v1/templates/:id", method = "get", operation_id = "getTemplate")]
+    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
+        id: Path<String>) -> ApiResult<Json<TemplateDto>> {
+        let caller = auth.require(Scope::TemplatesRead)?;
+        let id: TemplateId = path_uuid(&id.0, "id")?;
+        Ok(Json(TemplateDto::from(&app.get_template(&caller, id).await?)))
+    }
+
+    /// Update a template
+    ///
+    /// Multipart form, every part optional: `template` (new file), `outputFormat`,
+    /// `description`. Changing `outputFormat` requires a new file (TPL-0010). A new file is
+    /// validated exactly like an upload. Scope `templates:write`.
+    #[oai(path = "/v1/templates/:id", method = "patch", operation_id = "updateTemplate")]
+    async fn update(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
+        id: Path<String>, form: UpdateTemplateForm) -> ApiResult<Json<TemplateDto>> {
+        let caller = auth.require(Scope::TemplatesWrite)?;
+        let id: TemplateId = path_uuid(&id.0, "id")?;
+        let file = match form.template {
+            Some(u) => Some(read_upload(u).await?),
+            None => None,
+        };
+        let updated = app.update_template(&caller, id, UpdateTemplate { file, output_format: form.output_format, description: form.description }).await?;
+        Ok(Json(updated.into()))
+    }
+
+    /// Delete a template
+    ///
+    /// Soft delete. The template's live deadlines are soft-deleted in the same transaction
+    /// and counted in the answer (and in the `template.deleted` event). Reports already
+    /// generated stay downloadable. Scope `templates:write`.
+    #[oai(path = "/v1/templates/:id", method = "delete", operation_id = "deleteTemplate")]
+    async fn delete(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
+        id: Path<String>) -> ApiResult<Json<TemplateDeletionDto>> {
+        let caller = auth.require(Scope::TemplatesWrite)?;
+        let id: TemplateId = path_uuid(&id.0, "id")?;
+        let d = app.delete_template(&caller, id).await?;
+        Ok(Json(TemplateDeletionDto { id: d.id.uuid(), deleted_at: d.deleted_at, cascaded_deadline_count: d.cascaded_deadlines }))
+    }
+}
