@@ -86,7 +86,10 @@ pub async fn run(cli: Cli) -> ExitCode {
                     .and_then(|_| std::fs::write(dir.join("reporter.yaml"), http::spec::yaml()));
                 match result {
                     Ok(()) => {
-                        println!("wrote {0}/reporter.json and {0}/reporter.yaml", dir.display());
+                        println!(
+                            "wrote {0}/reporter.json and {0}/reporter.yaml",
+                            dir.display()
+                        );
                         ExitCode::SUCCESS
                     }
                     Err(e) => {
@@ -103,9 +106,16 @@ pub async fn run(cli: Cli) -> ExitCode {
                 ExitCode::SUCCESS
             }
         },
-        Command::Config { action: ConfigAction::Check } => match cli.config.validate(&environment()) {
+        Command::Config {
+            action: ConfigAction::Check,
+        } => match cli.config.validate(&environment()) {
             Ok(c) => {
-                println!("configuration OK: listening on {}, {} data source(s){}", c.server_address, c.data_sources.sources.len() + usize::from(c.data_sources.example), if c.auth.enabled { "" } else { ", auth OFF" });
+                println!(
+                    "configuration OK: listening on {}, {} data source(s){}",
+                    c.server_address,
+                    c.data_sources.sources.len() + usize::from(c.data_sources.example),
+                    if c.auth.enabled { "" } else { ", auth OFF" }
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -114,7 +124,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             }
         },
         Command::Worker => {
-            let Ok(config) = load(&cli.config) else { return ExitCode::from(2) };
+            let Ok(config) = load(&cli.config) else {
+                return ExitCode::from(2);
+            };
             telemetry::init_tracing(&config.log_level, config.log_json);
             eprintln!(
                 "reporter worker: no shared job queue is configured. Report generation runs inside `reporter serve`; \
@@ -123,7 +135,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             ExitCode::from(2)
         }
         Command::Serve | Command::Api => {
-            let Ok(config) = load(&cli.config) else { return ExitCode::from(2) };
+            let Ok(config) = load(&cli.config) else {
+                return ExitCode::from(2);
+            };
             telemetry::init_tracing(&config.log_level, config.log_json);
             serve(config).await
         }
@@ -132,7 +146,10 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn serve(config: Config) -> ExitCode {
     if !config.auth.enabled {
-        tracing::warn!("AUTH_ENABLED=false: every /v1 operation is open to anyone who can reach {}", config.server_address);
+        tracing::warn!(
+            "AUTH_ENABLED=false: every /v1 operation is open to anyone who can reach {}",
+            config.server_address
+        );
     }
     let built = match wiring::build(&config) {
         Ok(b) => b,
@@ -148,7 +165,10 @@ async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| config.server_address.to_string());
+    let addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| config.server_address.to_string());
     drop(listener);
     print_banner(&addr, &built);
     let endpoint = match http::endpoint(built.app.clone(), built.http) {
@@ -160,7 +180,13 @@ async fn serve(config: Config) -> ExitCode {
     };
     let server = poem::Server::new(poem::listener::TcpListener::bind(addr.clone()));
     let result = server
-        .run_with_graceful_shutdown(endpoint, async { let _ = tokio::signal::ctrl_c().await; }, Some(std::time::Duration::from_secs(10)))
+        .run_with_graceful_shutdown(
+            endpoint,
+            async {
+                let _ = tokio::signal::ctrl_c().await;
+            },
+            Some(std::time::Duration::from_secs(10)),
+        )
         .await;
     drop(built.example_dir);
     match result {

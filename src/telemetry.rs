@@ -1,11 +1,20 @@
 //! Logging and Prometheus metrics.
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+};
 
 /// Installs the global tracing subscriber. Safe to call more than once (later calls are no-ops).
 pub fn init_tracing(filter: &str, json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// HTTP request metrics.
@@ -18,12 +27,20 @@ impl HttpMetrics {
     /// Registers the metrics in `registry`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let requests = IntCounterVec::new(
-            Opts::new("reporter_http_requests_total", "HTTP requests by method, route and status"),
+            Opts::new(
+                "reporter_http_requests_total",
+                "HTTP requests by method, route and status",
+            ),
             &["method", "route", "status"],
         )?;
         let latency = HistogramVec::new(
-            HistogramOpts::new("reporter_http_request_duration_seconds", "HTTP request latency by method and route")
-                .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]),
+            HistogramOpts::new(
+                "reporter_http_request_duration_seconds",
+                "HTTP request latency by method and route",
+            )
+            .buckets(vec![
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+            ]),
             &["method", "route"],
         )?;
         registry.register(Box::new(requests.clone()))?;
@@ -33,8 +50,12 @@ impl HttpMetrics {
 
     /// Records one request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        self.requests.with_label_values(&[method, route, &status.to_string()]).inc();
-        self.latency.with_label_values(&[method, route]).observe(seconds);
+        self.requests
+            .with_label_values(&[method, route, &status.to_string()])
+            .inc();
+        self.latency
+            .with_label_values(&[method, route])
+            .observe(seconds);
     }
 }
 

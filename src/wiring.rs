@@ -1,23 +1,32 @@
 //! Builds the application and the HTTP layer from a validated [`Config`].
 use crate::app::{App, DataSourceCatalog, Emitter, KeyLayout, Ports, Settings};
 use crate::config::{AuthKey, Config, DataSourceSpec, ObjectStorageChoice, Tenancy};
-use crate::http::auth::{mint_hs256, Authenticator, Claims, Scope};
+use crate::http::auth::{Authenticator, Claims, Scope, mint_hs256};
 use crate::http::{HttpSetup, Probe, Readiness};
 use anyhow::Context;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{MemoryIdempotencyStore, MemoryObjectStorage, MemoryStore};
+use reporter_ports::TenantId;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::{DataSource, ObjectStorage, Outbox};
-use reporter_ports::TenantId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The bundled example data set (`examples/data/bank`), registered as data source `bank`.
 const EXAMPLE_TABLES: &[(&str, &str)] = &[
-    ("accounts.csv", include_str!("../examples/data/bank/accounts.csv")),
-    ("balances.csv", include_str!("../examples/data/bank/balances.csv")),
-    ("transactions.json", include_str!("../examples/data/bank/transactions.json")),
+    (
+        "accounts.csv",
+        include_str!("../examples/data/bank/accounts.csv"),
+    ),
+    (
+        "balances.csv",
+        include_str!("../examples/data/bank/balances.csv"),
+    ),
+    (
+        "transactions.json",
+        include_str!("../examples/data/bank/transactions.json"),
+    ),
 ];
 
 /// A directory removed when dropped (the materialised example data set).
@@ -118,13 +127,19 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
                 iss: config.auth.issuer.clone(),
                 aud: config.auth.audience.clone(),
             };
-            let token = mint_hs256(&secret, &claims).map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;
+            let token = mint_hs256(&secret, &claims)
+                .map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;
             (Some(secret), Some(token))
         }
         _ => (None, None),
     };
     let authenticator = Arc::new(
-        Authenticator::new(&config.auth, config.tenancy.clone(), generated_secret.as_deref()).map_err(|e| anyhow::anyhow!("auth: {e}"))?,
+        Authenticator::new(
+            &config.auth,
+            config.tenancy.clone(),
+            generated_secret.as_deref(),
+        )
+        .map_err(|e| anyhow::anyhow!("auth: {e}"))?,
     );
 
     let store_arc = Arc::new(store.clone());
@@ -140,16 +155,29 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
     };
     let settings = Settings {
         max_page_limit: config.max_pagination_limit,
-        layout: KeyLayout { tenant_prefix: matches!(config.tenancy, Tenancy::Multi) },
+        layout: KeyLayout {
+            tenant_prefix: matches!(config.tenancy, Tenancy::Multi),
+        },
     };
-    let app = Arc::new(App::new(ports, catalog.clone(), Emitter::new(false), settings));
+    let app = Arc::new(App::new(
+        ports,
+        catalog.clone(),
+        Emitter::new(false),
+        settings,
+    ));
 
     let outbox: Arc<dyn Outbox> = store_arc;
     let mut readiness = Readiness::default().with(
         "store",
         probe(move || {
             let outbox = outbox.clone();
-            async move { outbox.stats(chrono::Utc::now()).await.map(|_| ()).map_err(|e| e.to_string()) }
+            async move {
+                outbox
+                    .stats(chrono::Utc::now())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
         }),
     );
     let s = storage.clone();
@@ -184,5 +212,11 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
         idempotency_in_flight: config.idempotency_in_flight,
         cors_origins: config.cors_origins.clone(),
     };
-    Ok(Built { app, http, dev_token, example_dir, summary })
+    Ok(Built {
+        app,
+        http,
+        dev_token,
+        example_dir,
+        summary,
+    })
 }

@@ -5,7 +5,12 @@ fn reporter() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
     // Isolate from the caller's environment: only what each test sets.
     for (k, _) in std::env::vars() {
-        if k.starts_with("DATASOURCE_") || k.starts_with("AUTH_") || k.starts_with("STREAMING_") || k.starts_with("MONGO") || k.starts_with("RABBITMQ") {
+        if k.starts_with("DATASOURCE_")
+            || k.starts_with("AUTH_")
+            || k.starts_with("STREAMING_")
+            || k.starts_with("MONGO")
+            || k.starts_with("RABBITMQ")
+        {
             c.env_remove(k);
         }
     }
@@ -44,22 +49,40 @@ fn config_check_lists_every_problem_and_fails() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("MAX_PAGINATION_LIMIT: 'abc' is not an integer (rule: an integer between 1 and 1000)"), "{err}");
-    assert!(err.contains("SERVER_ADDRESS: 'nowhere' is not a socket address"), "{err}");
+    assert!(
+        err.contains(
+            "MAX_PAGINATION_LIMIT: 'abc' is not an integer (rule: an integer between 1 and 1000)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("SERVER_ADDRESS: 'nowhere' is not a socket address"),
+        "{err}"
+    );
     assert!(err.contains("DATASOURCE_LEDGER_PATH: missing"), "{err}");
 }
 
 #[test]
 fn config_check_accepts_the_defaults() {
     let out = reporter().args(["config", "check"]).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn a_bad_value_stops_serve_naming_the_variable() {
-    let out = reporter().arg("serve").env("AUTH_ENABLED", "maybe").output().expect("runs");
+    let out = reporter()
+        .arg("serve")
+        .env("AUTH_ENABLED", "maybe")
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("AUTH_ENABLED: 'maybe' is not a boolean"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("AUTH_ENABLED: 'maybe' is not a boolean")
+    );
 }
 
 #[test]
@@ -67,7 +90,86 @@ fn openapi_command_prints_the_committed_spec() {
     let out = reporter().arg("openapi").output().expect("runs");
     assert!(out.status.success());
     let committed = include_str!("../openapi/reporter.json");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), committed, "run `just openapi` to regenerate openapi/");
-    let yaml = reporter().args(["openapi", "--format", "yaml"]).output().expect("runs");
-    assert_eq!(String::from_utf8_lossy(&yaml.stdout), include_str!("../openapi/reporter.yaml"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        committed,
+        "run `just openapi` to regenerate openapi/"
+    );
+    let yaml = reporter()
+        .args(["openapi", "--format", "yaml"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        String::from_utf8_lossy(&yaml.stdout),
+        include_str!("../openapi/reporter.yaml")
+    );
+}
+
+/// Sends one HTTP/1.1 request over a plain socket and returns (status line, body).
+fn http_get(addr: &str, path: &str, token: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).expect("read");
+    let status = buf.lines().next().unwrap_or_default().to_owned();
+    let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+    (status, body)
+}
+
+#[test]
+fn serve_with_no_configuration_prints_a_working_token() {
+    use std::io::{BufRead, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = reporter()
+        .arg("serve")
+        .env("SERVER_ADDRESS", &addr)
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().unwrap();
+    let mut token = None;
+    let mut banner = String::new();
+    for line in BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .take(30)
+    {
+        banner.push_str(&line);
+        banner.push('\n');
+        if let Some(t) = line.trim().strip_prefix("export TOKEN=") {
+            token = Some(t.to_owned());
+        }
+        if line.contains("curl -s") {
+            break;
+        }
+    }
+    let token = token.unwrap_or_else(|| panic!("no token in banner:\n{banner}"));
+    assert!(
+        banner.contains(&format!("listening on http://{addr}")),
+        "{banner}"
+    );
+    // The server may need a moment after printing the banner.
+    let mut result = None;
+    for _ in 0..50 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            result = Some(http_get(&addr, "/v1/data-sources/bank", &token));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (status, body) = result.expect("server answered");
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(body.contains("\"transactions\""), "{body}");
 }

@@ -509,7 +509,16 @@ mod tests {
     #[test]
     fn comparisons_are_not_keyword_arguments() {
         let src = "{% for a in bank.acc %}{% for t in bank.tx if t.account == a.id %}{% if t.kind != 'x' and t.n >= 2 %}{{ t.amount }}{% endif %}{% endfor %}{% endfor %}";
-        assert_eq!(fields(src), vec!["bank.acc.id", "bank.tx.account", "bank.tx.amount", "bank.tx.kind", "bank.tx.n"]);
+        assert_eq!(
+            fields(src),
+            vec![
+                "bank.acc.id",
+                "bank.tx.account",
+                "bank.tx.amount",
+                "bank.tx.kind",
+                "bank.tx.n"
+            ]
+        );
         // A keyword argument name is still not a data path.
         assert!(fields("{{ foo(width=3) }}").is_empty());
     }

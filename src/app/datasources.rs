@@ -16,7 +16,12 @@ pub struct DataSourceCatalog {
 impl DataSourceCatalog {
     /// Builds the catalog. A later source with the same id replaces an earlier one.
     pub fn new(sources: impl IntoIterator<Item = Arc<dyn DataSource>>) -> Self {
-        Self { sources: sources.into_iter().map(|s| (s.descriptor().id.as_str().to_owned(), s)).collect() }
+        Self {
+            sources: sources
+                .into_iter()
+                .map(|s| (s.descriptor().id.as_str().to_owned(), s))
+                .collect(),
+        }
     }
     /// Descriptors sorted by id.
     pub fn descriptors(&self) -> Vec<DataSourceDescriptor> {
@@ -69,20 +74,37 @@ impl App {
     /// MUST return `InvalidPathParameter` for a malformed id, `DataSourceNotFound` for an unknown
     /// one and `DataSourceUnavailable` when its schema cannot be read.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, data_source = raw_id))]
-    pub async fn get_data_source(&self, caller: &Caller, raw_id: &str) -> AppResult<DataSourceDetails> {
+    pub async fn get_data_source(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+    ) -> AppResult<DataSourceDetails> {
         let _ = caller;
         let id = DataSourceId::parse(raw_id).ok_or_else(|| {
-            AppError::new(Code::InvalidPathParameter, "data source id must match ^[a-zA-Z][a-zA-Z0-9_-]{0,127}$").field("dataSourceId", "invalid format")
+            AppError::new(
+                Code::InvalidPathParameter,
+                "data source id must match ^[a-zA-Z][a-zA-Z0-9_-]{0,127}$",
+            )
+            .field("dataSourceId", "invalid format")
         })?;
-        let source = self
-            .catalog
-            .get(id.as_str())
-            .ok_or_else(|| AppError::new(Code::DataSourceNotFound, format!("data source '{id}' is not configured")).entity("DataSource"))?;
+        let source = self.catalog.get(id.as_str()).ok_or_else(|| {
+            AppError::new(
+                Code::DataSourceNotFound,
+                format!("data source '{id}' is not configured"),
+            )
+            .entity("DataSource")
+        })?;
         let schema = source.schema().await.map_err(|e| {
             tracing::warn!(error = %e, "data source schema unavailable");
-            AppError::new(Code::DataSourceUnavailable, format!("data source '{id}' is unavailable; retry later"))
+            AppError::new(
+                Code::DataSourceUnavailable,
+                format!("data source '{id}' is unavailable; retry later"),
+            )
         })?;
-        Ok(DataSourceDetails { descriptor: source.descriptor(), schema })
+        Ok(DataSourceDetails {
+            descriptor: source.descriptor(),
+            schema,
+        })
     }
 
     /// Checks that every `datasource.table.field` a template reads exists.
@@ -90,17 +112,26 @@ impl App {
     /// MUST fail with `UnknownDataSource` / `UnknownTable` / `UnknownField` (all problems listed in
     /// `fields`, the first one deciding the code). A source whose schema is temporarily
     /// unreadable yields a `DATA_SOURCE_UNAVAILABLE` warning instead of an error.
-    pub(crate) async fn check_mapped_fields(&self, mapped: &MappedFields) -> AppResult<Vec<Warning>> {
+    pub(crate) async fn check_mapped_fields(
+        &self,
+        mapped: &MappedFields,
+    ) -> AppResult<Vec<Warning>> {
         let mut problems: BTreeMap<String, String> = BTreeMap::new();
         let mut first: Option<Code> = None;
         let mut warnings = Vec::new();
-        let mut note = |code: Code, key: String, msg: String, problems: &mut BTreeMap<String, String>| {
-            first.get_or_insert(code);
-            problems.insert(key, msg);
-        };
+        let mut note =
+            |code: Code, key: String, msg: String, problems: &mut BTreeMap<String, String>| {
+                first.get_or_insert(code);
+                problems.insert(key, msg);
+            };
         for (ds, tables) in mapped {
             let Some(source) = self.catalog.get(ds) else {
-                note(Code::UnknownDataSource, ds.clone(), format!("data source '{ds}' is not configured"), &mut problems);
+                note(
+                    Code::UnknownDataSource,
+                    ds.clone(),
+                    format!("data source '{ds}' is not configured"),
+                    &mut problems,
+                );
                 continue;
             };
             let schema = match source.schema().await {
@@ -110,19 +141,31 @@ impl App {
                     warnings.push(Warning {
                         code: "DATA_SOURCE_UNAVAILABLE",
                         field: ds.clone(),
-                        message: format!("data source '{ds}' is unavailable; its fields were not checked"),
+                        message: format!(
+                            "data source '{ds}' is unavailable; its fields were not checked"
+                        ),
                     });
                     continue;
                 }
             };
             for (table, fields) in tables {
                 let Some(t) = schema.table(table) else {
-                    note(Code::UnknownTable, format!("{ds}.{table}"), format!("table '{table}' does not exist in data source '{ds}'"), &mut problems);
+                    note(
+                        Code::UnknownTable,
+                        format!("{ds}.{table}"),
+                        format!("table '{table}' does not exist in data source '{ds}'"),
+                        &mut problems,
+                    );
                     continue;
                 };
                 for f in fields {
                     if !t.fields.iter().any(|x| x == f) {
-                        note(Code::UnknownField, format!("{ds}.{table}.{f}"), format!("field '{f}' does not exist in table '{table}'"), &mut problems);
+                        note(
+                            Code::UnknownField,
+                            format!("{ds}.{table}.{f}"),
+                            format!("field '{f}' does not exist in table '{table}'"),
+                            &mut problems,
+                        );
                     }
                 }
             }
@@ -131,7 +174,11 @@ impl App {
             None => Ok(warnings),
             Some(code) => {
                 let n = problems.len();
-                Err(AppError::new(code, format!("the template references {n} unknown data source item(s)")).fields(problems))
+                Err(AppError::new(
+                    code,
+                    format!("the template references {n} unknown data source item(s)"),
+                )
+                .fields(problems))
             }
         }
     }

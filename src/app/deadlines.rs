@@ -1,18 +1,20 @@
 //! Deadline use cases.
 use super::emission::EventIdentity;
 use super::error::{AppError, AppResult, Code};
-use super::{App, Caller, CONFLICT_RETRIES};
+use super::{App, CONFLICT_RETRIES, Caller};
+use chrono::Datelike;
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use reporter_ports::deadline::{
-    start_of_today, validate_months, Color, Deadline, DeadlineRuleError, DeadlineStatus, DeadlineType, Frequency,
-    MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_NOTIFY_DAYS_BEFORE,
+    Color, Deadline, DeadlineRuleError, DeadlineStatus, DeadlineType, Frequency,
+    MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_NOTIFY_DAYS_BEFORE, start_of_today, validate_months,
 };
-use reporter_ports::events::payloads::{DeadlineChanged, DeadlineDeleted, DeadlineDelivered, DeadlineDeliveryReverted};
 use reporter_ports::events::EventKey;
+use reporter_ports::events::payloads::{
+    DeadlineChanged, DeadlineDeleted, DeadlineDelivered, DeadlineDeliveryReverted,
+};
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, DeadlineQuery, OutboxRecord, UnitOfWork};
 use reporter_ports::{DeadlineId, StoreError, TemplateId};
-use chrono::Datelike;
 
 /// `POST /v1/deadlines`, fields as sent (validated here so every rule has its own code).
 #[derive(Debug, Clone, Default)]
@@ -140,16 +142,23 @@ fn check_name(raw: &str) -> AppResult<String> {
 fn check_description(raw: Option<&str>) -> AppResult<Option<String>> {
     match raw.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => Err(rule_error(DeadlineRuleError::InvalidDescription)),
+        Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => {
+            Err(rule_error(DeadlineRuleError::InvalidDescription))
+        }
         Some(d) => Ok(Some(d.to_owned())),
     }
 }
 
 fn parse_due(raw: &str) -> AppResult<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(raw.trim()).map(|d| d.with_timezone(&Utc).trunc_subsecs(3)).map_err(|_| {
-        AppError::new(Code::InvalidDate, format!("dueDate '{raw}' is not an RFC 3339 date-time (e.g. 2027-03-31T23:59:59Z)"))
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|d| d.with_timezone(&Utc).trunc_subsecs(3))
+        .map_err(|_| {
+            AppError::new(
+                Code::InvalidDate,
+                format!("dueDate '{raw}' is not an RFC 3339 date-time (e.g. 2027-03-31T23:59:59Z)"),
+            )
             .field("dueDate", "RFC 3339 date-time")
-    })
+        })
 }
 
 fn parse_months(raw: &[i64]) -> AppResult<Vec<u32>> {
@@ -167,7 +176,11 @@ fn parse_notify(raw: i64) -> AppResult<u32> {
 
 fn parse_template_id(raw: &str) -> AppResult<TemplateId> {
     raw.trim().parse::<TemplateId>().map_err(|_| {
-        AppError::new(Code::InvalidTemplateId, format!("templateId '{raw}' is not a UUID")).field("templateId", "must be a UUID")
+        AppError::new(
+            Code::InvalidTemplateId,
+            format!("templateId '{raw}' is not a UUID"),
+        )
+        .field("templateId", "must be a UUID")
     })
 }
 
@@ -176,7 +189,12 @@ fn ts(t: DateTime<Utc>) -> String {
 }
 
 impl App {
-    fn deadline_changed(&self, key: EventKey, d: &Deadline, now: DateTime<Utc>) -> Option<OutboxRecord> {
+    fn deadline_changed(
+        &self,
+        key: EventKey,
+        d: &Deadline,
+        now: DateTime<Utc>,
+    ) -> Option<OutboxRecord> {
         let view = d.view(now);
         let payload = DeadlineChanged {
             deadline_id: d.id.to_string(),
@@ -193,13 +211,24 @@ impl App {
             created_at: d.created_at,
             updated_at: d.updated_at,
         };
-        self.emitter.row(key, &d.tenant, &d.id.to_string(), EventIdentity::Fresh, &payload, now)
+        self.emitter.row(
+            key,
+            &d.tenant,
+            &d.id.to_string(),
+            EventIdentity::Fresh,
+            &payload,
+            now,
+        )
     }
 
     /// Looks up the template a deadline links to and answers its description.
     async fn linked_template_name(&self, caller: &Caller, id: TemplateId) -> AppResult<String> {
         let t = self.get_template(caller, id).await.map_err(|e| {
-            if e.code == Code::NotFound { AppError::not_found("Template").field("templateId", "no such template") } else { e }
+            if e.code == Code::NotFound {
+                AppError::not_found("Template").field("templateId", "no such template")
+            } else {
+                e
+            }
         })?;
         Ok(t.description)
     }
@@ -210,7 +239,11 @@ impl App {
     /// a broken rule, `DueDateInPast` (422) for a due date before today (UTC), NotFound for an
     /// unknown template and `DuplicateDeadline` (409) for a live twin.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn create_deadline(&self, caller: &Caller, cmd: CreateDeadline) -> AppResult<Deadline> {
+    pub async fn create_deadline(
+        &self,
+        caller: &Caller,
+        cmd: CreateDeadline,
+    ) -> AppResult<Deadline> {
         let mut missing = std::collections::BTreeMap::new();
         for (field, present) in [
             ("name", cmd.name.is_some()),
@@ -224,21 +257,34 @@ impl App {
             }
         }
         if !missing.is_empty() {
-            return Err(AppError::new(Code::MissingFields, "required fields are missing").fields(missing));
+            return Err(
+                AppError::new(Code::MissingFields, "required fields are missing").fields(missing),
+            );
         }
         let name = check_name(cmd.name.as_deref().unwrap_or_default())?;
         let description = check_description(cmd.description.as_deref())?;
-        let kind = DeadlineType::parse(cmd.kind.as_deref().unwrap_or_default()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))?;
-        let frequency = Frequency::parse(cmd.frequency.as_deref().unwrap_or_default()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))?;
-        let months = validate_months(frequency, &parse_months(cmd.months_of_year.as_deref().unwrap_or_default())?).map_err(rule_error)?;
-        let color = Color::parse(cmd.color.as_deref().unwrap_or_default().trim()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))?;
+        let kind = DeadlineType::parse(cmd.kind.as_deref().unwrap_or_default())
+            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))?;
+        let frequency = Frequency::parse(cmd.frequency.as_deref().unwrap_or_default())
+            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))?;
+        let months = validate_months(
+            frequency,
+            &parse_months(cmd.months_of_year.as_deref().unwrap_or_default())?,
+        )
+        .map_err(rule_error)?;
+        let color = Color::parse(cmd.color.as_deref().unwrap_or_default().trim())
+            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))?;
         let notify = parse_notify(cmd.notify_days_before.unwrap_or(0))?;
         let due = parse_due(cmd.due_date.as_deref().unwrap_or_default())?;
         let now = self.now();
         if due < start_of_today(now) {
             return Err(rule_error(DeadlineRuleError::DueDateInPast));
         }
-        let template_id = cmd.template_id.as_deref().map(parse_template_id).transpose()?;
+        let template_id = cmd
+            .template_id
+            .as_deref()
+            .map(parse_template_id)
+            .transpose()?;
         let template_name = match template_id {
             Some(t) => Some(self.linked_template_name(caller, t).await?),
             None => None,
@@ -265,9 +311,14 @@ impl App {
             deleted_at: None,
         };
         let uow = UnitOfWork::new()
-            .change(Change::Deadline { record: deadline.clone(), expected_version: None })
+            .change(Change::Deadline {
+                record: deadline.clone(),
+                expected_version: None,
+            })
             .with_outbox(self.deadline_changed(EventKey::DeadlineCreated, &deadline, now));
-        self.commit(&caller.tenant, uow).await.map_err(duplicate_or_store)?;
+        self.commit(&caller.tenant, uow)
+            .await
+            .map_err(duplicate_or_store)?;
         tracing::info!(deadline_id = %deadline.id, "deadline created");
         Ok(deadline)
     }
@@ -285,32 +336,68 @@ impl App {
 
     /// Lists live deadlines; status is evaluated at the current instant.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn list_deadlines(&self, caller: &Caller, query: &DeadlineQuery, page: PageRequest) -> AppResult<(Page<Deadline>, DateTime<Utc>)> {
+    pub async fn list_deadlines(
+        &self,
+        caller: &Caller,
+        query: &DeadlineQuery,
+        page: PageRequest,
+    ) -> AppResult<(Page<Deadline>, DateTime<Utc>)> {
         let now = self.now();
-        let page = self.ports.deadlines.list(&caller.tenant, query, page, now).await.map_err(|e| AppError::store(e, "Deadline"))?;
+        let page = self
+            .ports
+            .deadlines
+            .list(&caller.tenant, query, page, now)
+            .await
+            .map_err(|e| AppError::store(e, "Deadline"))?;
         Ok((page, now))
     }
 
     /// Applies a partial update; the merged deadline is re-validated as a whole.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
-    pub async fn update_deadline(&self, caller: &Caller, id: DeadlineId, cmd: UpdateDeadline) -> AppResult<Deadline> {
+    pub async fn update_deadline(
+        &self,
+        caller: &Caller,
+        id: DeadlineId,
+        cmd: UpdateDeadline,
+    ) -> AppResult<Deadline> {
         if cmd.is_empty() {
-            return Err(AppError::new(Code::MissingFields, "send at least one field to update"));
+            return Err(AppError::new(
+                Code::MissingFields,
+                "send at least one field to update",
+            ));
         }
         let name = cmd.name.as_deref().map(check_name).transpose()?;
-        let description = cmd.description.as_ref().map(|d| check_description(d.as_deref())).transpose()?;
+        let description = cmd
+            .description
+            .as_ref()
+            .map(|d| check_description(d.as_deref()))
+            .transpose()?;
         let kind = cmd
             .kind
             .as_deref()
-            .map(|k| DeadlineType::parse(k).ok_or_else(|| rule_error(DeadlineRuleError::InvalidType)))
+            .map(|k| {
+                DeadlineType::parse(k).ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))
+            })
             .transpose()?;
         let frequency = cmd
             .frequency
             .as_deref()
-            .map(|f| Frequency::parse(f).ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency)))
+            .map(|f| {
+                Frequency::parse(f).ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))
+            })
             .transpose()?;
-        let months = cmd.months_of_year.as_deref().map(parse_months).transpose()?;
-        let color = cmd.color.as_deref().map(|c| Color::parse(c.trim()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))).transpose()?;
+        let months = cmd
+            .months_of_year
+            .as_deref()
+            .map(parse_months)
+            .transpose()?;
+        let color = cmd
+            .color
+            .as_deref()
+            .map(|c| {
+                Color::parse(c.trim()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))
+            })
+            .transpose()?;
         let notify = cmd.notify_days_before.map(parse_notify).transpose()?;
         let due = cmd.due_date.as_deref().map(parse_due).transpose()?;
         let template = match &cmd.template_id {
@@ -345,7 +432,8 @@ impl App {
                 None if next.frequency.required_months().is_none() => Vec::new(),
                 None => next.months_of_year.clone(),
             };
-            next.months_of_year = validate_months(next.frequency, &merged_months).map_err(rule_error)?;
+            next.months_of_year =
+                validate_months(next.frequency, &merged_months).map_err(rule_error)?;
             if let Some(c) = &color {
                 next.color = c.clone();
             }
@@ -369,7 +457,10 @@ impl App {
             next.version = current.version + 1;
             next.updated_at = now;
             let uow = UnitOfWork::new()
-                .change(Change::Deadline { record: next.clone(), expected_version: Some(current.version) })
+                .change(Change::Deadline {
+                    record: next.clone(),
+                    expected_version: Some(current.version),
+                })
                 .with_outbox(self.deadline_changed(EventKey::DeadlineUpdated, &next, now));
             match self.commit(&caller.tenant, uow).await {
                 Ok(()) => return Ok(next),
@@ -397,8 +488,18 @@ impl App {
                 cascaded: false,
             };
             let uow = UnitOfWork::new()
-                .change(Change::Deadline { record: next, expected_version: Some(current.version) })
-                .with_outbox(self.emitter.row(EventKey::DeadlineDeleted, &caller.tenant, &id.to_string(), EventIdentity::Fresh, &payload, now));
+                .change(Change::Deadline {
+                    record: next,
+                    expected_version: Some(current.version),
+                })
+                .with_outbox(self.emitter.row(
+                    EventKey::DeadlineDeleted,
+                    &caller.tenant,
+                    &id.to_string(),
+                    EventIdentity::Fresh,
+                    &payload,
+                    now,
+                ));
             match self.commit(&caller.tenant, uow).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
@@ -414,7 +515,12 @@ impl App {
     /// recurring deadline persists the occurrence it delivered. Emits `deadline.delivered` /
     /// `deadline.delivery_reverted` with a deterministic `ce-id`.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id, delivered))]
-    pub async fn set_delivery(&self, caller: &Caller, id: DeadlineId, delivered: bool) -> AppResult<Deadline> {
+    pub async fn set_delivery(
+        &self,
+        caller: &Caller,
+        id: DeadlineId,
+        delivered: bool,
+    ) -> AppResult<Deadline> {
         let mut attempt = 0;
         loop {
             let current = self.get_deadline(caller, id).await?;
@@ -425,7 +531,11 @@ impl App {
             next.updated_at = now;
             let row = if delivered {
                 if view.status == DeadlineStatus::Delivered {
-                    return Err(AppError::new(Code::AlreadyDelivered, "the current occurrence of this deadline is already delivered").entity("Deadline"));
+                    return Err(AppError::new(
+                        Code::AlreadyDelivered,
+                        "the current occurrence of this deadline is already delivered",
+                    )
+                    .entity("Deadline"));
                 }
                 next.due_date = view.due_date;
                 next.delivered_at = Some(now);
@@ -437,10 +547,21 @@ impl App {
                     status: DeadlineStatus::Delivered.as_str().to_owned(),
                 };
                 let disc = format!("{}|{}", ts(view.due_date), ts(now));
-                self.emitter.row(EventKey::DeadlineDelivered, &caller.tenant, &id.to_string(), EventIdentity::Deterministic(disc), &payload, now)
+                self.emitter.row(
+                    EventKey::DeadlineDelivered,
+                    &caller.tenant,
+                    &id.to_string(),
+                    EventIdentity::Deterministic(disc),
+                    &payload,
+                    now,
+                )
             } else {
                 if view.status != DeadlineStatus::Delivered {
-                    return Err(AppError::new(Code::NotDelivered, "the current occurrence of this deadline is not delivered").entity("Deadline"));
+                    return Err(AppError::new(
+                        Code::NotDelivered,
+                        "the current occurrence of this deadline is not delivered",
+                    )
+                    .entity("Deadline"));
                 }
                 next.delivered_at = None;
                 let status = next.view(now).status;
@@ -452,9 +573,21 @@ impl App {
                     status: status.as_str().to_owned(),
                 };
                 let disc = format!("{}|{}", ts(current.due_date), ts(now));
-                self.emitter.row(EventKey::DeadlineDeliveryReverted, &caller.tenant, &id.to_string(), EventIdentity::Deterministic(disc), &payload, now)
+                self.emitter.row(
+                    EventKey::DeadlineDeliveryReverted,
+                    &caller.tenant,
+                    &id.to_string(),
+                    EventIdentity::Deterministic(disc),
+                    &payload,
+                    now,
+                )
             };
-            let uow = UnitOfWork::new().change(Change::Deadline { record: next.clone(), expected_version: Some(current.version) }).with_outbox(row);
+            let uow = UnitOfWork::new()
+                .change(Change::Deadline {
+                    record: next.clone(),
+                    expected_version: Some(current.version),
+                })
+                .with_outbox(row);
             match self.commit(&caller.tenant, uow).await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
@@ -466,10 +599,18 @@ impl App {
     /// Deadlines that need attention: active, not delivered, and overdue or within their
     /// `notifyDaysBefore` window; most urgent first, at most `limit`.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn deadline_notifications(&self, caller: &Caller, limit: usize) -> AppResult<Notifications> {
+    pub async fn deadline_notifications(
+        &self,
+        caller: &Caller,
+        limit: usize,
+    ) -> AppResult<Notifications> {
         let now = self.now();
-        let candidates =
-            self.ports.deadlines.list_undelivered_active(&caller.tenant, now, 10_000).await.map_err(|e| AppError::store(e, "Deadline"))?;
+        let candidates = self
+            .ports
+            .deadlines
+            .list_undelivered_active(&caller.tenant, now, 10_000)
+            .await
+            .map_err(|e| AppError::store(e, "Deadline"))?;
         let mut items: Vec<DeadlineNotification> = candidates
             .into_iter()
             .filter_map(|d| {
@@ -486,10 +627,17 @@ impl App {
                 } else {
                     Severity::Info
                 };
-                Some(DeadlineNotification { due_date: view.due_date, deadline: d, severity, days_until_due: days })
+                Some(DeadlineNotification {
+                    due_date: view.due_date,
+                    deadline: d,
+                    severity,
+                    days_until_due: days,
+                })
             })
             .collect();
-        items.sort_by(|a, b| (a.severity, a.due_date, a.deadline.id).cmp(&(b.severity, b.due_date, b.deadline.id)));
+        items.sort_by(|a, b| {
+            (a.severity, a.due_date, a.deadline.id).cmp(&(b.severity, b.due_date, b.deadline.id))
+        });
         let total = items.len() as u64;
         items.truncate(limit);
         Ok(Notifications { items, total })

@@ -1,9 +1,9 @@
 //! Event emission policy: turns domain events into outbox rows committed with the state
 //! change (one unit of work), so an event can never be lost between the two.
 use chrono::{DateTime, Utc};
-use reporter_ports::events::{deterministic_event_id, EventEnvelope, EventKey};
-use reporter_ports::ports::OutboxRecord;
 use reporter_ports::TenantId;
+use reporter_ports::events::{EventEnvelope, EventKey, deterministic_event_id};
+use reporter_ports::ports::OutboxRecord;
 use serde::Serialize;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -27,7 +27,10 @@ pub enum EventIdentity {
 impl Emitter {
     /// `enabled` is `STREAMING_ENABLED`; when off no row is written (the no-op emitter).
     pub fn new(enabled: bool) -> Self {
-        Self { enabled, wake: Arc::new(Notify::new()) }
+        Self {
+            enabled,
+            wake: Arc::new(Notify::new()),
+        }
     }
 
     /// True when events are recorded.
@@ -65,7 +68,14 @@ impl Emitter {
             EventIdentity::Fresh => uuid::Uuid::now_v7().hyphenated().to_string(),
             EventIdentity::Deterministic(d) => deterministic_event_id(key, tenant, subject, &d),
         };
-        let envelope = EventEnvelope { id, key, tenant: tenant.clone(), subject: subject.to_owned(), time: now, payload };
+        let envelope = EventEnvelope {
+            id,
+            key,
+            tenant: tenant.clone(),
+            subject: subject.to_owned(),
+            time: now,
+            payload,
+        };
         let aggregate = format!("{}:{}", key.resource_type(), subject);
         Some(OutboxRecord::pending(envelope, aggregate, now, None))
     }

@@ -122,11 +122,21 @@ pub struct AppError {
 impl AppError {
     /// An error with a code and message.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), entity: None, fields: None }
+        Self {
+            code,
+            message: message.into(),
+            entity: None,
+            fields: None,
+        }
     }
     /// A not-found error about an entity.
     pub fn not_found(entity: &'static str) -> Self {
-        Self { code: Code::NotFound, message: format!("{entity} not found"), entity: Some(entity), fields: None }
+        Self {
+            code: Code::NotFound,
+            message: format!("{entity} not found"),
+            entity: Some(entity),
+            fields: None,
+        }
     }
     /// Adds the entity.
     pub fn entity(mut self, entity: &'static str) -> Self {
@@ -135,7 +145,9 @@ impl AppError {
     }
     /// Adds one field message.
     pub fn field(mut self, field: impl Into<String>, message: impl Into<String>) -> Self {
-        self.fields.get_or_insert_with(BTreeMap::new).insert(field.into(), message.into());
+        self.fields
+            .get_or_insert_with(BTreeMap::new)
+            .insert(field.into(), message.into());
         self
     }
     /// Adds field messages.
@@ -150,21 +162,30 @@ impl AppError {
         use reporter_ports::StoreError;
         match err {
             StoreError::NotFound => Self::not_found(entity),
-            StoreError::VersionConflict => Self::new(Code::ConcurrentModification, format!("the {entity} changed concurrently; retry the request")),
+            StoreError::VersionConflict => Self::new(
+                Code::ConcurrentModification,
+                format!("the {entity} changed concurrently; retry the request"),
+            ),
             StoreError::Duplicate(rule) => {
                 tracing::debug!(%rule, "duplicate");
                 Self::new(Code::Internal, "unexpected duplicate")
             }
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, entity, "store unavailable");
-                Self::new(Code::ServiceUnavailable, "the service's storage is unavailable; retry later")
+                Self::new(
+                    Code::ServiceUnavailable,
+                    "the service's storage is unavailable; retry later",
+                )
             }
         }
     }
     /// Maps an object storage failure.
     pub fn object_storage(err: reporter_ports::StoreError) -> Self {
         tracing::error!(error = %err, "object storage failure");
-        Self::new(Code::StorageUnavailable, "object storage is unavailable; retry later")
+        Self::new(
+            Code::StorageUnavailable,
+            "object storage is unavailable; retry later",
+        )
     }
 }
 
@@ -181,7 +202,11 @@ mod tests {
         let mut seen = HashSet::new();
         for c in Code::ALL {
             assert!(seen.insert(c.as_str()), "duplicate {}", c.as_str());
-            assert!(c.as_str().starts_with("TPL-") && c.as_str().len() == 8, "{}", c.as_str());
+            assert!(
+                c.as_str().starts_with("TPL-") && c.as_str().len() == 8,
+                "{}",
+                c.as_str()
+            );
         }
     }
 }

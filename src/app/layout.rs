@@ -12,15 +12,29 @@ pub struct KeyLayout {
 
 impl KeyLayout {
     fn prefix(&self, tenant: &TenantId) -> String {
-        if self.tenant_prefix { format!("{}/", tenant.as_str()) } else { String::new() }
+        if self.tenant_prefix {
+            format!("{}/", tenant.as_str())
+        } else {
+            String::new()
+        }
     }
     /// `[<tenant>/]templates/<templateId>.tpl`.
     pub fn template(&self, tenant: &TenantId, id: TemplateId) -> String {
         format!("{}templates/{id}.tpl", self.prefix(tenant))
     }
     /// `[<tenant>/]reports/<templateId>/<reportId>.<ext>`.
-    pub fn report(&self, tenant: &TenantId, template: TemplateId, report: ReportId, format: OutputFormat) -> String {
-        format!("{}reports/{template}/{report}.{}", self.prefix(tenant), format.as_str())
+    pub fn report(
+        &self,
+        tenant: &TenantId,
+        template: TemplateId,
+        report: ReportId,
+        format: OutputFormat,
+    ) -> String {
+        format!(
+            "{}reports/{template}/{report}.{}",
+            self.prefix(tenant),
+            format.as_str()
+        )
     }
 }
 
@@ -33,9 +47,18 @@ mod tests {
         let t = TenantId::parse("org-01abc").unwrap();
         let tpl: TemplateId = "8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33".parse().unwrap();
         let rep: ReportId = "019826f4-6a9c-7b31-9d40-2f1e8c5a4b77".parse().unwrap();
-        assert_eq!(KeyLayout { tenant_prefix: false }.template(&t, tpl), "templates/8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33.tpl");
         assert_eq!(
-            KeyLayout { tenant_prefix: true }.report(&t, tpl, rep, OutputFormat::Pdf),
+            KeyLayout {
+                tenant_prefix: false
+            }
+            .template(&t, tpl),
+            "templates/8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33.tpl"
+        );
+        assert_eq!(
+            KeyLayout {
+                tenant_prefix: true
+            }
+            .report(&t, tpl, rep, OutputFormat::Pdf),
             "org-01abc/reports/8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77.pdf"
         );
     }

@@ -12,16 +12,20 @@ mod templates;
 
 pub use context::Caller;
 pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};
-pub use deadlines::{CreateDeadline, DeadlineNotification, Notifications, Severity, UpdateDeadline};
+pub use deadlines::{
+    CreateDeadline, DeadlineNotification, Notifications, Severity, UpdateDeadline,
+};
 pub use emission::{Emitter, EventIdentity};
 pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
-pub use templates::{CreateTemplate, TemplateDeletion, TemplateFile, TemplateWithWarnings, UpdateTemplate};
+pub use templates::{
+    CreateTemplate, TemplateDeletion, TemplateFile, TemplateWithWarnings, UpdateTemplate,
+};
 
 use reporter_ports::ports::{
-    DeadlineRepository, IdempotencyStore, ObjectStorage, Outbox, ReportRepository, TemplateRepository, UnitOfWork,
-    UnitOfWorkPort,
+    DeadlineRepository, IdempotencyStore, ObjectStorage, Outbox, ReportRepository,
+    TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::{Clock, StoreError, TenantId};
 use std::sync::Arc;
@@ -73,8 +77,18 @@ const CONFLICT_RETRIES: usize = 4;
 
 impl App {
     /// Assembles the application.
-    pub fn new(ports: Ports, catalog: DataSourceCatalog, emitter: Emitter, settings: Settings) -> Self {
-        Self { ports, catalog, emitter, settings }
+    pub fn new(
+        ports: Ports,
+        catalog: DataSourceCatalog,
+        emitter: Emitter,
+        settings: Settings,
+    ) -> Self {
+        Self {
+            ports,
+            catalog,
+            emitter,
+            settings,
+        }
     }
 
     /// Commits a unit of work and wakes the dispatcher if it carried events.

@@ -2,14 +2,16 @@
 use super::datasources::Warning;
 use super::emission::EventIdentity;
 use super::error::{AppError, AppResult, Code};
-use super::{App, Caller, CONFLICT_RETRIES};
+use super::{App, CONFLICT_RETRIES, Caller};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
 use reporter_ports::events::EventKey;
+use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, OutboxRecord, TemplateQuery, UnitOfWork};
-use reporter_ports::template::{validate_template_file, MappedFields, OutputFormat, Template, TemplateFileError};
+use reporter_ports::template::{
+    MappedFields, OutputFormat, Template, TemplateFileError, validate_template_file,
+};
 use reporter_ports::template_syntax::extract_mapped_fields;
 use reporter_ports::{StoreError, TemplateId, TenantId};
 use sha2::{Digest, Sha256};
@@ -82,16 +84,27 @@ fn file_error(e: TemplateFileError) -> AppError {
 
 fn parse_format(raw: &str) -> AppResult<OutputFormat> {
     OutputFormat::parse(raw).ok_or_else(|| {
-        AppError::new(Code::InvalidOutputFormat, format!("outputFormat '{raw}' is not one of html, pdf, csv, xml, txt"))
-            .field("outputFormat", "must be one of html, pdf, csv, xml, txt (case-insensitive)")
+        AppError::new(
+            Code::InvalidOutputFormat,
+            format!("outputFormat '{raw}' is not one of html, pdf, csv, xml, txt"),
+        )
+        .field(
+            "outputFormat",
+            "must be one of html, pdf, csv, xml, txt (case-insensitive)",
+        )
     })
 }
 
 fn check_description(d: &str) -> AppResult<String> {
     let d = d.trim();
-    if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err(AppError::new(Code::InvalidFieldValue, format!("description must be at most {MAX_DESCRIPTION_LEN} characters of text"))
-            .field("description", "too long or contains control characters"));
+    if d.chars().count() > MAX_DESCRIPTION_LEN
+        || d.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(AppError::new(
+            Code::InvalidFieldValue,
+            format!("description must be at most {MAX_DESCRIPTION_LEN} characters of text"),
+        )
+        .field("description", "too long or contains control characters"));
     }
     Ok(d.to_owned())
 }
@@ -104,16 +117,35 @@ struct CheckedSource {
 }
 
 impl App {
-    async fn check_source(&self, file: &TemplateFile, format: OutputFormat) -> AppResult<(CheckedSource, Vec<Warning>)> {
-        let text = validate_template_file(&file.file_name, &file.bytes, format).map_err(file_error)?;
-        let mapped = extract_mapped_fields(text)
-            .map_err(|e| AppError::new(Code::TemplateSyntax, format!("template syntax error: {e}")).field("template", e.to_string()))?;
+    async fn check_source(
+        &self,
+        file: &TemplateFile,
+        format: OutputFormat,
+    ) -> AppResult<(CheckedSource, Vec<Warning>)> {
+        let text =
+            validate_template_file(&file.file_name, &file.bytes, format).map_err(file_error)?;
+        let mapped = extract_mapped_fields(text).map_err(|e| {
+            AppError::new(Code::TemplateSyntax, format!("template syntax error: {e}"))
+                .field("template", e.to_string())
+        })?;
         let warnings = self.check_mapped_fields(&mapped).await?;
         let sha256 = hex::encode(Sha256::digest(&file.bytes));
-        Ok((CheckedSource { mapped, sha256, size: file.bytes.len() as u64 }, warnings))
+        Ok((
+            CheckedSource {
+                mapped,
+                sha256,
+                size: file.bytes.len() as u64,
+            },
+            warnings,
+        ))
     }
 
-    fn template_event(&self, key: EventKey, t: &Template, now: DateTime<Utc>) -> Option<OutboxRecord> {
+    fn template_event(
+        &self,
+        key: EventKey,
+        t: &Template,
+        now: DateTime<Utc>,
+    ) -> Option<OutboxRecord> {
         let payload = TemplateChanged {
             template_id: t.id.to_string(),
             output_format: t.output_format.as_str().to_owned(),
@@ -122,7 +154,14 @@ impl App {
             created_at: t.created_at,
             updated_at: t.updated_at,
         };
-        self.emitter.row(key, &t.tenant, &t.id.to_string(), EventIdentity::Fresh, &payload, now)
+        self.emitter.row(
+            key,
+            &t.tenant,
+            &t.id.to_string(),
+            EventIdentity::Fresh,
+            &payload,
+            now,
+        )
     }
 
     /// Uploads a template.
@@ -131,7 +170,11 @@ impl App {
     /// `template.created` event. A failed commit deletes the stored file again; a crash in
     /// between can leave an unreferenced file, never a record without its file.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn create_template(&self, caller: &Caller, cmd: CreateTemplate) -> AppResult<TemplateWithWarnings> {
+    pub async fn create_template(
+        &self,
+        caller: &Caller,
+        cmd: CreateTemplate,
+    ) -> AppResult<TemplateWithWarnings> {
         let format = parse_format(&cmd.output_format)?;
         let description = check_description(cmd.description.as_deref().unwrap_or_default())?;
         let (checked, warnings) = self.check_source(&cmd.file, format).await?;
@@ -160,7 +203,10 @@ impl App {
             deleted_at: None,
         };
         let uow = UnitOfWork::new()
-            .change(Change::Template { record: template.clone(), expected_version: None })
+            .change(Change::Template {
+                record: template.clone(),
+                expected_version: None,
+            })
             .with_outbox(self.template_event(EventKey::TemplateCreated, &template, now));
         if let Err(e) = self.commit(&caller.tenant, uow).await {
             if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
@@ -185,8 +231,17 @@ impl App {
 
     /// Lists live templates.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn list_templates(&self, caller: &Caller, query: &TemplateQuery, page: PageRequest) -> AppResult<Page<Template>> {
-        self.ports.templates.list(&caller.tenant, query, page).await.map_err(|e| AppError::store(e, "Template"))
+    pub async fn list_templates(
+        &self,
+        caller: &Caller,
+        query: &TemplateQuery,
+        page: PageRequest,
+    ) -> AppResult<Page<Template>> {
+        self.ports
+            .templates
+            .list(&caller.tenant, query, page)
+            .await
+            .map_err(|e| AppError::store(e, "Template"))
     }
 
     /// Updates a template's description, format and/or file.
@@ -195,16 +250,31 @@ impl App {
     /// empty update (`MissingFields`). A new file is validated against the (new) format exactly
     /// like an upload. If the commit fails the previous file content is restored.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
-    pub async fn update_template(&self, caller: &Caller, id: TemplateId, cmd: UpdateTemplate) -> AppResult<TemplateWithWarnings> {
+    pub async fn update_template(
+        &self,
+        caller: &Caller,
+        id: TemplateId,
+        cmd: UpdateTemplate,
+    ) -> AppResult<TemplateWithWarnings> {
         if cmd.file.is_none() && cmd.output_format.is_none() && cmd.description.is_none() {
-            return Err(AppError::new(Code::MissingFields, "send at least one of template, outputFormat, description"));
+            return Err(AppError::new(
+                Code::MissingFields,
+                "send at least one of template, outputFormat, description",
+            ));
         }
         let new_format = cmd.output_format.as_deref().map(parse_format).transpose()?;
-        let description = cmd.description.as_deref().map(check_description).transpose()?;
+        let description = cmd
+            .description
+            .as_deref()
+            .map(check_description)
+            .transpose()?;
         let current = self.get_template(caller, id).await?;
         if new_format.is_some_and(|f| f != current.output_format) && cmd.file.is_none() {
-            return Err(AppError::new(Code::FormatChangeWithoutFile, "changing outputFormat requires a new template file")
-                .field("template", "required when outputFormat changes"));
+            return Err(AppError::new(
+                Code::FormatChangeWithoutFile,
+                "changing outputFormat requires a new template file",
+            )
+            .field("template", "required when outputFormat changes"));
         }
         let format = new_format.unwrap_or(current.output_format);
         let mut warnings = Vec::new();
@@ -216,13 +286,24 @@ impl App {
         }
         // Keep the previous content to restore it if the record cannot be committed.
         let previous = match &cmd.file {
-            Some(_) => self.ports.storage.get(&current.object_key).await.map_err(AppError::object_storage)?,
+            Some(_) => self
+                .ports
+                .storage
+                .get(&current.object_key)
+                .await
+                .map_err(AppError::object_storage)?,
             None => None,
         };
         let mut stored_key = None;
         if let Some(file) = &cmd.file {
             let key = self.settings.layout.template(&caller.tenant, id);
-            stored_key = Some(self.ports.storage.put(&key, file.bytes.clone(), "text/plain; charset=utf-8").await.map_err(AppError::object_storage)?);
+            stored_key = Some(
+                self.ports
+                    .storage
+                    .put(&key, file.bytes.clone(), "text/plain; charset=utf-8")
+                    .await
+                    .map_err(AppError::object_storage)?,
+            );
         }
         let mut base = current;
         let mut attempt = 0;
@@ -242,7 +323,10 @@ impl App {
             next.version = base.version + 1;
             next.updated_at = now;
             let uow = UnitOfWork::new()
-                .change(Change::Template { record: next.clone(), expected_version: Some(base.version) })
+                .change(Change::Template {
+                    record: next.clone(),
+                    expected_version: Some(base.version),
+                })
                 .with_outbox(self.template_event(EventKey::TemplateUpdated, &next, now));
             match self.commit(&caller.tenant, uow).await {
                 Ok(()) => break Ok(next),
@@ -259,13 +343,20 @@ impl App {
         match result {
             Ok(t) => {
                 tracing::info!("template updated");
-                Ok(TemplateWithWarnings { template: t, warnings })
+                Ok(TemplateWithWarnings {
+                    template: t,
+                    warnings,
+                })
             }
             Err(e) => {
-                if let (Some(key), Some(prev)) = (&stored_key, previous) {
-                    if let Err(restore) = self.ports.storage.put(key, prev.bytes, &prev.content_type).await {
-                        tracing::error!(error = %restore, key = %key, "could not restore the previous template file");
-                    }
+                if let (Some(key), Some(prev)) = (&stored_key, previous)
+                    && let Err(restore) = self
+                        .ports
+                        .storage
+                        .put(key, prev.bytes, &prev.content_type)
+                        .await
+                {
+                    tracing::error!(error = %restore, key = %key, "could not restore the previous template file");
                 }
                 Err(e)
             }
@@ -276,12 +367,20 @@ impl App {
     /// with `template.deleted` (carrying the cascade count) and one `deadline.deleted` per
     /// cascaded deadline. The file is kept so existing reports stay downloadable.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
-    pub async fn delete_template(&self, caller: &Caller, id: TemplateId) -> AppResult<TemplateDeletion> {
+    pub async fn delete_template(
+        &self,
+        caller: &Caller,
+        id: TemplateId,
+    ) -> AppResult<TemplateDeletion> {
         let mut attempt = 0;
         loop {
             let template = self.get_template(caller, id).await?;
-            let deadlines =
-                self.ports.deadlines.list_by_template(&caller.tenant, id).await.map_err(|e| AppError::store(e, "Deadline"))?;
+            let deadlines = self
+                .ports
+                .deadlines
+                .list_by_template(&caller.tenant, id)
+                .await
+                .map_err(|e| AppError::store(e, "Deadline"))?;
             let now = self.now();
             let mut uow = UnitOfWork::new();
             for d in &deadlines {
@@ -296,8 +395,18 @@ impl App {
                     cascaded: true,
                 };
                 uow = uow
-                    .change(Change::Deadline { record: next, expected_version: Some(d.version) })
-                    .with_outbox(self.emitter.row(EventKey::DeadlineDeleted, &caller.tenant, &d.id.to_string(), EventIdentity::Fresh, &payload, now));
+                    .change(Change::Deadline {
+                        record: next,
+                        expected_version: Some(d.version),
+                    })
+                    .with_outbox(self.emitter.row(
+                        EventKey::DeadlineDeleted,
+                        &caller.tenant,
+                        &d.id.to_string(),
+                        EventIdentity::Fresh,
+                        &payload,
+                        now,
+                    ));
             }
             let mut deleted = template.clone();
             deleted.deleted_at = Some(now);
@@ -311,12 +420,26 @@ impl App {
                 cascaded_deadline_count: cascaded,
             };
             uow = uow
-                .change(Change::Template { record: deleted, expected_version: Some(template.version) })
-                .with_outbox(self.emitter.row(EventKey::TemplateDeleted, &caller.tenant, &id.to_string(), EventIdentity::Fresh, &payload, now));
+                .change(Change::Template {
+                    record: deleted,
+                    expected_version: Some(template.version),
+                })
+                .with_outbox(self.emitter.row(
+                    EventKey::TemplateDeleted,
+                    &caller.tenant,
+                    &id.to_string(),
+                    EventIdentity::Fresh,
+                    &payload,
+                    now,
+                ));
             match self.commit(&caller.tenant, uow).await {
                 Ok(()) => {
                     tracing::info!(cascaded, "template deleted");
-                    return Ok(TemplateDeletion { id, deleted_at: now, cascaded_deadlines: cascaded });
+                    return Ok(TemplateDeletion {
+                        id,
+                        deleted_at: now,
+                        cascaded_deadlines: cascaded,
+                    });
                 }
                 Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
                 Err(e) => return Err(AppError::store(e, "Template")),
@@ -326,6 +449,10 @@ impl App {
 
     /// Counts live templates of a tenant.
     pub(crate) async fn count_templates(&self, tenant: &TenantId) -> AppResult<u64> {
-        self.ports.templates.count(tenant).await.map_err(|e| AppError::store(e, "Template"))
+        self.ports
+            .templates
+            .count(tenant)
+            .await
+            .map_err(|e| AppError::store(e, "Template"))
     }
 }

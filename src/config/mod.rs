@@ -93,7 +93,11 @@ pub struct ConfigProblem {
 
 impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} (rule: {})", self.variable, self.problem, self.rule)
+        write!(
+            f,
+            "{}: {} (rule: {})",
+            self.variable, self.problem, self.rule
+        )
     }
 }
 
@@ -187,7 +191,11 @@ pub struct Config {
 }
 
 fn problem(var: &str, problem: impl Into<String>, rule: &str) -> ConfigProblem {
-    ConfigProblem { variable: var.to_owned(), problem: problem.into(), rule: rule.to_owned() }
+    ConfigProblem {
+        variable: var.to_owned(),
+        problem: problem.into(),
+        rule: rule.to_owned(),
+    }
 }
 
 /// Parses a boolean the way operators write them.
@@ -206,20 +214,39 @@ struct Checker {
 impl Checker {
     fn boolean(&mut self, var: &str, raw: &str) -> bool {
         parse_bool(raw).unwrap_or_else(|| {
-            self.problems.push(problem(var, format!("'{raw}' is not a boolean"), "true|false (also 1/0, yes/no, on/off)"));
+            self.problems.push(problem(
+                var,
+                format!("'{raw}' is not a boolean"),
+                "true|false (also 1/0, yes/no, on/off)",
+            ));
             false
         })
     }
 
-    fn number<T: std::str::FromStr + PartialOrd + fmt::Display + Copy>(&mut self, var: &str, raw: &str, min: T, max: T, fallback: T) -> T {
+    fn number<T: std::str::FromStr + PartialOrd + fmt::Display + Copy>(
+        &mut self,
+        var: &str,
+        raw: &str,
+        min: T,
+        max: T,
+        fallback: T,
+    ) -> T {
         match raw.trim().parse::<T>() {
             Ok(v) if v >= min && v <= max => v,
             Ok(_) => {
-                self.problems.push(problem(var, format!("{raw} is out of range"), &format!("an integer between {min} and {max}")));
+                self.problems.push(problem(
+                    var,
+                    format!("{raw} is out of range"),
+                    &format!("an integer between {min} and {max}"),
+                ));
                 fallback
             }
             Err(_) => {
-                self.problems.push(problem(var, format!("'{raw}' is not an integer"), &format!("an integer between {min} and {max}")));
+                self.problems.push(problem(
+                    var,
+                    format!("'{raw}' is not an integer"),
+                    &format!("an integer between {min} and {max}"),
+                ));
                 fallback
             }
         }
@@ -256,31 +283,53 @@ impl RawConfig {
 
     /// Validates every value and reports every problem.
     pub fn validate(&self, env: &[(String, String)]) -> Result<Config, ConfigErrors> {
-        let mut c = Checker { problems: Vec::new() };
-        let server_address = self.server_address.trim().parse::<SocketAddr>().unwrap_or_else(|_| {
-            c.problems.push(problem(
-                "SERVER_ADDRESS",
-                format!("'{}' is not a socket address", self.server_address),
-                "host:port with an IP host, e.g. 127.0.0.1:4005 or 0.0.0.0:4005",
-            ));
-            SocketAddr::from(([127, 0, 0, 1], 4005))
-        });
+        let mut c = Checker {
+            problems: Vec::new(),
+        };
+        let server_address = self
+            .server_address
+            .trim()
+            .parse::<SocketAddr>()
+            .unwrap_or_else(|_| {
+                c.problems.push(problem(
+                    "SERVER_ADDRESS",
+                    format!("'{}' is not a socket address", self.server_address),
+                    "host:port with an IP host, e.g. 127.0.0.1:4005 or 0.0.0.0:4005",
+                ));
+                SocketAddr::from(([127, 0, 0, 1], 4005))
+            });
         let production = self.env_name.trim().eq_ignore_ascii_case("production");
         let log_json = match self.log_format.trim().to_ascii_lowercase().as_str() {
             "text" => false,
             "json" => true,
             other => {
-                c.problems.push(problem("LOG_FORMAT", format!("'{other}' is not a log format"), "text|json"));
+                c.problems.push(problem(
+                    "LOG_FORMAT",
+                    format!("'{other}' is not a log format"),
+                    "text|json",
+                ));
                 false
             }
         };
         if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
-            c.problems.push(problem("LOG_LEVEL", format!("'{}' is not a valid filter", self.log_level), "a tracing filter such as info or reporter=debug,info"));
+            c.problems.push(problem(
+                "LOG_LEVEL",
+                format!("'{}' is not a valid filter", self.log_level),
+                "a tracing filter such as info or reporter=debug,info",
+            ));
         }
 
         let auth_enabled = c.boolean("AUTH_ENABLED", &self.auth_enabled);
-        let secret = self.auth_jwt_secret.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        let public_key = self.auth_jwt_public_key.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let secret = self
+            .auth_jwt_secret
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let public_key = self
+            .auth_jwt_public_key
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
         let key = match (secret, public_key) {
             (Some(_), Some(_)) => {
                 c.problems.push(problem(
@@ -292,7 +341,11 @@ impl RawConfig {
             }
             (Some(s), None) => {
                 if s.len() < 32 {
-                    c.problems.push(problem("AUTH_JWT_SECRET", format!("the secret is {} bytes long", s.len()), "at least 32 bytes"));
+                    c.problems.push(problem(
+                        "AUTH_JWT_SECRET",
+                        format!("the secret is {} bytes long", s.len()),
+                        "at least 32 bytes",
+                    ));
                 }
                 AuthKey::Secret(s.as_bytes().to_vec())
             }
@@ -303,13 +356,23 @@ impl RawConfig {
                     std::fs::read_to_string(k).ok()
                 };
                 match pem {
-                    Some(pem) if crate::http::auth::public_key_is_usable(&pem) => AuthKey::PublicKeyPem(pem),
+                    Some(pem) if crate::http::auth::public_key_is_usable(&pem) => {
+                        AuthKey::PublicKeyPem(pem)
+                    }
                     Some(_) => {
-                        c.problems.push(problem("AUTH_JWT_PUBLIC_KEY", "the PEM is not an RSA or EC (P-256) public key", "a PEM public key for RS256 or ES256"));
+                        c.problems.push(problem(
+                            "AUTH_JWT_PUBLIC_KEY",
+                            "the PEM is not an RSA or EC (P-256) public key",
+                            "a PEM public key for RS256 or ES256",
+                        ));
                         AuthKey::Generated
                     }
                     None => {
-                        c.problems.push(problem("AUTH_JWT_PUBLIC_KEY", format!("'{k}' is neither PEM text nor a readable file"), "PEM text or a path to a PEM file"));
+                        c.problems.push(problem(
+                            "AUTH_JWT_PUBLIC_KEY",
+                            format!("'{k}' is neither PEM text nor a readable file"),
+                            "PEM text or a path to a PEM file",
+                        ));
                         AuthKey::Generated
                     }
                 }
@@ -326,9 +389,19 @@ impl RawConfig {
             }
         };
         if production && !auth_enabled {
-            c.problems.push(problem("AUTH_ENABLED", "auth is off in production", "AUTH_ENABLED must be true when ENV_NAME=production"));
+            c.problems.push(problem(
+                "AUTH_ENABLED",
+                "auth is off in production",
+                "AUTH_ENABLED must be true when ENV_NAME=production",
+            ));
         }
-        let leeway_seconds = c.number("AUTH_JWT_LEEWAY_SECONDS", &self.auth_jwt_leeway_seconds, 0u64, 300, 30);
+        let leeway_seconds = c.number(
+            "AUTH_JWT_LEEWAY_SECONDS",
+            &self.auth_jwt_leeway_seconds,
+            0u64,
+            300,
+            30,
+        );
 
         let multi = c.boolean("MULTI_TENANT_ENABLED", &self.multi_tenant_enabled);
         let tenancy = if multi {
@@ -344,49 +417,109 @@ impl RawConfig {
             match TenantId::parse(self.default_tenant_id.trim()) {
                 Ok(t) => Tenancy::Single(t),
                 Err(e) => {
-                    c.problems.push(problem("DEFAULT_TENANT_ID", format!("'{}' is not a valid tenant id", self.default_tenant_id), &e.to_string()));
+                    c.problems.push(problem(
+                        "DEFAULT_TENANT_ID",
+                        format!("'{}' is not a valid tenant id", self.default_tenant_id),
+                        &e.to_string(),
+                    ));
                     Tenancy::Single(TenantId::default_tenant())
                 }
             }
         };
-        let max_pagination_limit = c.number("MAX_PAGINATION_LIMIT", &self.max_pagination_limit, 1u32, 1000, 100);
-        let ttl = c.number("IDEMPOTENCY_TTL_SECONDS", &self.idempotency_ttl_seconds, 1i64, 30 * 86400, 86400);
-        let in_flight = c.number("IDEMPOTENCY_IN_FLIGHT_SECONDS", &self.idempotency_in_flight_seconds, 1i64, 3600, 60);
-        let object_storage = match self.object_storage_backend.trim().to_ascii_lowercase().as_str() {
+        let max_pagination_limit = c.number(
+            "MAX_PAGINATION_LIMIT",
+            &self.max_pagination_limit,
+            1u32,
+            1000,
+            100,
+        );
+        let ttl = c.number(
+            "IDEMPOTENCY_TTL_SECONDS",
+            &self.idempotency_ttl_seconds,
+            1i64,
+            30 * 86400,
+            86400,
+        );
+        let in_flight = c.number(
+            "IDEMPOTENCY_IN_FLIGHT_SECONDS",
+            &self.idempotency_in_flight_seconds,
+            1i64,
+            3600,
+            60,
+        );
+        let object_storage = match self
+            .object_storage_backend
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "memory" => ObjectStorageChoice::Memory,
             "fs" | "filesystem" => {
                 if self.object_storage_path.trim().is_empty() {
-                    c.problems.push(problem("OBJECT_STORAGE_PATH", "empty", "a directory path"));
+                    c.problems
+                        .push(problem("OBJECT_STORAGE_PATH", "empty", "a directory path"));
                 }
                 ObjectStorageChoice::Filesystem(PathBuf::from(self.object_storage_path.trim()))
             }
             other => {
-                c.problems.push(problem("OBJECT_STORAGE_BACKEND", format!("'{other}' is not a storage backend"), "memory|fs"));
+                c.problems.push(problem(
+                    "OBJECT_STORAGE_BACKEND",
+                    format!("'{other}' is not a storage backend"),
+                    "memory|fs",
+                ));
                 ObjectStorageChoice::Memory
             }
         };
-        let example = match self.example_data_enabled.trim().to_ascii_lowercase().as_str() {
+        let example = match self
+            .example_data_enabled
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "auto" => None,
             other => match parse_bool(other) {
                 Some(b) => Some(b),
                 None => {
-                    c.problems.push(problem("EXAMPLE_DATA_ENABLED", format!("'{other}' is not auto or a boolean"), "auto|true|false"));
+                    c.problems.push(problem(
+                        "EXAMPLE_DATA_ENABLED",
+                        format!("'{other}' is not auto or a boolean"),
+                        "auto|true|false",
+                    ));
                     None
                 }
             },
         };
         let data_sources = DataSourceConfig::from_env(env, example, &mut c.problems);
-        let cors_origins: Vec<String> =
-            self.cors_allowed_origins.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        let cors_origins: Vec<String> = self
+            .cors_allowed_origins
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
         for o in &cors_origins {
             if o != "*" && !(o.starts_with("http://") || o.starts_with("https://")) {
-                c.problems.push(problem("CORS_ALLOWED_ORIGINS", format!("'{o}' is not an origin"), "comma-separated http(s)://host[:port] origins, or *"));
+                c.problems.push(problem(
+                    "CORS_ALLOWED_ORIGINS",
+                    format!("'{o}' is not an origin"),
+                    "comma-separated http(s)://host[:port] origins, or *",
+                ));
             }
             if production && (o == "*" || o.starts_with("http://")) {
-                c.problems.push(problem("CORS_ALLOWED_ORIGINS", format!("'{o}' is not allowed in production"), "https:// origins only when ENV_NAME=production"));
+                c.problems.push(problem(
+                    "CORS_ALLOWED_ORIGINS",
+                    format!("'{o}' is not allowed in production"),
+                    "https:// origins only when ENV_NAME=production",
+                ));
             }
         }
-        let max_request_body_bytes = c.number("MAX_REQUEST_BODY_BYTES", &self.max_request_body_bytes, 4096usize, 64 * 1024 * 1024, 2 * 1024 * 1024);
+        let max_request_body_bytes = c.number(
+            "MAX_REQUEST_BODY_BYTES",
+            &self.max_request_body_bytes,
+            4096usize,
+            64 * 1024 * 1024,
+            2 * 1024 * 1024,
+        );
 
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
@@ -399,8 +532,14 @@ impl RawConfig {
             auth: AuthSettings {
                 enabled: auth_enabled,
                 key,
-                issuer: self.auth_jwt_issuer.clone().filter(|s| !s.trim().is_empty()),
-                audience: self.auth_jwt_audience.clone().filter(|s| !s.trim().is_empty()),
+                issuer: self
+                    .auth_jwt_issuer
+                    .clone()
+                    .filter(|s| !s.trim().is_empty()),
+                audience: self
+                    .auth_jwt_audience
+                    .clone()
+                    .filter(|s| !s.trim().is_empty()),
                 leeway_seconds,
             },
             tenancy,

@@ -1,12 +1,17 @@
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 #[test]
 fn defaults_validate_to_in_memory_single_tenant() {
-    let c = RawConfig::defaults().validate(&[]).expect("defaults are valid");
+    let c = RawConfig::defaults()
+        .validate(&[])
+        .expect("defaults are valid");
     assert_eq!(c.server_address.to_string(), "127.0.0.1:4005");
     assert_eq!(c.tenancy, Tenancy::Single(TenantId::default_tenant()));
     assert_eq!(c.object_storage, ObjectStorageChoice::Memory);
@@ -42,13 +47,28 @@ fn every_problem_is_listed_with_variable_problem_and_rule() {
     raw.auth_jwt_secret = Some("short".into());
     raw.default_tenant_id = "bad/tenant".into();
     raw.object_storage_backend = "s4".into();
-    let errs = raw.validate(&env(&[("DATASOURCE_X_TYPE", "oracle")])).unwrap_err();
+    let errs = raw
+        .validate(&env(&[("DATASOURCE_X_TYPE", "oracle")]))
+        .unwrap_err();
     let vars: Vec<&str> = errs.0.iter().map(|p| p.variable.as_str()).collect();
-    for v in ["SERVER_ADDRESS", "MAX_PAGINATION_LIMIT", "AUTH_ENABLED", "AUTH_JWT_SECRET", "DEFAULT_TENANT_ID", "OBJECT_STORAGE_BACKEND", "DATASOURCE_X_TYPE"] {
+    for v in [
+        "SERVER_ADDRESS",
+        "MAX_PAGINATION_LIMIT",
+        "AUTH_ENABLED",
+        "AUTH_JWT_SECRET",
+        "DEFAULT_TENANT_ID",
+        "OBJECT_STORAGE_BACKEND",
+        "DATASOURCE_X_TYPE",
+    ] {
         assert!(vars.contains(&v), "{v} missing from {vars:?}");
     }
     let text = errs.to_string();
-    assert!(text.contains("MAX_PAGINATION_LIMIT: 0 is out of range (rule: an integer between 1 and 1000)"), "{text}");
+    assert!(
+        text.contains(
+            "MAX_PAGINATION_LIMIT: 0 is out of range (rule: an integer between 1 and 1000)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -68,15 +88,30 @@ fn multi_tenant_needs_auth_and_production_needs_a_key() {
 #[test]
 fn file_data_sources() {
     let c = RawConfig::defaults()
-        .validate(&env(&[("DATASOURCE_LEDGER_TYPE", "file"), ("DATASOURCE_LEDGER_PATH", "/data/ledger")]))
+        .validate(&env(&[
+            ("DATASOURCE_LEDGER_TYPE", "file"),
+            ("DATASOURCE_LEDGER_PATH", "/data/ledger"),
+        ]))
         .unwrap();
     let id = DataSourceId::parse("ledger").unwrap();
-    assert_eq!(c.data_sources.sources.get(&id), Some(&DataSourceSpec::File { path: "/data/ledger".into() }));
-    assert!(!c.data_sources.example, "the example is off when a source is configured");
+    assert_eq!(
+        c.data_sources.sources.get(&id),
+        Some(&DataSourceSpec::File {
+            path: "/data/ledger".into()
+        })
+    );
+    assert!(
+        !c.data_sources.example,
+        "the example is off when a source is configured"
+    );
 
-    let errs = RawConfig::defaults().validate(&env(&[("DATASOURCE_LEDGER_TYPE", "file")])).unwrap_err();
+    let errs = RawConfig::defaults()
+        .validate(&env(&[("DATASOURCE_LEDGER_TYPE", "file")]))
+        .unwrap_err();
     assert_eq!(errs.0[0].variable, "DATASOURCE_LEDGER_PATH");
-    let errs = RawConfig::defaults().validate(&env(&[("DATASOURCE_LEDGER_PATHS", "x")])).unwrap_err();
+    let errs = RawConfig::defaults()
+        .validate(&env(&[("DATASOURCE_LEDGER_PATHS", "x")]))
+        .unwrap_err();
     assert_eq!(errs.0[0].variable, "DATASOURCE_LEDGER_PATHS");
 }
 

@@ -78,7 +78,11 @@ impl Scope {
 
     /// Every scope, space-separated (the dev token's `scope` claim).
     pub fn all_claim() -> String {
-        Self::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+        Self::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -122,7 +126,10 @@ pub struct Claims {
 
 enum Mode {
     Disabled,
-    Jwt { key: DecodingKey, validation: Box<Validation> },
+    Jwt {
+        key: DecodingKey,
+        validation: Box<Validation>,
+    },
 }
 
 /// Verifies bearer tokens.
@@ -133,14 +140,22 @@ pub struct Authenticator {
 
 /// True when the PEM is an RSA or EC public key jsonwebtoken can use.
 pub fn public_key_is_usable(pem: &str) -> bool {
-    DecodingKey::from_rsa_pem(pem.as_bytes()).is_ok() || DecodingKey::from_ec_pem(pem.as_bytes()).is_ok()
+    DecodingKey::from_rsa_pem(pem.as_bytes()).is_ok()
+        || DecodingKey::from_ec_pem(pem.as_bytes()).is_ok()
 }
 
 impl Authenticator {
     /// Builds the verifier. `generated_secret` is used when the settings name no key.
-    pub fn new(settings: &AuthSettings, tenancy: Tenancy, generated_secret: Option<&[u8]>) -> Result<Self, String> {
+    pub fn new(
+        settings: &AuthSettings,
+        tenancy: Tenancy,
+        generated_secret: Option<&[u8]>,
+    ) -> Result<Self, String> {
         if !settings.enabled {
-            return Ok(Self { mode: Mode::Disabled, tenancy });
+            return Ok(Self {
+                mode: Mode::Disabled,
+                tenancy,
+            });
         }
         let (key, alg) = match &settings.key {
             AuthKey::Secret(s) => (DecodingKey::from_secret(s), Algorithm::HS256),
@@ -150,7 +165,10 @@ impl Authenticator {
             },
             AuthKey::PublicKeyPem(pem) => match DecodingKey::from_rsa_pem(pem.as_bytes()) {
                 Ok(k) => (k, Algorithm::RS256),
-                Err(_) => (DecodingKey::from_ec_pem(pem.as_bytes()).map_err(|e| e.to_string())?, Algorithm::ES256),
+                Err(_) => (
+                    DecodingKey::from_ec_pem(pem.as_bytes()).map_err(|e| e.to_string())?,
+                    Algorithm::ES256,
+                ),
             },
         };
         let mut validation = Validation::new(alg);
@@ -166,7 +184,13 @@ impl Authenticator {
             Some(aud) => validation.set_audience(&[aud]),
             None => validation.validate_aud = false,
         }
-        Ok(Self { mode: Mode::Jwt { key, validation: Box::new(validation) }, tenancy })
+        Ok(Self {
+            mode: Mode::Jwt {
+                key,
+                validation: Box::new(validation),
+            },
+            tenancy,
+        })
     }
 
     /// True when auth is on.
@@ -180,13 +204,21 @@ impl Authenticator {
             Mode::Disabled => {
                 let tenant = match &self.tenancy {
                     Tenancy::Single(t) => t.clone(),
-                    Tenancy::Multi => return Err(AuthFailure("multi-tenant mode needs authentication".into())),
+                    Tenancy::Multi => {
+                        return Err(AuthFailure("multi-tenant mode needs authentication".into()));
+                    }
                 };
-                return Ok(Principal { subject: "anonymous".into(), tenant, scopes: Scope::ALL.into_iter().collect() });
+                return Ok(Principal {
+                    subject: "anonymous".into(),
+                    tenant,
+                    scopes: Scope::ALL.into_iter().collect(),
+                });
             }
             Mode::Jwt { key, validation } => (key, validation),
         };
-        let header = header.ok_or_else(|| AuthFailure("missing Authorization header; send 'Authorization: Bearer <JWT>'".into()))?;
+        let header = header.ok_or_else(|| {
+            AuthFailure("missing Authorization header; send 'Authorization: Bearer <JWT>'".into())
+        })?;
         let token = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
@@ -212,18 +244,38 @@ impl Authenticator {
         let tenant = match &self.tenancy {
             Tenancy::Single(t) => t.clone(),
             Tenancy::Multi => {
-                let raw = claims.tenant_id.as_deref().ok_or_else(|| AuthFailure("the token has no tenant_id claim".into()))?;
-                TenantId::parse(raw).map_err(|_| AuthFailure("the token's tenant_id claim is not a valid tenant id".into()))?
+                let raw = claims
+                    .tenant_id
+                    .as_deref()
+                    .ok_or_else(|| AuthFailure("the token has no tenant_id claim".into()))?;
+                TenantId::parse(raw).map_err(|_| {
+                    AuthFailure("the token's tenant_id claim is not a valid tenant id".into())
+                })?
             }
         };
-        let scopes = claims.scope.as_deref().unwrap_or_default().split_whitespace().filter_map(Scope::parse).collect();
-        Ok(Principal { subject: claims.sub.unwrap_or_else(|| "unknown".into()), tenant, scopes })
+        let scopes = claims
+            .scope
+            .as_deref()
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(Scope::parse)
+            .collect();
+        Ok(Principal {
+            subject: claims.sub.unwrap_or_else(|| "unknown".into()),
+            tenant,
+            scopes,
+        })
     }
 }
 
 /// Mints an HS256 token (the development token of `serve`, and tests).
 pub fn mint_hs256(secret: &[u8], claims: &Claims) -> Result<String, String> {
-    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(secret)).map_err(|e| e.to_string())
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The authentication outcome stored in each request by [`AuthMiddleware`].
@@ -236,7 +288,10 @@ pub struct AuthMiddleware(pub Arc<Authenticator>);
 impl<E: Endpoint> Middleware<E> for AuthMiddleware {
     type Output = AuthEndpoint<E>;
     fn transform(&self, ep: E) -> Self::Output {
-        AuthEndpoint { inner: ep, auth: self.0.clone() }
+        AuthEndpoint {
+            inner: ep,
+            auth: self.0.clone(),
+        }
     }
 }
 
@@ -250,7 +305,11 @@ impl<E: Endpoint> Endpoint for AuthEndpoint<E> {
     type Output = E::Output;
     async fn call(&self, mut req: Request) -> poem::Result<Self::Output> {
         if req.uri().path().starts_with("/v1/") {
-            let header = req.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let header = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let outcome = self.auth.verify(header.as_deref());
             req.extensions_mut().insert(AuthOutcome(outcome));
         }
@@ -266,9 +325,16 @@ impl Auth {
     /// MUST answer 403 when the token lacks `scope`.
     pub fn require(&self, scope: Scope) -> Result<Caller, ApiError> {
         if self.0.scopes.contains(&scope) {
-            Ok(Caller { tenant: self.0.tenant.clone(), subject: self.0.subject.clone() })
+            Ok(Caller {
+                tenant: self.0.tenant.clone(),
+                subject: self.0.subject.clone(),
+            })
         } else {
-            Err(AppError::new(Code::Forbidden, format!("the token lacks the '{}' scope", scope.as_str())).into())
+            Err(AppError::new(
+                Code::Forbidden,
+                format!("the token lacks the '{}' scope", scope.as_str()),
+            )
+            .into())
         }
     }
 }
@@ -300,11 +366,21 @@ impl<'a> ApiExtractor<'a> for Auth {
         vec!["bearerAuth"]
     }
 
-    async fn from_request(req: &'a Request, _body: &mut poem::RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+    async fn from_request(
+        req: &'a Request,
+        _body: &mut poem::RequestBody,
+        _opts: ExtractParamOptions<Self::ParamType>,
+    ) -> poem::Result<Self> {
         match req.extensions().get::<AuthOutcome>() {
             Some(AuthOutcome(Ok(p))) => Ok(Auth(p.clone())),
-            Some(AuthOutcome(Err(f))) => Err(ApiError::from(AppError::new(Code::Unauthorized, f.0.clone())).into()),
-            None => Err(ApiError::from(AppError::new(Code::Unauthorized, "authentication required")).into()),
+            Some(AuthOutcome(Err(f))) => {
+                Err(ApiError::from(AppError::new(Code::Unauthorized, f.0.clone())).into())
+            }
+            None => Err(ApiError::from(AppError::new(
+                Code::Unauthorized,
+                "authentication required",
+            ))
+            .into()),
         }
     }
 }

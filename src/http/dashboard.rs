@@ -42,20 +42,38 @@ impl DashboardApi {
     ///
     /// Counts of live templates, reports and data sources, and errored reports in the last
     /// `errorPeriodDays` (1-365, default 7) against the period before. Scope `metrics:read`.
-    #[oai(path = "/v1/metrics", method = "get", operation_id = "getDashboardMetrics")]
-    async fn metrics(&self, app: Data<&Arc<App>>, auth: Auth, /// 1-365, default 7.
-        #[oai(name = "errorPeriodDays")] period: Query<Option<i64>>) -> ApiResult<Json<DashboardDto>> {
+    #[oai(
+        path = "/v1/metrics",
+        method = "get",
+        operation_id = "getDashboardMetrics"
+    )]
+    async fn metrics(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// 1-365, default 7.
+        #[oai(name = "errorPeriodDays")]
+        period: Query<Option<i64>>,
+    ) -> ApiResult<Json<DashboardDto>> {
         let caller = auth.require(Scope::MetricsRead)?;
         let days = period.0.unwrap_or(7);
         if !(1..=365).contains(&days) {
-            return Err(AppError::new(Code::InvalidQueryParameter, "errorPeriodDays must be between 1 and 365").field("errorPeriodDays", "1..=365").into());
+            return Err(AppError::new(
+                Code::InvalidQueryParameter,
+                "errorPeriodDays must be between 1 and 365",
+            )
+            .field("errorPeriodDays", "1..=365")
+            .into());
         }
         let m = app.dashboard_metrics(&caller, days).await?;
         Ok(Json(DashboardDto {
             templates: m.templates,
             reports: m.reports,
             data_sources: m.data_sources,
-            errors: ErrorCountsDto { total: m.errors.total, previous_period_total: m.errors.previous_period_total },
+            errors: ErrorCountsDto {
+                total: m.errors.total,
+                previous_period_total: m.errors.previous_period_total,
+            },
         }))
     }
 }

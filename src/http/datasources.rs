@@ -70,7 +70,11 @@ fn kind(k: DataSourceKind) -> DataSourceKindDto {
 
 impl From<&DataSourceDescriptor> for DataSourceDto {
     fn from(d: &DataSourceDescriptor) -> Self {
-        Self { id: d.id.as_str().to_owned(), external_name: d.external_name.clone(), kind: kind(d.kind) }
+        Self {
+            id: d.id.as_str().to_owned(),
+            external_name: d.external_name.clone(),
+            kind: kind(d.kind),
+        }
     }
 }
 
@@ -82,10 +86,19 @@ impl DataSourcesApi {
     /// List data sources
     ///
     /// Every configured data source (a bare array, as in the reference). Scope `data-sources:read`.
-    #[oai(path = "/v1/data-sources", method = "get", operation_id = "listDataSources")]
+    #[oai(
+        path = "/v1/data-sources",
+        method = "get",
+        operation_id = "listDataSources"
+    )]
     async fn list(&self, app: Data<&Arc<App>>, auth: Auth) -> ApiResult<Json<Vec<DataSourceDto>>> {
         let caller = auth.require(Scope::DataSourcesRead)?;
-        Ok(Json(app.list_data_sources(&caller).iter().map(DataSourceDto::from).collect()))
+        Ok(Json(
+            app.list_data_sources(&caller)
+                .iter()
+                .map(DataSourceDto::from)
+                .collect(),
+        ))
     }
 
     /// Get a data source's schema
@@ -93,16 +106,34 @@ impl DataSourcesApi {
     /// Tables and fields of one data source. The id must match
     /// `^[a-zA-Z][a-zA-Z0-9_-]{0,127}$` (400); an unknown id answers 404 (TPL-0057); a source
     /// that cannot be reached answers 503 (TPL-0058). Scope `data-sources:read`.
-    #[oai(path = "/v1/data-sources/:dataSourceId", method = "get", operation_id = "getDataSource")]
-    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Data source id.
-        #[oai(name = "dataSourceId")] id: Path<String>) -> ApiResult<Json<DataSourceDetailsDto>> {
+    #[oai(
+        path = "/v1/data-sources/:dataSourceId",
+        method = "get",
+        operation_id = "getDataSource"
+    )]
+    async fn get(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Data source id.
+        #[oai(name = "dataSourceId")]
+        id: Path<String>,
+    ) -> ApiResult<Json<DataSourceDetailsDto>> {
         let caller = auth.require(Scope::DataSourcesRead)?;
         let d = app.get_data_source(&caller, &id.0).await?;
         Ok(Json(DataSourceDetailsDto {
             id: d.descriptor.id.as_str().to_owned(),
             external_name: d.descriptor.external_name,
             kind: kind(d.descriptor.kind),
-            tables: d.schema.tables.into_iter().map(|t| TableDto { name: t.name, fields: t.fields }).collect(),
+            tables: d
+                .schema
+                .tables
+                .into_iter()
+                .map(|t| TableDto {
+                    name: t.name,
+                    fields: t.fields,
+                })
+                .collect(),
         }))
     }
 }

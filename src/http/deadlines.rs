@@ -1,7 +1,7 @@
 //! `/v1/deadlines` operations.
 use super::auth::{Auth, Scope};
 use super::dto::{instant_or_day, page_request, path_uuid};
-use super::error::{ApiResult};
+use super::error::ApiResult;
 use super::tags::ApiTags;
 use crate::app::{App, AppError, Code, CreateDeadline, Severity, UpdateDeadline};
 use chrono::{DateTime, Utc};
@@ -10,9 +10,9 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::{Example, MaybeUndefined};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use reporter_ports::DeadlineId;
 use reporter_ports::deadline::{Deadline, DeadlineStatus, DeadlineType, Frequency};
 use reporter_ports::ports::DeadlineQuery;
-use reporter_ports::DeadlineId;
 use std::sync::Arc;
 
 /// Deadline type.
@@ -80,7 +80,9 @@ fn status_dto(s: DeadlineStatus) -> DeadlineStatusDto {
 }
 
 fn ts(raw: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(raw).map(|d| d.with_timezone(&Utc)).unwrap_or_default()
+    DateTime::parse_from_rfc3339(raw)
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or_default()
 }
 
 /// A filing deadline, as seen now (recurrence applied).
@@ -172,7 +174,12 @@ impl DeadlineDto {
 
 /// Create a deadline. Types are validated by the service so each rule answers its own code.
 #[derive(Debug, Clone, Object)]
-#[oai(rename = "CreateDeadlineInput", rename_all = "camelCase", deny_unknown_fields, example)]
+#[oai(
+    rename = "CreateDeadlineInput",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    example
+)]
 pub struct CreateDeadlineInput {
     /// Required, 1-200 characters.
     pub name: Option<String>,
@@ -216,7 +223,12 @@ impl Example for CreateDeadlineInput {
 
 /// Partial update: absent fields are kept; `null` clears `description` or `templateId`.
 #[derive(Debug, Clone, Object)]
-#[oai(rename = "UpdateDeadlineInput", rename_all = "camelCase", deny_unknown_fields, example)]
+#[oai(
+    rename = "UpdateDeadlineInput",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    example
+)]
 pub struct UpdateDeadlineInput {
     /// New name.
     pub name: Option<String>,
@@ -366,8 +378,17 @@ impl DeadlinesApi {
     /// takes exactly 2 distinct months for semiannual, 1 for annual, none otherwise; the due
     /// date must not be before today (UTC, 422); a live deadline with the same type, template,
     /// due date and frequency answers 409. Scope `deadlines:write`.
-    #[oai(path = "/v1/deadlines", method = "post", operation_id = "createDeadline")]
-    async fn create(&self, app: Data<&Arc<App>>, auth: Auth, body: Json<CreateDeadlineInput>) -> ApiResult<CreatedDeadline> {
+    #[oai(
+        path = "/v1/deadlines",
+        method = "post",
+        operation_id = "createDeadline"
+    )]
+    async fn create(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        body: Json<CreateDeadlineInput>,
+    ) -> ApiResult<CreatedDeadline> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let b = body.0;
         let d = app
@@ -387,7 +408,10 @@ impl DeadlinesApi {
                 },
             )
             .await?;
-        Ok(CreatedDeadline::Created(Json(DeadlineDto::at(&d, d.created_at))))
+        Ok(CreatedDeadline::Created(Json(DeadlineDto::at(
+            &d,
+            d.created_at,
+        ))))
     }
 
     /// List deadlines
@@ -424,26 +448,50 @@ impl DeadlinesApi {
     ) -> ApiResult<Json<DeadlinePage>> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
-        let mut q = DeadlineQuery { active: active.0, ..Default::default() };
+        let mut q = DeadlineQuery {
+            active: active.0,
+            ..Default::default()
+        };
         if let Some(s) = status.0.as_deref() {
             q.status = Some(DeadlineStatus::parse(s).ok_or_else(|| {
-                AppError::new(Code::InvalidQueryParameter, format!("status '{s}' is not pending, overdue or delivered")).field("status", "pending|overdue|delivered")
+                AppError::new(
+                    Code::InvalidQueryParameter,
+                    format!("status '{s}' is not pending, overdue or delivered"),
+                )
+                .field("status", "pending|overdue|delivered")
             })?);
         }
         if let Some(k) = kind.0.as_deref() {
             q.kind = Some(DeadlineType::parse(k).ok_or_else(|| {
-                AppError::new(Code::InvalidDeadlineType, format!("type '{k}' is not regulatory or custom")).field("type", "regulatory|custom")
+                AppError::new(
+                    Code::InvalidDeadlineType,
+                    format!("type '{k}' is not regulatory or custom"),
+                )
+                .field("type", "regulatory|custom")
             })?);
         }
-        q.due_from = start_date.0.as_deref().map(|s| instant_or_day(s, "startDate", false)).transpose()?;
-        q.due_to = end_date.0.as_deref().map(|s| instant_or_day(s, "endDate", true)).transpose()?;
-        if let (Some(a), Some(b)) = (q.due_from, q.due_to) {
-            if a > b {
-                return Err(AppError::new(Code::InvalidDateRange, "startDate is after endDate").into());
-            }
+        q.due_from = start_date
+            .0
+            .as_deref()
+            .map(|s| instant_or_day(s, "startDate", false))
+            .transpose()?;
+        q.due_to = end_date
+            .0
+            .as_deref()
+            .map(|s| instant_or_day(s, "endDate", true))
+            .transpose()?;
+        if let (Some(a), Some(b)) = (q.due_from, q.due_to)
+            && a > b
+        {
+            return Err(AppError::new(Code::InvalidDateRange, "startDate is after endDate").into());
         }
         let (page, now) = app.list_deadlines(&caller, &q, req).await?;
-        Ok(Json(DeadlinePage { items: page.items.iter().map(|d| DeadlineDto::at(d, now)).collect(), page: page.page, limit: page.limit, total: page.total }))
+        Ok(Json(DeadlinePage {
+            items: page.items.iter().map(|d| DeadlineDto::at(d, now)).collect(),
+            page: page.page,
+            limit: page.limit,
+            total: page.total,
+        }))
     }
 
     /// Deadline notifications
@@ -451,13 +499,26 @@ impl DeadlinesApi {
     /// Active, undelivered deadlines that are overdue or inside their `notifyDaysBefore`
     /// window; severity `overdue`, `warning` (due within 7 days) or `info`; most urgent first.
     /// `total` counts every notification before `limit` (1-100, default 10). Scope `deadlines:read`.
-    #[oai(path = "/v1/deadlines/notifications", method = "get", operation_id = "listDeadlineNotifications")]
-    async fn notifications(&self, app: Data<&Arc<App>>, auth: Auth, /// 1-100, default 10.
-        limit: Query<Option<i64>>) -> ApiResult<Json<NotificationsDto>> {
+    #[oai(
+        path = "/v1/deadlines/notifications",
+        method = "get",
+        operation_id = "listDeadlineNotifications"
+    )]
+    async fn notifications(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// 1-100, default 10.
+        limit: Query<Option<i64>>,
+    ) -> ApiResult<Json<NotificationsDto>> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let limit = limit.0.unwrap_or(10);
         if !(1..=100).contains(&limit) {
-            return Err(AppError::new(Code::PaginationLimit, "limit must be between 1 and 100").field("limit", "1..=100").into());
+            return Err(
+                AppError::new(Code::PaginationLimit, "limit must be between 1 and 100")
+                    .field("limit", "1..=100")
+                    .into(),
+            );
         }
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let n = app.deadline_notifications(&caller, limit as usize).await?;
@@ -482,15 +543,27 @@ impl DeadlinesApi {
                 notify_days_before: i.deadline.notify_days_before,
             })
             .collect();
-        Ok(Json(NotificationsDto { items, total: n.total }))
+        Ok(Json(NotificationsDto {
+            items,
+            total: n.total,
+        }))
     }
 
     /// Get a deadline
     ///
     /// Scope `deadlines:read`.
-    #[oai(path = "/v1/deadlines/:id", method = "get", operation_id = "getDeadline")]
-    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Deadline id.
-        id: Path<String>) -> ApiResult<Json<DeadlineDto>> {
+    #[oai(
+        path = "/v1/deadlines/:id",
+        method = "get",
+        operation_id = "getDeadline"
+    )]
+    async fn get(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Deadline id.
+        id: Path<String>,
+    ) -> ApiResult<Json<DeadlineDto>> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let d = app.get_deadline(&caller, id).await?;
@@ -500,9 +573,19 @@ impl DeadlinesApi {
     /// Update a deadline
     ///
     /// Partial update; the merged deadline must satisfy every creation rule. Scope `deadlines:write`.
-    #[oai(path = "/v1/deadlines/:id", method = "patch", operation_id = "updateDeadline")]
-    async fn update(&self, app: Data<&Arc<App>>, auth: Auth, /// Deadline id.
-        id: Path<String>, body: Json<UpdateDeadlineInput>) -> ApiResult<Json<DeadlineDto>> {
+    #[oai(
+        path = "/v1/deadlines/:id",
+        method = "patch",
+        operation_id = "updateDeadline"
+    )]
+    async fn update(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Deadline id.
+        id: Path<String>,
+        body: Json<UpdateDeadlineInput>,
+    ) -> ApiResult<Json<DeadlineDto>> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let b = body.0;
@@ -530,9 +613,18 @@ impl DeadlinesApi {
     /// Delete a deadline
     ///
     /// Soft delete. Scope `deadlines:write`.
-    #[oai(path = "/v1/deadlines/:id", method = "delete", operation_id = "deleteDeadline")]
-    async fn delete(&self, app: Data<&Arc<App>>, auth: Auth, /// Deadline id.
-        id: Path<String>) -> ApiResult<Deleted> {
+    #[oai(
+        path = "/v1/deadlines/:id",
+        method = "delete",
+        operation_id = "deleteDeadline"
+    )]
+    async fn delete(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Deadline id.
+        id: Path<String>,
+    ) -> ApiResult<Deleted> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         app.delete_deadline(&caller, id).await?;
@@ -545,12 +637,25 @@ impl DeadlinesApi {
     /// already is); `{"delivered": false}` clears the delivery (422 TPL-0066 if it is not
     /// delivered). Delivering a recurring deadline whose previous occurrence was delivered acts
     /// on the next occurrence. Scope `deadlines:write`.
-    #[oai(path = "/v1/deadlines/:id/deliver", method = "patch", operation_id = "deliverDeadline")]
-    async fn deliver(&self, app: Data<&Arc<App>>, auth: Auth, /// Deadline id.
-        id: Path<String>, body: Json<DeliverInput>) -> ApiResult<Json<DeadlineDto>> {
+    #[oai(
+        path = "/v1/deadlines/:id/deliver",
+        method = "patch",
+        operation_id = "deliverDeadline"
+    )]
+    async fn deliver(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Deadline id.
+        id: Path<String>,
+        body: Json<DeliverInput>,
+    ) -> ApiResult<Json<DeadlineDto>> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
-        let delivered = body.0.delivered.ok_or_else(|| AppError::new(Code::MissingFields, "delivered is required").field("delivered", "required"))?;
+        let delivered = body.0.delivered.ok_or_else(|| {
+            AppError::new(Code::MissingFields, "delivered is required")
+                .field("delivered", "required")
+        })?;
         let d = app.set_delivery(&caller, id, delivered).await?;
         Ok(Json(DeadlineDto::at(&d, d.updated_at)))
     }

@@ -1,7 +1,7 @@
 //! The one place application errors become HTTP responses.
 use crate::app::{AppError, Code, ErrorKind};
-use poem::http::StatusCode;
 use poem::Response;
+use poem::http::StatusCode;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
 use std::collections::BTreeMap;
@@ -26,13 +26,18 @@ pub struct ErrorBody {
 
 impl poem_openapi::types::Example for ErrorBody {
     fn example() -> Self {
-    ErrorBody {
-        code: "TPL-0047".into(),
-        title: "Invalid deadline frequency".into(),
-        message: "frequency must be one of: once, daily, weekly, monthly, semiannual, annual".into(),
-        entity_type: None,
-        fields: Some(BTreeMap::from([("frequency".to_owned(), "frequency must be one of: once, daily, weekly, monthly, semiannual, annual".to_owned())])),
-    }
+        ErrorBody {
+            code: "TPL-0047".into(),
+            title: "Invalid deadline frequency".into(),
+            message: "frequency must be one of: once, daily, weekly, monthly, semiannual, annual"
+                .into(),
+            entity_type: None,
+            fields: Some(BTreeMap::from([(
+                "frequency".to_owned(),
+                "frequency must be one of: once, daily, weekly, monthly, semiannual, annual"
+                    .to_owned(),
+            )])),
+        }
     }
 }
 
@@ -134,7 +139,10 @@ pub fn error_response(e: &AppError) -> Response {
         .content_type("application/json; charset=utf-8")
         .body(value.to_string());
     if e.code.kind() == ErrorKind::Unauthorized {
-        resp.headers_mut().insert("WWW-Authenticate", poem::http::HeaderValue::from_static("Bearer"));
+        resp.headers_mut().insert(
+            "WWW-Authenticate",
+            poem::http::HeaderValue::from_static("Bearer"),
+        );
     }
     resp
 }
@@ -143,7 +151,8 @@ pub fn error_response(e: &AppError) -> Response {
 /// error body with a stable code. Responses the operations built themselves pass unchanged.
 pub async fn normalize_error(err: poem::Error) -> Response {
     use poem_openapi::error::{
-        AuthorizationError, ContentTypeError, ParseMultipartError, ParseParamError, ParseRequestPayloadError,
+        AuthorizationError, ContentTypeError, ParseMultipartError, ParseParamError,
+        ParseRequestPayloadError,
     };
     if err.is_from_response() {
         return err.into_response();
@@ -151,25 +160,52 @@ pub async fn normalize_error(err: poem::Error) -> Response {
     let status = err.status();
     let text = err.to_string();
     let app = if let Some(e) = err.downcast_ref::<ParseParamError>() {
-        AppError::new(Code::InvalidQueryParameter, format!("parameter '{}' is invalid: {}", e.name, e.reason)).field(e.name, e.reason.clone())
+        AppError::new(
+            Code::InvalidQueryParameter,
+            format!("parameter '{}' is invalid: {}", e.name, e.reason),
+        )
+        .field(e.name, e.reason.clone())
     } else if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
         if e.reason.contains("unknown field") {
-            AppError::new(Code::UnexpectedFields, format!("the request has unexpected fields: {}", e.reason))
-        } else if e.reason.contains("expects an object") || e.reason.contains("EOF while parsing") && e.reason.len() < 80 {
-            AppError::new(Code::MissingFields, format!("the request body is empty or not an object: {}", e.reason))
+            AppError::new(
+                Code::UnexpectedFields,
+                format!("the request has unexpected fields: {}", e.reason),
+            )
+        } else if e.reason.contains("expects an object")
+            || e.reason.contains("EOF while parsing") && e.reason.len() < 80
+        {
+            AppError::new(
+                Code::MissingFields,
+                format!("the request body is empty or not an object: {}", e.reason),
+            )
         } else {
-            AppError::new(Code::BadRequest, format!("the request body is invalid: {}", e.reason))
+            AppError::new(
+                Code::BadRequest,
+                format!("the request body is invalid: {}", e.reason),
+            )
         }
     } else if let Some(e) = err.downcast_ref::<ParseMultipartError>() {
         if e.reason.contains("is required") || e.reason.contains("missing") {
-            AppError::new(Code::MissingFields, format!("a required form field is missing: {}", e.reason))
+            AppError::new(
+                Code::MissingFields,
+                format!("a required form field is missing: {}", e.reason),
+            )
         } else if e.reason.contains("unknown field") {
-            AppError::new(Code::UnexpectedFields, format!("the form has unexpected fields: {}", e.reason))
+            AppError::new(
+                Code::UnexpectedFields,
+                format!("the form has unexpected fields: {}", e.reason),
+            )
         } else {
-            AppError::new(Code::InvalidUpload, format!("the multipart form is invalid: {}", e.reason))
+            AppError::new(
+                Code::InvalidUpload,
+                format!("the multipart form is invalid: {}", e.reason),
+            )
         }
     } else if err.is::<ContentTypeError>() {
-        AppError::new(Code::UnsupportedMediaType, format!("unsupported or missing content type: {text}"))
+        AppError::new(
+            Code::UnsupportedMediaType,
+            format!("unsupported or missing content type: {text}"),
+        )
     } else if err.is::<AuthorizationError>() {
         AppError::new(Code::Unauthorized, "a bearer token is required")
     } else if err.is::<poem::error::NotFoundError>() {

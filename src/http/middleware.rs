@@ -6,8 +6,8 @@ use crate::app::{AppError, Code};
 use crate::telemetry::HttpMetrics;
 use poem::http::{HeaderValue, Method, StatusCode};
 use poem::{Body, Endpoint, IntoResponse, Middleware, Request, Response};
-use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope, IdempotencyStore, StoredResponse};
 use reporter_ports::Clock;
+use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope, IdempotencyStore, StoredResponse};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -46,10 +46,16 @@ impl<E: Endpoint> Endpoint for HardeningEndpoint<E> {
             }
         };
         let h = resp.headers_mut();
-        h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+        h.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
         h.insert("x-frame-options", HeaderValue::from_static("DENY"));
         h.insert("x-xss-protection", HeaderValue::from_static("0"));
-        h.insert("strict-transport-security", HeaderValue::from_static("max-age=31536000; includeSubDomains"));
+        h.insert(
+            "strict-transport-security",
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
         h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
         if let Ok(v) = HeaderValue::from_str(&id) {
             h.insert("x-request-id", v);
@@ -64,7 +70,10 @@ pub struct BodyLimit(pub usize);
 impl<E: Endpoint> Middleware<E> for BodyLimit {
     type Output = BodyLimitEndpoint<E>;
     fn transform(&self, ep: E) -> Self::Output {
-        BodyLimitEndpoint { inner: ep, limit: self.0 }
+        BodyLimitEndpoint {
+            inner: ep,
+            limit: self.0,
+        }
     }
 }
 
@@ -77,8 +86,17 @@ pub struct BodyLimitEndpoint<E> {
 impl<E: Endpoint> Endpoint for BodyLimitEndpoint<E> {
     type Output = Response;
     async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        let too_large = || error_response(&AppError::new(Code::PayloadTooLarge, "the request body is too large"));
-        let declared = req.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        let too_large = || {
+            error_response(&AppError::new(
+                Code::PayloadTooLarge,
+                "the request body is too large",
+            ))
+        };
+        let declared = req
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.limit as u64) {
             return Ok(too_large());
         }
@@ -87,7 +105,12 @@ impl<E: Endpoint> Endpoint for BodyLimitEndpoint<E> {
             match body.into_bytes_limit(self.limit).await {
                 Ok(bytes) => req.set_body(Body::from_bytes(bytes)),
                 Err(poem::error::ReadBodyError::PayloadTooLarge) => return Ok(too_large()),
-                Err(_) => return Ok(error_response(&AppError::new(Code::BadRequest, "the request body could not be read"))),
+                Err(_) => {
+                    return Ok(error_response(&AppError::new(
+                        Code::BadRequest,
+                        "the request body could not be read",
+                    )));
+                }
             }
         }
         Ok(self.inner.call(req).await?.into_response())
@@ -139,8 +162,12 @@ pub struct IdempotencyEndpoint<E> {
 impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
     type Output = Response;
     async fn call(&self, req: Request) -> poem::Result<Response> {
-        let applies = req.method() == Method::POST && self.paths.contains(&req.uri().path().trim_end_matches('/'));
-        let key = req.headers().get("x-idempotency").map(|v| v.to_str().map(str::trim).map(str::to_owned));
+        let applies = req.method() == Method::POST
+            && self.paths.contains(&req.uri().path().trim_end_matches('/'));
+        let key = req
+            .headers()
+            .get("x-idempotency")
+            .map(|v| v.to_str().map(str::trim).map(str::to_owned));
         let tenant = match req.extensions().get::<AuthOutcome>() {
             Some(AuthOutcome(Ok(p))) => Some(p.tenant.clone()),
             _ => None,
@@ -152,11 +179,19 @@ impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
             Ok(k) if !k.is_empty() && k.len() <= 255 => k,
             _ => {
                 return Ok(error_response(
-                    &AppError::new(Code::BadRequest, "X-Idempotency must be 1-255 visible ASCII characters").field("X-Idempotency", "invalid"),
+                    &AppError::new(
+                        Code::BadRequest,
+                        "X-Idempotency must be 1-255 visible ASCII characters",
+                    )
+                    .field("X-Idempotency", "invalid"),
                 ));
             }
         };
-        let scope = IdempotencyScope { tenant, operation: format!("POST {}", req.uri().path().trim_end_matches('/')), key };
+        let scope = IdempotencyScope {
+            tenant,
+            operation: format!("POST {}", req.uri().path().trim_end_matches('/')),
+            key,
+        };
         let now = self.clock.now();
         match self.store.begin(&scope, now, now + self.in_flight).await {
             Ok(IdempotencyBegin::Completed(stored)) => {
@@ -164,7 +199,8 @@ impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
                     .status(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK))
                     .content_type(stored.content_type)
                     .body(stored.body);
-                resp.headers_mut().insert("x-idempotency-replayed", HeaderValue::from_static("true"));
+                resp.headers_mut()
+                    .insert("x-idempotency-replayed", HeaderValue::from_static("true"));
                 return Ok(resp);
             }
             Ok(IdempotencyBegin::InFlight) => {
@@ -176,7 +212,10 @@ impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
             Ok(IdempotencyBegin::Started) => {}
             Err(e) => {
                 tracing::error!(error = %e, "idempotency store unavailable");
-                return Ok(error_response(&AppError::new(Code::ServiceUnavailable, "the idempotency store is unavailable; retry later")));
+                return Ok(error_response(&AppError::new(
+                    Code::ServiceUnavailable,
+                    "the idempotency store is unavailable; retry later",
+                )));
             }
         }
         let resp = match self.inner.call(req).await {
@@ -188,8 +227,16 @@ impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
             let headers = resp.headers().clone();
             let content_type = resp.content_type().unwrap_or("application/json").to_owned();
             let body = resp.into_body().into_vec().await.unwrap_or_default();
-            let stored = StoredResponse { status: status.as_u16(), content_type, body: body.clone() };
-            if let Err(e) = self.store.complete(&scope, stored, self.clock.now() + self.ttl).await {
+            let stored = StoredResponse {
+                status: status.as_u16(),
+                content_type,
+                body: body.clone(),
+            };
+            if let Err(e) = self
+                .store
+                .complete(&scope, stored, self.clock.now() + self.ttl)
+                .await
+            {
                 tracing::error!(error = %e, "could not record an idempotent response; a replay will run again");
             }
             let mut rebuilt = Response::builder().status(status).body(body);
@@ -210,7 +257,10 @@ pub struct Metrics(pub Arc<HttpMetrics>);
 impl<E: Endpoint> Middleware<E> for Metrics {
     type Output = MetricsEndpoint<E>;
     fn transform(&self, ep: E) -> Self::Output {
-        MetricsEndpoint { inner: ep, metrics: self.0.clone() }
+        MetricsEndpoint {
+            inner: ep,
+            metrics: self.0.clone(),
+        }
     }
 }
 
@@ -222,11 +272,19 @@ pub struct MetricsEndpoint<E> {
 
 /// Replaces id-like path segments with `{id}` to bound label cardinality.
 pub fn route_label(path: &str) -> String {
-    if !(path.starts_with("/v1/") || matches!(path, "/health" | "/readyz" | "/version" | "/metrics")) {
+    if !(path.starts_with("/v1/")
+        || matches!(path, "/health" | "/readyz" | "/version" | "/metrics"))
+    {
         return "other".into();
     }
     path.split('/')
-        .map(|seg| if uuid::Uuid::parse_str(seg).is_ok() || seg.len() > 40 { "{id}" } else { seg })
+        .map(|seg| {
+            if uuid::Uuid::parse_str(seg).is_ok() || seg.len() > 40 {
+                "{id}"
+            } else {
+                seg
+            }
+        })
         .collect::<Vec<_>>()
         .join("/")
 }
@@ -241,7 +299,12 @@ impl<E: Endpoint> Endpoint for MetricsEndpoint<E> {
             Ok(r) => r.into_response(),
             Err(e) => e.into_response(),
         };
-        self.metrics.observe(&method, &route, resp.status().as_u16(), start.elapsed().as_secs_f64());
+        self.metrics.observe(
+            &method,
+            &route,
+            resp.status().as_u16(),
+            start.elapsed().as_secs_f64(),
+        );
         Ok(resp)
     }
 }

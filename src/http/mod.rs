@@ -1,5 +1,9 @@
 //! The REST surface: poem + poem-openapi. Business operations live under `/v1`, need a bearer
 //! token and answer JSON in camelCase; errors use one body shape with stable codes.
+
+// Operations return poem-openapi response enums by value (that is how the derive documents
+// them); boxing them would hide the error shapes from the spec.
+#![allow(clippy::result_large_err)]
 pub mod auth;
 mod dashboard;
 mod datasources;
@@ -15,13 +19,13 @@ mod templates;
 pub use ops::{Probe, Readiness};
 
 use crate::app::App;
-use crate::telemetry::{render, HttpMetrics};
+use crate::telemetry::{HttpMetrics, render};
 use auth::{AuthMiddleware, Authenticator};
 use middleware::{BodyLimit, Hardening, Idempotency, Metrics};
 use poem::endpoint::make_sync;
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
-use poem::{handler, EndpointExt, IntoResponse, Response, Route};
+use poem::{EndpointExt, IntoResponse, Response, Route, handler};
 use poem_openapi::OpenApiService;
 use std::sync::Arc;
 
@@ -37,7 +41,13 @@ pub type Apis = (
 /// The OpenAPI service (routes + spec).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (templates::TemplatesApi, deadlines::DeadlinesApi, datasources::DataSourcesApi, dashboard::DashboardApi, ops::OpsApi),
+        (
+            templates::TemplatesApi,
+            deadlines::DeadlinesApi,
+            datasources::DataSourcesApi,
+            dashboard::DashboardApi,
+            ops::OpsApi,
+        ),
         "Reporter API",
         env!("CARGO_PKG_VERSION"),
     )
@@ -65,11 +75,16 @@ pub struct HttpSetup {
 
 #[handler]
 fn prometheus_metrics(registry: Data<&prometheus::Registry>) -> Response {
-    Response::builder().content_type("text/plain; version=0.0.4").body(render(&registry))
+    Response::builder()
+        .content_type("text/plain; version=0.0.4")
+        .body(render(&registry))
 }
 
 /// Builds the complete HTTP endpoint.
-pub fn endpoint(app: Arc<App>, setup: HttpSetup) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
+pub fn endpoint(
+    app: Arc<App>,
+    setup: HttpSetup,
+) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
     let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
     let service = api_service();
     let swagger = service.swagger_ui();
@@ -77,8 +92,22 @@ pub fn endpoint(app: Arc<App>, setup: HttpSetup) -> Result<poem::endpoint::BoxEn
     let yaml = spec::yaml();
     let routes = Route::new()
         .nest("/", service)
-        .at("/openapi.json", make_sync(move |_| Response::builder().content_type("application/json").body(json.clone())))
-        .at("/openapi.yaml", make_sync(move |_| Response::builder().content_type("application/yaml").body(yaml.clone())))
+        .at(
+            "/openapi.json",
+            make_sync(move |_| {
+                Response::builder()
+                    .content_type("application/json")
+                    .body(json.clone())
+            }),
+        )
+        .at(
+            "/openapi.yaml",
+            make_sync(move |_| {
+                Response::builder()
+                    .content_type("application/yaml")
+                    .body(yaml.clone())
+            }),
+        )
         .nest("/swagger", swagger)
         .at("/metrics", prometheus_metrics)
         .data(app.clone())
@@ -103,12 +132,18 @@ pub fn endpoint(app: Arc<App>, setup: HttpSetup) -> Result<poem::endpoint::BoxEn
     } else {
         Some(Cors::new().allow_origins(setup.cors_origins.iter().map(String::as_str)))
     };
-    let with_cors = core.with_if(cors.is_some(), cors.unwrap_or_default()).map_to_response();
+    let with_cors = core
+        .with_if(cors.is_some(), cors.unwrap_or_default())
+        .map_to_response();
     Ok(with_cors
         .with(Metrics(http_metrics))
         .with(Hardening)
         .with(CatchPanic::new().with_handler(|_| {
-            error::error_response(&crate::app::AppError::new(crate::app::Code::Internal, "internal server error")).into_response()
+            error::error_response(&crate::app::AppError::new(
+                crate::app::Code::Internal,
+                "internal server error",
+            ))
+            .into_response()
         }))
         .boxed())
 }

@@ -97,7 +97,9 @@ impl OpsApi {
     /// 200 while the process serves HTTP. Public.
     #[oai(path = "/health", method = "get", operation_id = "health")]
     async fn health(&self) -> Json<Health> {
-        Json(Health { status: "ok".into() })
+        Json(Health {
+            status: "ok".into(),
+        })
     }
 
     /// Readiness
@@ -118,11 +120,26 @@ impl OpsApi {
             all_up &= result.is_ok();
             checks.insert(
                 name.clone(),
-                Check { status: if result.is_ok() { CheckStatus::Up } else { CheckStatus::Down }, latency_ms, error: result.err() },
+                Check {
+                    status: if result.is_ok() {
+                        CheckStatus::Up
+                    } else {
+                        CheckStatus::Down
+                    },
+                    latency_ms,
+                    error: result.err(),
+                },
             );
         }
-        let report = ReadinessReport { status: if all_up { "ready" } else { "not_ready" }.into(), checks };
-        if all_up { ReadyResponse::Ready(Json(report)) } else { ReadyResponse::NotReady(Json(report)) }
+        let report = ReadinessReport {
+            status: if all_up { "ready" } else { "not_ready" }.into(),
+            checks,
+        };
+        if all_up {
+            ReadyResponse::Ready(Json(report))
+        } else {
+            ReadyResponse::NotReady(Json(report))
+        }
     }
 
     /// Version
@@ -132,7 +149,9 @@ impl OpsApi {
     async fn version(&self) -> Json<VersionInfo> {
         Json(VersionInfo {
             version: env!("CARGO_PKG_VERSION").into(),
-            commit: option_env!("REPORTER_GIT_COMMIT").unwrap_or("unknown").into(),
+            commit: option_env!("REPORTER_GIT_COMMIT")
+                .unwrap_or("unknown")
+                .into(),
             rustc: option_env!("REPORTER_RUSTC").unwrap_or("unknown").into(),
         })
     }

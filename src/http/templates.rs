@@ -1,20 +1,22 @@
 //! `/v1/templates` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{day_window, page_request, path_uuid, WarningDto};
+use super::dto::{WarningDto, day_window, page_request, path_uuid};
 use super::error::{ApiError, ApiResult};
 use super::tags::ApiTags;
-use crate::app::{App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate};
+use crate::app::{
+    App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate,
+};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
-use poem_openapi::types::multipart::Upload;
 use poem_openapi::types::Example;
+use poem_openapi::types::multipart::Upload;
 use poem_openapi::{ApiResponse, Enum, Multipart, Object, OpenApi};
-use reporter_ports::ports::TemplateQuery;
-use reporter_ports::template::{OutputFormat, Template, MAX_TEMPLATE_BYTES};
 use reporter_ports::TemplateId;
+use reporter_ports::ports::TemplateQuery;
+use reporter_ports::template::{MAX_TEMPLATE_BYTES, OutputFormat, Template};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -82,12 +84,19 @@ impl Example for TemplateDto {
             file_name: "8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33.tpl".into(),
             mapped_fields: BTreeMap::from([(
                 "bank".to_owned(),
-                BTreeMap::from([("accounts".to_owned(), vec!["account_id".to_owned(), "holder_name".to_owned()])]),
+                BTreeMap::from([(
+                    "accounts".to_owned(),
+                    vec!["account_id".to_owned(), "holder_name".to_owned()],
+                )]),
             )]),
             size_bytes: 812,
             sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
-            created_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z").map(|d| d.with_timezone(&Utc)).unwrap_or_default(),
-            updated_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z").map(|d| d.with_timezone(&Utc)).unwrap_or_default(),
+            created_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z")
+                .map(|d| d.with_timezone(&Utc))
+                .unwrap_or_default(),
+            updated_at: DateTime::parse_from_rfc3339("2026-07-29T14:22:08Z")
+                .map(|d| d.with_timezone(&Utc))
+                .unwrap_or_default(),
             warnings: Vec::new(),
         }
     }
@@ -103,7 +112,15 @@ impl TemplateDto {
             mapped_fields: t
                 .mapped_fields
                 .iter()
-                .map(|(ds, tables)| (ds.clone(), tables.iter().map(|(tb, f)| (tb.clone(), f.iter().cloned().collect())).collect()))
+                .map(|(ds, tables)| {
+                    (
+                        ds.clone(),
+                        tables
+                            .iter()
+                            .map(|(tb, f)| (tb.clone(), f.iter().cloned().collect()))
+                            .collect(),
+                    )
+                })
                 .collect(),
             size_bytes: t.size_bytes,
             sha256: t.content_sha256.clone(),
@@ -190,10 +207,22 @@ pub enum CreatedTemplate {
 async fn read_upload(upload: Upload) -> Result<TemplateFile, ApiError> {
     let file_name = upload.file_name().unwrap_or_default().to_owned();
     if upload.size() > MAX_TEMPLATE_BYTES {
-        return Err(AppError::new(Code::TemplateTooLarge, format!("the template file exceeds {MAX_TEMPLATE_BYTES} bytes")).into());
+        return Err(AppError::new(
+            Code::TemplateTooLarge,
+            format!("the template file exceeds {MAX_TEMPLATE_BYTES} bytes"),
+        )
+        .into());
     }
-    let bytes = upload.into_vec().await.map_err(|_| ApiError::from(AppError::new(Code::InvalidUpload, "the uploaded file could not be read")))?;
-    Ok(TemplateFile { file_name, bytes: Bytes::from(bytes) })
+    let bytes = upload.into_vec().await.map_err(|_| {
+        ApiError::from(AppError::new(
+            Code::InvalidUpload,
+            "the uploaded file could not be read",
+        ))
+    })?;
+    Ok(TemplateFile {
+        file_name,
+        bytes: Bytes::from(bytes),
+    })
 }
 
 /// Template operations.
@@ -208,7 +237,11 @@ impl TemplatesApi {
     /// sane for the format, no `<script>` or inline event handlers) and every
     /// `datasource.table.field` it reads must exist in the configured data sources; those
     /// fields are returned as `mappedFields`. Honours `X-Idempotency`. Scope `templates:write`.
-    #[oai(path = "/v1/templates", method = "post", operation_id = "createTemplate")]
+    #[oai(
+        path = "/v1/templates",
+        method = "post",
+        operation_id = "createTemplate"
+    )]
     async fn create(
         &self,
         app: Data<&Arc<App>>,
@@ -220,7 +253,16 @@ impl TemplatesApi {
     ) -> ApiResult<CreatedTemplate> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let file = read_upload(form.template).await?;
-        let created = app.create_template(&caller, CreateTemplate { file, output_format: form.output_format, description: form.description }).await?;
+        let created = app
+            .create_template(
+                &caller,
+                CreateTemplate {
+                    file,
+                    output_format: form.output_format,
+                    description: form.description,
+                },
+            )
+            .await?;
         Ok(CreatedTemplate::Created(Json(created.into())))
     }
 
@@ -255,28 +297,51 @@ impl TemplatesApi {
         let mut query = TemplateQuery::default();
         if let Some(f) = output_format.0.as_deref() {
             query.output_format = Some(OutputFormat::parse(f).ok_or_else(|| {
-                AppError::new(Code::InvalidOutputFormat, format!("outputFormat '{f}' is not one of html, pdf, csv, xml, txt")).field("outputFormat", "html|pdf|csv|xml|txt")
+                AppError::new(
+                    Code::InvalidOutputFormat,
+                    format!("outputFormat '{f}' is not one of html, pdf, csv, xml, txt"),
+                )
+                .field("outputFormat", "html|pdf|csv|xml|txt")
             })?);
         }
-        query.description_contains = description.0.filter(|d| !d.trim().is_empty()).map(|d| d.trim().to_owned());
+        query.description_contains = description
+            .0
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| d.trim().to_owned());
         if let Some(day) = created_at.0.as_deref() {
             let (from, to) = day_window(day, "createdAt")?;
             query.created_from = Some(from);
             query.created_to = Some(to);
         }
         let page = app.list_templates(&caller, &query, req).await?;
-        Ok(Json(TemplatePage { items: page.items.iter().map(TemplateDto::from).collect(), page: page.page, limit: page.limit, total: page.total }))
+        Ok(Json(TemplatePage {
+            items: page.items.iter().map(TemplateDto::from).collect(),
+            page: page.page,
+            limit: page.limit,
+            total: page.total,
+        }))
     }
 
     /// Get a template
     ///
     /// A live template. A deleted, missing or other tenant's id answers 404. Scope `templates:read`.
-    #[oai(path = "/v1/templates/:id", method = "get", operation_id = "getTemplate")]
-    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
-        id: Path<String>) -> ApiResult<Json<TemplateDto>> {
+    #[oai(
+        path = "/v1/templates/:id",
+        method = "get",
+        operation_id = "getTemplate"
+    )]
+    async fn get(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Template id.
+        id: Path<String>,
+    ) -> ApiResult<Json<TemplateDto>> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
-        Ok(Json(TemplateDto::from(&app.get_template(&caller, id).await?)))
+        Ok(Json(TemplateDto::from(
+            &app.get_template(&caller, id).await?,
+        )))
     }
 
     /// Update a template
@@ -284,16 +349,36 @@ impl TemplatesApi {
     /// Multipart form, every part optional: `template` (new file), `outputFormat`,
     /// `description`. Changing `outputFormat` requires a new file (TPL-0010). A new file is
     /// validated exactly like an upload. Scope `templates:write`.
-    #[oai(path = "/v1/templates/:id", method = "patch", operation_id = "updateTemplate")]
-    async fn update(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
-        id: Path<String>, form: UpdateTemplateForm) -> ApiResult<Json<TemplateDto>> {
+    #[oai(
+        path = "/v1/templates/:id",
+        method = "patch",
+        operation_id = "updateTemplate"
+    )]
+    async fn update(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Template id.
+        id: Path<String>,
+        form: UpdateTemplateForm,
+    ) -> ApiResult<Json<TemplateDto>> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let file = match form.template {
             Some(u) => Some(read_upload(u).await?),
             None => None,
         };
-        let updated = app.update_template(&caller, id, UpdateTemplate { file, output_format: form.output_format, description: form.description }).await?;
+        let updated = app
+            .update_template(
+                &caller,
+                id,
+                UpdateTemplate {
+                    file,
+                    output_format: form.output_format,
+                    description: form.description,
+                },
+            )
+            .await?;
         Ok(Json(updated.into()))
     }
 
@@ -302,12 +387,25 @@ impl TemplatesApi {
     /// Soft delete. The template's live deadlines are soft-deleted in the same transaction
     /// and counted in the answer (and in the `template.deleted` event). Reports already
     /// generated stay downloadable. Scope `templates:write`.
-    #[oai(path = "/v1/templates/:id", method = "delete", operation_id = "deleteTemplate")]
-    async fn delete(&self, app: Data<&Arc<App>>, auth: Auth, /// Template id.
-        id: Path<String>) -> ApiResult<Json<TemplateDeletionDto>> {
+    #[oai(
+        path = "/v1/templates/:id",
+        method = "delete",
+        operation_id = "deleteTemplate"
+    )]
+    async fn delete(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Template id.
+        id: Path<String>,
+    ) -> ApiResult<Json<TemplateDeletionDto>> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let d = app.delete_template(&caller, id).await?;
-        Ok(Json(TemplateDeletionDto { id: d.id.uuid(), deleted_at: d.deleted_at, cascaded_deadline_count: d.cascaded_deadlines }))
+        Ok(Json(TemplateDeletionDto {
+            id: d.id.uuid(),
+            deleted_at: d.deleted_at,
+            cascaded_deadline_count: d.cascaded_deadlines,
+        }))
     }
 }

@@ -1,0 +1,562 @@
+//! Cross-cutting behaviour over HTTP: authentication and scopes, tenancy, idempotency, ops
+//! endpoints, security headers, error normalisation and the served spec.
+mod common;
+
+use common::*;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use poem::http::StatusCode;
+use reporter::http::auth::Claims;
+use reporter_ports::TenantId;
+use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope};
+use serde_json::json;
+
+fn claims(exp_offset_secs: i64) -> Claims {
+    Claims {
+        sub: Some("t".into()),
+        exp: chrono::Utc::now().timestamp() + exp_offset_secs,
+        scope: Some("templates:read".into()),
+        tenant_id: None,
+        iss: None,
+        aud: None,
+    }
+}
+
+#[tokio::test]
+async fn missing_malformed_forged_and_expired_tokens_get_401() {
+    let t = start();
+    let resp = t.client.get("/v1/templates").send().await;
+    resp.assert_header("www-authenticate", "Bearer");
+    expect_error(resp, 401, "TPL-0401").await;
+    expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", "Basic abc")
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", "Bearer not.a.jwt")
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    let forged = jsonwebtoken::encode(
+        &Header::default(),
+        &claims(3600),
+        &EncodingKey::from_secret(b"another-secret-another-secret-0000"),
+    )
+    .unwrap();
+    let body = expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", bearer(&forged))
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("signature"),
+        "{body}"
+    );
+    let expired = jsonwebtoken::encode(
+        &Header::default(),
+        &claims(-3600),
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    let body = expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", bearer(&expired))
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("expired"),
+        "{body}"
+    );
+    // exp is required.
+    let no_exp = jsonwebtoken::encode(
+        &Header::default(),
+        &json!({"sub": "x", "scope": "templates:read"}),
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", bearer(&no_exp))
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    // The valid token works.
+    let ok = jsonwebtoken::encode(
+        &Header::default(),
+        &claims(3600),
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    t.client
+        .get("/v1/templates")
+        .header("authorization", bearer(&ok))
+        .send()
+        .await
+        .assert_status_is_ok();
+}
+
+#[tokio::test]
+async fn each_operation_requires_its_scope() {
+    let t = start();
+    let read_only = token_for(Some("default"), &["templates:read"]);
+    expect_error(t.get(&read_only, "/v1/deadlines").await, 403, "TPL-0403").await;
+    expect_error(t.get(&read_only, "/v1/data-sources").await, 403, "TPL-0403").await;
+    expect_error(t.get(&read_only, "/v1/metrics").await, 403, "TPL-0403").await;
+    let form = Form::new()
+        .file("template", "t.tpl", b"x")
+        .text("outputFormat", "txt");
+    let body = expect_error(t.upload(&read_only, form).await, 403, "TPL-0403").await;
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("templates:write")
+    );
+    t.get(&read_only, "/v1/templates")
+        .await
+        .assert_status_is_ok();
+    let none = token_for(Some("default"), &[]);
+    expect_error(t.get(&none, "/v1/templates").await, 403, "TPL-0403").await;
+}
+
+async fn asymmetric(alg: Algorithm, private: &str, public: &str) {
+    let t = start_with(Options {
+        tweak: Some(if alg == Algorithm::ES256 {
+            |r| {
+                r.auth_jwt_secret = None;
+                r.auth_jwt_public_key = Some(
+                    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ec-public.pem").into(),
+                );
+            }
+        } else {
+            |r| {
+                r.auth_jwt_secret = None;
+                r.auth_jwt_public_key = Some(include_str!("fixtures/rsa-public.pem").into());
+            }
+        }),
+        ..Default::default()
+    });
+    let key = match alg {
+        Algorithm::ES256 => EncodingKey::from_ec_pem(private.as_bytes()).unwrap(),
+        _ => EncodingKey::from_rsa_pem(private.as_bytes()).unwrap(),
+    };
+    let tok = jsonwebtoken::encode(&Header::new(alg), &claims(3600), &key).unwrap();
+    t.client
+        .get("/v1/templates")
+        .header("authorization", bearer(&tok))
+        .send()
+        .await
+        .assert_status_is_ok();
+    // An HS256 token signed with the public key text must not pass (algorithm confusion).
+    let confused = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims(3600),
+        &EncodingKey::from_secret(public.as_bytes()),
+    )
+    .unwrap();
+    expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", bearer(&confused))
+            .send()
+            .await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn rs256_and_es256_public_keys_verify_tokens() {
+    asymmetric(
+        Algorithm::RS256,
+        include_str!("fixtures/rsa-private.pem"),
+        include_str!("fixtures/rsa-public.pem"),
+    )
+    .await;
+    asymmetric(
+        Algorithm::ES256,
+        include_str!("fixtures/ec-private.pem"),
+        include_str!("fixtures/ec-public.pem"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn auth_can_be_turned_off_explicitly() {
+    let t = start_with(Options {
+        auth_off: true,
+        ..Default::default()
+    });
+    t.client
+        .get("/v1/templates")
+        .send()
+        .await
+        .assert_status_is_ok();
+    t.client
+        .get("/v1/deadlines")
+        .send()
+        .await
+        .assert_status_is_ok();
+}
+
+#[tokio::test]
+async fn tenants_never_see_each_others_data() {
+    let t = start_with(Options {
+        multi_tenant: true,
+        ..Default::default()
+    });
+    let all: Vec<&str> = reporter::http::auth::Scope::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    let a = token_for(Some("tenant-a"), &all);
+    let b = token_for(Some("tenant-b"), &all);
+    let id = t.create_template(&a, "A's template").await;
+    // Multi-tenant keys carry the tenant segment.
+    assert!(
+        t.app
+            .ports
+            .storage
+            .get(&format!("tenant-a/templates/{id}.tpl"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let path = format!("/v1/templates/{id}");
+    expect_error(t.get(&b, &path).await, 404, "TPL-0011").await;
+    expect_error(t.delete(&b, &path).await, 404, "TPL-0011").await;
+    let form = Form::new().text("description", "hijack");
+    let ct = form.content_type();
+    let resp = t
+        .client
+        .patch(&path)
+        .header("authorization", bearer(&b))
+        .content_type(ct)
+        .body(form.into_body())
+        .send()
+        .await;
+    expect_error(resp, 404, "TPL-0011").await;
+    assert_eq!(json(t.get(&b, "/v1/templates").await).await["total"], 0);
+    assert_eq!(json(t.get(&b, "/v1/metrics").await).await["templates"], 0);
+    assert_eq!(json(t.get(&a, "/v1/templates").await).await["total"], 1);
+    assert_eq!(
+        json(t.get(&a, &path).await).await["description"],
+        "A's template"
+    );
+    // A token without a tenant, or with a malformed one, is refused.
+    expect_error(
+        t.get(&token_for(None, &all), "/v1/templates").await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+    expect_error(
+        t.get(&token_for(Some("../x"), &all), "/v1/templates").await,
+        401,
+        "TPL-0401",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn idempotent_upload_replays_the_stored_response() {
+    let t = start();
+    let tok = token();
+    let send = || {
+        let form = Form::new()
+            .file("template", "t.tpl", STATEMENT_TPL.as_bytes())
+            .text("outputFormat", "html")
+            .text("description", "idem");
+        let ct = form.content_type();
+        t.client
+            .post("/v1/templates")
+            .header("authorization", bearer(&tok))
+            .header("x-idempotency", "key-1")
+            .content_type(ct)
+            .body(form.into_body())
+            .send()
+    };
+    let first = send().await;
+    first.assert_status(StatusCode::CREATED);
+    assert!(first.0.headers().get("x-idempotency-replayed").is_none());
+    let first = json(first).await;
+    let second = send().await;
+    second.assert_status(StatusCode::CREATED);
+    second.assert_header("x-idempotency-replayed", "true");
+    assert_eq!(json(second).await, first);
+    assert_eq!(
+        json(t.get(&tok, "/v1/templates").await).await["total"],
+        1,
+        "the replay created nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_duplicate_in_flight_gets_409_and_a_failure_releases_the_key() {
+    let t = start();
+    let tok = token();
+    // Reserve the key as a concurrent request would.
+    let scope = IdempotencyScope {
+        tenant: TenantId::default_tenant(),
+        operation: "POST /v1/templates".into(),
+        key: "busy".into(),
+    };
+    let now = chrono::Utc::now();
+    assert_eq!(
+        t.app
+            .ports
+            .idempotency
+            .begin(&scope, now, now + chrono::Duration::seconds(60))
+            .await
+            .unwrap(),
+        IdempotencyBegin::Started
+    );
+    let form = Form::new()
+        .file("template", "t.tpl", b"x")
+        .text("outputFormat", "txt");
+    let ct = form.content_type();
+    let resp = t
+        .client
+        .post("/v1/templates")
+        .header("authorization", bearer(&tok))
+        .header("x-idempotency", "busy")
+        .content_type(ct)
+        .body(form.into_body())
+        .send()
+        .await;
+    expect_error(resp, 409, "TPL-0039").await;
+
+    // A request that fails releases its key: the corrected retry with the same key runs.
+    let bad = Form::new()
+        .file("template", "t.tpl", b"")
+        .text("outputFormat", "txt");
+    let ct = bad.content_type();
+    let resp = t
+        .client
+        .post("/v1/templates")
+        .header("authorization", bearer(&tok))
+        .header("x-idempotency", "retry-me")
+        .content_type(ct)
+        .body(bad.into_body())
+        .send()
+        .await;
+    expect_error(resp, 400, "TPL-0006").await;
+    let good = Form::new()
+        .file("template", "t.tpl", b"hello")
+        .text("outputFormat", "txt");
+    let ct = good.content_type();
+    let resp = t
+        .client
+        .post("/v1/templates")
+        .header("authorization", bearer(&tok))
+        .header("x-idempotency", "retry-me")
+        .content_type(ct)
+        .body(good.into_body())
+        .send()
+        .await;
+    resp.assert_status(StatusCode::CREATED);
+    // Keys are scoped by tenant and operation, and validated.
+    let form = Form::new()
+        .file("template", "t.tpl", b"hello")
+        .text("outputFormat", "txt");
+    let ct = form.content_type();
+    let long = "k".repeat(256);
+    let resp = t
+        .client
+        .post("/v1/templates")
+        .header("authorization", bearer(&tok))
+        .header("x-idempotency", long)
+        .content_type(ct)
+        .body(form.into_body())
+        .send()
+        .await;
+    expect_error(resp, 400, "TPL-0017").await;
+}
+
+#[tokio::test]
+async fn ops_endpoints_are_public() {
+    let t = start();
+    let h = json(t.client.get("/health").send().await).await;
+    assert_eq!(h, json!({"status": "ok"}));
+    let r = t.client.get("/readyz").send().await;
+    r.assert_status_is_ok();
+    let r = json(r).await;
+    assert_eq!(r["status"], "ready");
+    for check in ["store", "objectStorage", "dataSource:bank"] {
+        assert_eq!(r["checks"][check]["status"], "up", "{r}");
+    }
+    let v = json(t.client.get("/version").send().await).await;
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    let m = t.client.get("/metrics").send().await;
+    m.assert_status_is_ok();
+    let text = m.0.into_body().into_string().await.unwrap();
+    assert!(text.contains("reporter_http_requests_total"), "{text}");
+}
+
+#[tokio::test]
+async fn swagger_ui_and_the_spec_are_served_offline() {
+    let t = start();
+    let ui = t.client.get("/swagger").send().await;
+    ui.assert_status_is_ok();
+    let html = ui.0.into_body().into_string().await.unwrap();
+    assert!(
+        html.contains("swagger-ui") || html.contains("SwaggerUI"),
+        "embedded UI"
+    );
+    assert!(
+        !html.contains("https://cdn") && !html.contains("unpkg.com"),
+        "no CDN assets"
+    );
+    let spec = t
+        .client
+        .get("/openapi.json")
+        .send()
+        .await
+        .0
+        .into_body()
+        .into_string()
+        .await
+        .unwrap();
+    assert_eq!(spec, include_str!("../openapi/reporter.json"));
+    let yaml = t
+        .client
+        .get("/openapi.yaml")
+        .send()
+        .await
+        .0
+        .into_body()
+        .into_string()
+        .await
+        .unwrap();
+    assert_eq!(yaml, include_str!("../openapi/reporter.yaml"));
+}
+
+#[tokio::test]
+async fn every_response_has_security_headers_and_echoes_the_request_id() {
+    let t = start();
+    for resp in [
+        t.client
+            .get("/health")
+            .header("x-request-id", "abc-123")
+            .send()
+            .await,
+        t.client
+            .get("/v1/templates")
+            .header("x-request-id", "abc-123")
+            .send()
+            .await,
+        t.client
+            .get("/nowhere")
+            .header("x-request-id", "abc-123")
+            .send()
+            .await,
+    ] {
+        resp.assert_header("x-content-type-options", "nosniff");
+        resp.assert_header("x-frame-options", "DENY");
+        resp.assert_header("x-xss-protection", "0");
+        resp.assert_header(
+            "strict-transport-security",
+            "max-age=31536000; includeSubDomains",
+        );
+        resp.assert_header("x-request-id", "abc-123");
+    }
+    let generated = t.client.get("/health").send().await;
+    let id = generated
+        .0
+        .headers()
+        .get("x-request-id")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(uuid::Uuid::parse_str(&id).is_ok());
+}
+
+#[tokio::test]
+async fn unknown_routes_methods_and_malformed_bodies_get_clean_4xx() {
+    let t = start();
+    let tok = token();
+    expect_error(
+        t.client
+            .get("/v1/nothing-here")
+            .header("authorization", bearer(&tok))
+            .send()
+            .await,
+        404,
+        "TPL-0404",
+    )
+    .await;
+    expect_error(
+        t.client
+            .put("/v1/templates")
+            .header("authorization", bearer(&tok))
+            .send()
+            .await,
+        405,
+        "TPL-0405",
+    )
+    .await;
+    let resp = t
+        .client
+        .post("/v1/deadlines")
+        .header("authorization", bearer(&tok))
+        .content_type("application/json")
+        .body("{not json")
+        .send()
+        .await;
+    expect_error(resp, 400, "TPL-0017").await;
+    let resp = t
+        .client
+        .post("/v1/deadlines")
+        .header("authorization", bearer(&tok))
+        .content_type("application/json")
+        .body("[1,2]")
+        .send()
+        .await;
+    let status = resp.0.status().as_u16();
+    assert_eq!(status, 400);
+    let resp = t
+        .client
+        .post("/v1/deadlines")
+        .header("authorization", bearer(&tok))
+        .content_type("text/plain")
+        .body("x")
+        .send()
+        .await;
+    expect_error(resp, 400, "TPL-0415").await;
+    let huge = vec![b'a'; 3 * 1024 * 1024];
+    let resp = t
+        .client
+        .post("/v1/deadlines")
+        .header("authorization", bearer(&tok))
+        .content_type("application/json")
+        .body(huge)
+        .send()
+        .await;
+    expect_error(resp, 413, "TPL-0413").await;
+}
