@@ -172,6 +172,7 @@ pub fn job(tenant: &TenantId) -> ReportJob {
     ReportJob {
         tenant: tenant.clone(),
         report_id: ReportId::new(),
+        request_id: None,
     }
 }
 

@@ -147,3 +147,86 @@ pub struct ReportRequested {
     #[serde(serialize_with = "rfc3339")]
     pub created_at: DateTime<Utc>,
 }
+
+/// One failed section of a partial report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionFailure {
+    /// The section: the data source id.
+    pub section: String,
+    /// Stable code of the failure (e.g. `data_source_unavailable`).
+    pub error_code: String,
+}
+
+/// `report.finished`: exactly the fields of the seed's example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportFinished {
+    /// Report id.
+    pub report_id: String,
+    /// Template id.
+    pub template_id: String,
+    /// Output format.
+    pub output_format: String,
+    /// Always `Finished`.
+    pub status: String,
+    /// The exact object key storage reported after the write. Never empty.
+    pub artifact_object_key: String,
+    /// Content type of the artifact.
+    pub artifact_content_type: String,
+    /// Completion instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub completed_at: DateTime<Utc>,
+    /// Generation time in milliseconds.
+    pub duration_ms: u64,
+    /// Number of sections (data sources) rendered.
+    pub section_count: u64,
+}
+
+/// `report.partial`: the finished fields plus the failed sections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportPartial {
+    /// Report id.
+    pub report_id: String,
+    /// Template id.
+    pub template_id: String,
+    /// Output format.
+    pub output_format: String,
+    /// Always `Partial`.
+    pub status: String,
+    /// The exact object key storage reported after the write. Never empty.
+    pub artifact_object_key: String,
+    /// Content type of the artifact.
+    pub artifact_content_type: String,
+    /// Completion instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub completed_at: DateTime<Utc>,
+    /// Generation time in milliseconds.
+    pub duration_ms: u64,
+    /// Number of sections.
+    pub section_count: u64,
+    /// The sections that failed.
+    pub section_failures: Vec<SectionFailure>,
+    /// `section_failures.len()`.
+    pub failed_section_count: u64,
+}
+
+/// `report.errored`: no artifact fields; the code and summary come from a fixed vocabulary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportErrored {
+    /// Report id.
+    pub report_id: String,
+    /// Template id.
+    pub template_id: String,
+    /// Output format.
+    pub output_format: String,
+    /// Always `Errored`.
+    pub status: String,
+    /// report_generation_failed | report_generation_timeout | report_generation_canceled.
+    pub error_code: String,
+    /// The fixed summary of `error_code`.
+    pub error_summary: String,
+    /// Completion instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub completed_at: DateTime<Utc>,
+    /// Time until the error, in milliseconds.
+    pub duration_ms: u64,
+}
