@@ -60,6 +60,7 @@ mod tests {
         ReportJob {
             tenant: TenantId::parse("t").unwrap(),
             report_id: ReportId::new(),
+            request_id: None,
         }
     }
 
