@@ -14,6 +14,7 @@ pub mod fixtures;
 pub mod idempotency;
 pub mod jobs;
 pub mod outbox;
+pub mod services;
 pub mod storage;
 pub mod store;
 
