@@ -161,10 +161,11 @@ fn parse_due(raw: &str) -> AppResult<DateTime<Utc>> {
         })
 }
 
-fn parse_months(raw: &[i64]) -> AppResult<Vec<u32>> {
-    raw.iter()
-        .map(|m| u32::try_from(*m).map_err(|_| rule_error(DeadlineRuleError::MonthOutOfRange)))
-        .collect()
+/// The months as sent. A value that is no `u32` (negative, or huge) becomes 0, which
+/// `validate_months` rejects as out of range with the same precedence as 0 or 13: a month list
+/// on a frequency that takes none is `MonthsNotApplicable` whatever its values.
+fn parse_months(raw: &[i64]) -> Vec<u32> {
+    raw.iter().map(|m| u32::try_from(*m).unwrap_or(0)).collect()
 }
 
 fn parse_notify(raw: i64) -> AppResult<u32> {
@@ -269,7 +270,7 @@ impl App {
             .ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))?;
         let months = validate_months(
             frequency,
-            &parse_months(cmd.months_of_year.as_deref().unwrap_or_default())?,
+            &parse_months(cmd.months_of_year.as_deref().unwrap_or_default()),
         )
         .map_err(rule_error)?;
         let color = Color::parse(cmd.color.as_deref().unwrap_or_default().trim())
@@ -386,11 +387,7 @@ impl App {
                 Frequency::parse(f).ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))
             })
             .transpose()?;
-        let months = cmd
-            .months_of_year
-            .as_deref()
-            .map(parse_months)
-            .transpose()?;
+        let months = cmd.months_of_year.as_deref().map(parse_months);
         let color = cmd
             .color
             .as_deref()

@@ -101,7 +101,7 @@ impl App {
 
     /// Now, truncated to milliseconds: every stored and published timestamp has the precision
     /// every adapter (MongoDB included) keeps, so a value reads back exactly as written.
-    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         use chrono::SubsecRound;
         self.ports.clock.now().trunc_subsecs(3)
     }

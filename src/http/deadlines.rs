@@ -567,7 +567,7 @@ impl DeadlinesApi {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let d = app.get_deadline(&caller, id).await?;
-        Ok(Json(DeadlineDto::at(&d, chrono::Utc::now())))
+        Ok(Json(DeadlineDto::at(&d, app.now())))
     }
 
     /// Update a deadline
