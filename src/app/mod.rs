@@ -106,3 +106,6 @@ impl App {
         self.ports.clock.now().trunc_subsecs(3)
     }
 }
+
+#[cfg(test)]
+mod tests;
