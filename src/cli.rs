@@ -32,7 +32,10 @@ pub enum Command {
     Api,
     /// Run only the report worker (needs a shared job queue; see the README).
     Worker,
-    /// Print the OpenAPI document, or write both committed files with --write.
+    /// Print the AsyncAPI 3.0 document of the events channel.
+    Asyncapi,
+    /// Print the OpenAPI document, or write the committed files (OpenAPI JSON and YAML,
+    /// AsyncAPI YAML) with --write.
     Openapi {
         /// Output format.
         #[arg(long, value_enum, default_value_t = SpecFormat::Json)]
@@ -83,11 +86,17 @@ pub async fn run(cli: Cli) -> ExitCode {
             Some(dir) => {
                 let result = std::fs::create_dir_all(&dir)
                     .and_then(|_| std::fs::write(dir.join("reporter.json"), http::spec::json()))
-                    .and_then(|_| std::fs::write(dir.join("reporter.yaml"), http::spec::yaml()));
+                    .and_then(|_| std::fs::write(dir.join("reporter.yaml"), http::spec::yaml()))
+                    .and_then(|_| {
+                        std::fs::write(
+                            dir.join("asyncapi.yaml"),
+                            crate::streaming::manifest::asyncapi_yaml(),
+                        )
+                    });
                 match result {
                     Ok(()) => {
                         println!(
-                            "wrote {0}/reporter.json and {0}/reporter.yaml",
+                            "wrote {0}/reporter.json, {0}/reporter.yaml and {0}/asyncapi.yaml",
                             dir.display()
                         );
                         ExitCode::SUCCESS
@@ -106,6 +115,10 @@ pub async fn run(cli: Cli) -> ExitCode {
                 ExitCode::SUCCESS
             }
         },
+        Command::Asyncapi => {
+            print!("{}", crate::streaming::manifest::asyncapi_yaml());
+            ExitCode::SUCCESS
+        }
         Command::Config {
             action: ConfigAction::Check,
         } => match cli.config.validate(&environment()) {

@@ -10,5 +10,6 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod streaming;
 pub mod telemetry;
 pub mod wiring;

@@ -1,15 +1,21 @@
 //! Builds the application and the HTTP layer from a validated [`Config`].
 use crate::app::{App, DataSourceCatalog, Emitter, KeyLayout, Ports, Settings};
-use crate::config::{AuthKey, Config, DataSourceSpec, ObjectStorageChoice, Tenancy};
+use crate::config::{AuthKey, Config, DataSourceSpec, EventBroker, ObjectStorageChoice, Tenancy};
 use crate::http::auth::{Authenticator, Claims, Scope, mint_hs256};
+use crate::http::streaming::StreamingView;
 use crate::http::{HttpSetup, Probe, Readiness};
+use crate::streaming::{
+    BreakerSettings, CircuitBreaker, Delivery, Dispatcher, DispatcherSettings, StreamingMetrics,
+};
 use anyhow::Context;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
-use reporter_adapter_memory::{MemoryIdempotencyStore, MemoryObjectStorage, MemoryStore};
+use reporter_adapter_memory::{
+    MemoryIdempotencyStore, MemoryObjectStorage, MemoryPublisher, MemoryStore,
+};
 use reporter_ports::TenantId;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{DataSource, ObjectStorage, Outbox};
+use reporter_ports::ports::{DataSource, EventPublisher, ObjectStorage, Outbox};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -51,6 +57,8 @@ pub struct Built {
     pub example_dir: Option<TempDirGuard>,
     /// One-line description of the adapters in use.
     pub summary: Vec<String>,
+    /// The outbox dispatcher, when publication is on (the caller runs it).
+    pub dispatcher: Option<Dispatcher>,
 }
 
 fn materialise_example() -> anyhow::Result<(PathBuf, TempDirGuard)> {
@@ -159,14 +167,17 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
             tenant_prefix: matches!(config.tenancy, Tenancy::Multi),
         },
     };
-    let app = Arc::new(App::new(
-        ports,
-        catalog.clone(),
-        Emitter::new(false),
-        settings,
-    ));
-
+    let registry = prometheus::Registry::new();
     let outbox: Arc<dyn Outbox> = store_arc;
+    let (emitter, dispatcher, memory_broker) =
+        streaming(config, outbox.clone(), &registry, &mut summary)?;
+    let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
+    let streaming_view = StreamingView {
+        memory_broker,
+        exchange: config.streaming.exchange.clone(),
+        outbox: outbox.clone(),
+    };
+
     let mut readiness = Readiness::default().with(
         "store",
         probe(move || {
@@ -206,11 +217,12 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
     let http = HttpSetup {
         authenticator,
         readiness,
-        registry: prometheus::Registry::new(),
+        registry,
         max_body_bytes: config.max_request_body_bytes,
         idempotency_ttl: config.idempotency_ttl,
         idempotency_in_flight: config.idempotency_in_flight,
         cors_origins: config.cors_origins.clone(),
+        streaming: streaming_view,
     };
     Ok(Built {
         app,
@@ -218,5 +230,72 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
         dev_token,
         example_dir,
         summary,
+        dispatcher,
     })
+}
+
+type StreamingParts = (Emitter, Option<Dispatcher>, Option<MemoryPublisher>);
+
+/// Builds event publication: the broker adapter, the breaker, the direct-publish hook and the
+/// dispatcher. With `STREAMING_ENABLED=false` the emitter writes nothing.
+fn streaming(
+    config: &Config,
+    outbox: Arc<dyn Outbox>,
+    registry: &prometheus::Registry,
+    summary: &mut Vec<String>,
+) -> anyhow::Result<StreamingParts> {
+    let s = &config.streaming;
+    if !s.enabled {
+        summary.push("event publication: off (STREAMING_ENABLED=false)".to_owned());
+        return Ok((Emitter::disabled(), None, None));
+    }
+    let metrics = StreamingMetrics::register(registry).context("streaming metrics")?;
+    let (publisher, memory): (Arc<dyn EventPublisher>, Option<MemoryPublisher>) = match &s.broker {
+        EventBroker::Memory => {
+            let p = MemoryPublisher::new();
+            summary.push(format!(
+                "event publication: in-memory broker, exchange '{}' (GET /v1/streaming/deliveries shows what was published)",
+                s.exchange
+            ));
+            (Arc::new(p.clone()), Some(p))
+        }
+        EventBroker::Amqp(_) => anyhow::bail!(
+            "STREAMING_BROKERS: the RabbitMQ publisher is not available in this build"
+        ),
+    };
+    let breaker = Arc::new(CircuitBreaker::new(BreakerSettings {
+        failure_ratio: s.cb_failure_ratio,
+        min_requests: s.cb_min_requests,
+        open_for: s.cb_open,
+    }));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let hook = Arc::new(Delivery {
+        publisher: publisher.clone(),
+        outbox: outbox.clone(),
+        breaker,
+        metrics: metrics.clone(),
+        wake: wake.clone(),
+        publish_timeout: s.publish_timeout,
+    });
+    let dispatcher = Dispatcher {
+        outbox,
+        publisher,
+        metrics,
+        wake,
+        settings: DispatcherSettings {
+            owner: format!(
+                "reporter-{}-{}",
+                std::process::id(),
+                uuid::Uuid::now_v7().simple()
+            ),
+            batch: s.dispatch_batch,
+            lease: s.outbox_lease,
+            poll: s.dispatch_poll,
+            max_attempts: s.outbox_max_attempts,
+            retention: s.outbox_retention,
+            backoff_base: std::time::Duration::from_millis(500),
+            backoff_cap: std::time::Duration::from_secs(300),
+        },
+    };
+    Ok((Emitter::enabled_with(hook), Some(dispatcher), memory))
 }

@@ -173,3 +173,21 @@ fn serve_with_no_configuration_prints_a_working_token() {
     assert!(status.contains("200"), "{status} {body}");
     assert!(body.contains("\"transactions\""), "{body}");
 }
+
+#[test]
+fn asyncapi_command_prints_the_committed_document() {
+    let out = reporter().arg("asyncapi").output().expect("runs");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        include_str!("../openapi/asyncapi.yaml"),
+        "run `just openapi` to regenerate openapi/"
+    );
+    let doc: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("YAML");
+    assert_eq!(doc["asyncapi"].as_str(), Some("3.0.0"));
+    assert_eq!(doc["channels"].as_mapping().map(|m| m.len()), Some(12));
+    assert_eq!(
+        doc["channels"]["ReportFinished"]["address"].as_str(),
+        Some("report.finished")
+    );
+}

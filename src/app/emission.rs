@@ -1,18 +1,30 @@
 //! Event emission policy: turns domain events into outbox rows committed with the state
-//! change (one unit of work), so an event can never be lost between the two.
+//! change (one unit of work), so an event can never be lost between the two. What happens
+//! after the commit (a direct publish of important events, waking the dispatcher) belongs to
+//! a [`DeliveryHook`].
 use chrono::{DateTime, Utc};
 use reporter_ports::TenantId;
 use reporter_ports::events::{EventEnvelope, EventKey, deterministic_event_id};
-use reporter_ports::ports::OutboxRecord;
+use reporter_ports::ports::{Lease, OutboxRecord};
 use serde::Serialize;
 use std::sync::Arc;
-use tokio::sync::Notify;
 
-/// Builds outbox rows when publication is enabled, and wakes the dispatcher after commits.
-#[derive(Debug, Clone)]
+/// What the delivery side does around a commit.
+pub trait DeliveryHook: Send + Sync {
+    /// A lease for a new row when the row should be published directly right after the commit
+    /// (important events while the breaker lets publishes through); `None` leaves the row to
+    /// the dispatcher.
+    fn direct_lease(&self, key: EventKey, now: DateTime<Utc>) -> Option<Lease>;
+    /// Called once a unit of work carrying `rows` committed. MUST NOT fail the caller.
+    fn committed(&self, rows: Vec<OutboxRecord>);
+    /// Called when an event could not even be turned into a row (it is lost).
+    fn lost(&self, key: EventKey);
+}
+
+/// Builds outbox rows when publication is enabled.
+#[derive(Clone, Default)]
 pub struct Emitter {
-    enabled: bool,
-    wake: Arc<Notify>,
+    hook: Option<Arc<dyn DeliveryHook>>,
 }
 
 /// How the `ce-id` of an event is chosen.
@@ -25,22 +37,19 @@ pub enum EventIdentity {
 }
 
 impl Emitter {
-    /// `enabled` is `STREAMING_ENABLED`; when off no row is written (the no-op emitter).
-    pub fn new(enabled: bool) -> Self {
-        Self {
-            enabled,
-            wake: Arc::new(Notify::new()),
-        }
+    /// Publication off: no row is ever written (the no-op emitter of `STREAMING_ENABLED=false`).
+    pub fn disabled() -> Self {
+        Self { hook: None }
+    }
+
+    /// Publication on, delivered by `hook`.
+    pub fn enabled_with(hook: Arc<dyn DeliveryHook>) -> Self {
+        Self { hook: Some(hook) }
     }
 
     /// True when events are recorded.
     pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
-    /// The dispatcher's wake-up signal.
-    pub fn wake_signal(&self) -> Arc<Notify> {
-        self.wake.clone()
+        self.hook.is_some()
     }
 
     /// An outbox row for one event, or `None` when publication is off.
@@ -53,14 +62,12 @@ impl Emitter {
         payload: &P,
         now: DateTime<Utc>,
     ) -> Option<OutboxRecord> {
-        if !self.enabled {
-            return None;
-        }
+        let hook = self.hook.as_ref()?;
         let payload = match serde_json::to_value(payload) {
             Ok(v) => v,
             Err(e) => {
-                // Payload types are plain structs; this cannot fail, but never panic on it.
                 tracing::error!(error = %e, event = %key.key(), "event payload did not serialize; event lost");
+                hook.lost(key);
                 return None;
             }
         };
@@ -77,13 +84,18 @@ impl Emitter {
             payload,
         };
         let aggregate = format!("{}:{}", key.resource_type(), subject);
-        Some(OutboxRecord::pending(envelope, aggregate, now, None))
+        Some(OutboxRecord::pending(
+            envelope,
+            aggregate,
+            now,
+            hook.direct_lease(key, now),
+        ))
     }
 
-    /// Call after a unit of work carrying rows committed.
-    pub fn committed(&self, rows: usize) {
-        if rows > 0 {
-            self.wake.notify_one();
+    /// Call after a unit of work carrying `rows` committed.
+    pub fn committed(&self, rows: Vec<OutboxRecord>) {
+        if let (Some(hook), false) = (&self.hook, rows.is_empty()) {
+            hook.committed(rows);
         }
     }
 }

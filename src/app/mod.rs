@@ -15,7 +15,7 @@ pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};
 pub use deadlines::{
     CreateDeadline, DeadlineNotification, Notifications, Severity, UpdateDeadline,
 };
-pub use emission::{Emitter, EventIdentity};
+pub use emission::{DeliveryHook, Emitter, EventIdentity};
 pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
@@ -93,7 +93,7 @@ impl App {
 
     /// Commits a unit of work and wakes the dispatcher if it carried events.
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
-        let rows = uow.outbox.len();
+        let rows = uow.outbox.clone();
         self.ports.uow.commit(tenant, uow).await?;
         self.emitter.committed(rows);
         Ok(())

@@ -26,7 +26,7 @@ fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
     App::new(
         ports,
         DataSourceCatalog::default(),
-        Emitter::new(false),
+        Emitter::disabled(),
         Settings {
             max_page_limit: 100,
             layout: KeyLayout {

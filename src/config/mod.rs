@@ -78,6 +78,51 @@ pub struct RawConfig {
     /// Largest accepted request body in bytes.
     #[arg(long, env = "MAX_REQUEST_BODY_BYTES", default_value = "2097152")]
     pub max_request_body_bytes: String,
+    /// Publish every state change as a CloudEvent.
+    #[arg(long, env = "STREAMING_ENABLED", default_value = "false")]
+    pub streaming_enabled: String,
+    /// Exchange that carries the events (required when streaming is on; reference value
+    /// `reporter.events`).
+    #[arg(long, env = "RABBITMQ_REPORT_EVENTS_EXCHANGE")]
+    pub events_exchange: Option<String>,
+    /// Event brokers: comma-separated amqp(s):// URIs, or `memory://` for the in-memory broker
+    /// that records deliveries (required when streaming is on).
+    #[arg(long, env = "STREAMING_BROKERS", hide_env_values = true)]
+    pub streaming_brokers: Option<String>,
+    /// CloudEvents source; must be exactly `reporter` (required when streaming is on).
+    #[arg(long, env = "STREAMING_CLOUDEVENTS_SOURCE")]
+    pub streaming_source: Option<String>,
+    /// Circuit breaker: failure ratio that opens it, in (0, 1].
+    #[arg(long, env = "STREAMING_CB_FAILURE_RATIO", default_value = "0.5")]
+    pub streaming_cb_failure_ratio: String,
+    /// Circuit breaker: publishes observed before the ratio counts.
+    #[arg(long, env = "STREAMING_CB_MIN_REQUESTS", default_value = "10")]
+    pub streaming_cb_min_requests: String,
+    /// Circuit breaker: seconds it stays open before a probe.
+    #[arg(long, env = "STREAMING_CB_TIMEOUT_S", default_value = "30")]
+    pub streaming_cb_timeout_s: String,
+    /// Deadline of one publish and its broker confirm, in milliseconds.
+    #[arg(long, env = "STREAMING_PUBLISH_TIMEOUT_MS", default_value = "5000")]
+    pub streaming_publish_timeout_ms: String,
+    /// Alternate exchange (and its durable queue) that keeps messages no binding routes.
+    /// Default: `<events exchange>.unroutable`.
+    #[arg(long, env = "STREAMING_ALTERNATE_EXCHANGE")]
+    pub streaming_alternate_exchange: Option<String>,
+    /// Publish attempts of an outbox row before it is parked.
+    #[arg(long, env = "STREAMING_OUTBOX_MAX_ATTEMPTS", default_value = "10")]
+    pub streaming_outbox_max_attempts: String,
+    /// Hours published outbox rows are kept.
+    #[arg(long, env = "STREAMING_OUTBOX_RETENTION_HOURS", default_value = "24")]
+    pub streaming_outbox_retention_hours: String,
+    /// Rows the dispatcher claims (and keeps in flight) per round.
+    #[arg(long, env = "STREAMING_DISPATCH_BATCH", default_value = "256")]
+    pub streaming_dispatch_batch: String,
+    /// Fallback poll interval of the dispatcher in milliseconds (it is also woken on every write).
+    #[arg(long, env = "STREAMING_DISPATCH_POLL_MS", default_value = "1000")]
+    pub streaming_dispatch_poll_ms: String,
+    /// Seconds a dispatcher's claim on outbox rows lasts.
+    #[arg(long, env = "STREAMING_OUTBOX_LEASE_S", default_value = "30")]
+    pub streaming_outbox_lease_s: String,
 }
 
 /// One configuration problem.
@@ -188,6 +233,95 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     /// Request body limit.
     pub max_request_body_bytes: usize,
+    /// Event publication.
+    pub streaming: StreamingSettings,
+}
+
+/// Where events are published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventBroker {
+    /// RabbitMQ at these URIs (the first that answers is used).
+    Amqp(Vec<String>),
+    /// The in-memory broker that records deliveries (testers).
+    Memory,
+}
+
+/// Event publication settings (the seed's rules).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamingSettings {
+    /// `STREAMING_ENABLED`.
+    pub enabled: bool,
+    /// The events exchange (non-blank when enabled).
+    pub exchange: String,
+    /// Alternate exchange and queue for unroutable messages.
+    pub alternate_exchange: String,
+    /// Broker (meaningful when enabled).
+    pub broker: EventBroker,
+    /// Breaker failure ratio.
+    pub cb_failure_ratio: f64,
+    /// Breaker minimum requests.
+    pub cb_min_requests: u32,
+    /// Breaker open duration.
+    pub cb_open: std::time::Duration,
+    /// Publish + confirm deadline.
+    pub publish_timeout: std::time::Duration,
+    /// Attempts before parking.
+    pub outbox_max_attempts: u32,
+    /// Published-row retention.
+    pub outbox_retention: chrono::Duration,
+    /// Dispatcher batch / in-flight window.
+    pub dispatch_batch: usize,
+    /// Dispatcher fallback poll.
+    pub dispatch_poll: std::time::Duration,
+    /// Claim lease.
+    pub outbox_lease: chrono::Duration,
+}
+
+/// Checks the seed's streaming rules: when enabled, `RABBITMQ_REPORT_EVENTS_EXCHANGE`,
+/// `STREAMING_BROKERS` and `STREAMING_CLOUDEVENTS_SOURCE` must be non-blank and the source
+/// exactly `reporter`; when disabled the source may be unset, but a non-empty value other than
+/// `reporter` still fails.
+pub fn streaming_rules(
+    enabled: bool,
+    exchange: Option<&str>,
+    brokers: Option<&str>,
+    source: Option<&str>,
+) -> Vec<ConfigProblem> {
+    let mut out = Vec::new();
+    let blank = |v: Option<&str>| v.is_none_or(|s| s.trim().is_empty());
+    if enabled {
+        if blank(exchange) {
+            out.push(problem(
+                "RABBITMQ_REPORT_EVENTS_EXCHANGE",
+                "blank while STREAMING_ENABLED=true",
+                "the exchange that carries the events, e.g. reporter.events",
+            ));
+        }
+        if blank(brokers) {
+            out.push(problem(
+                "STREAMING_BROKERS",
+                "blank while STREAMING_ENABLED=true",
+                "comma-separated amqp(s):// URIs, or memory://",
+            ));
+        }
+        if blank(source) {
+            out.push(problem(
+                "STREAMING_CLOUDEVENTS_SOURCE",
+                "blank while STREAMING_ENABLED=true",
+                "exactly 'reporter'",
+            ));
+        }
+    }
+    if let Some(s) = source.map(str::trim).filter(|s| !s.is_empty())
+        && s != "reporter"
+    {
+        out.push(problem(
+            "STREAMING_CLOUDEVENTS_SOURCE",
+            format!("'{s}' is not the Reporter source"),
+            "exactly 'reporter'",
+        ));
+    }
+    out
 }
 
 fn problem(var: &str, problem: impl Into<String>, rule: &str) -> ConfigProblem {
@@ -278,6 +412,20 @@ impl RawConfig {
             example_data_enabled: "auto".into(),
             cors_allowed_origins: String::new(),
             max_request_body_bytes: "2097152".into(),
+            streaming_enabled: "false".into(),
+            events_exchange: None,
+            streaming_brokers: None,
+            streaming_source: None,
+            streaming_cb_failure_ratio: "0.5".into(),
+            streaming_cb_min_requests: "10".into(),
+            streaming_cb_timeout_s: "30".into(),
+            streaming_publish_timeout_ms: "5000".into(),
+            streaming_alternate_exchange: None,
+            streaming_outbox_max_attempts: "10".into(),
+            streaming_outbox_retention_hours: "24".into(),
+            streaming_dispatch_batch: "256".into(),
+            streaming_dispatch_poll_ms: "1000".into(),
+            streaming_outbox_lease_s: "30".into(),
         }
     }
 
@@ -521,6 +669,8 @@ impl RawConfig {
             2 * 1024 * 1024,
         );
 
+        let streaming = self.streaming(&mut c);
+
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -550,7 +700,170 @@ impl RawConfig {
             data_sources,
             cors_origins,
             max_request_body_bytes,
+            streaming,
         })
+    }
+
+    fn streaming(&self, c: &mut Checker) -> StreamingSettings {
+        let enabled = c.boolean("STREAMING_ENABLED", &self.streaming_enabled);
+        c.problems.extend(streaming_rules(
+            enabled,
+            self.events_exchange.as_deref(),
+            self.streaming_brokers.as_deref(),
+            self.streaming_source.as_deref(),
+        ));
+        let exchange = self
+            .events_exchange
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned();
+        let mut broker = EventBroker::Memory;
+        if let Some(raw) = self
+            .streaming_brokers
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+        {
+            let entries: Vec<String> = raw
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if entries.iter().any(|e| e == "memory://") {
+                if entries.len() > 1 {
+                    c.problems.push(problem(
+                        "STREAMING_BROKERS",
+                        "memory:// cannot be combined with other brokers",
+                        "either amqp(s):// URIs or memory://",
+                    ));
+                }
+            } else {
+                for e in &entries {
+                    if !(e.starts_with("amqp://") || e.starts_with("amqps://")) {
+                        c.problems.push(problem("STREAMING_BROKERS", format!("'{}' is not an AMQP URI", redact(e)), "amqp://user:pass@host:port/vhost or amqps://…, comma-separated, or memory://"));
+                    }
+                }
+                broker = EventBroker::Amqp(entries);
+            }
+        }
+        let ratio = match self.streaming_cb_failure_ratio.trim().parse::<f64>() {
+            Ok(r) if r > 0.0 && r <= 1.0 => r,
+            _ => {
+                c.problems.push(problem(
+                    "STREAMING_CB_FAILURE_RATIO",
+                    format!("'{}' is not in (0, 1]", self.streaming_cb_failure_ratio),
+                    "a number greater than 0 and at most 1",
+                ));
+                0.5
+            }
+        };
+        let min_requests = c.number(
+            "STREAMING_CB_MIN_REQUESTS",
+            &self.streaming_cb_min_requests,
+            1u32,
+            100_000,
+            10,
+        );
+        let open_s = c.number(
+            "STREAMING_CB_TIMEOUT_S",
+            &self.streaming_cb_timeout_s,
+            1u64,
+            3600,
+            30,
+        );
+        let publish_ms = c.number(
+            "STREAMING_PUBLISH_TIMEOUT_MS",
+            &self.streaming_publish_timeout_ms,
+            100u64,
+            120_000,
+            5000,
+        );
+        let max_attempts = c.number(
+            "STREAMING_OUTBOX_MAX_ATTEMPTS",
+            &self.streaming_outbox_max_attempts,
+            1u32,
+            1000,
+            10,
+        );
+        let retention_h = c.number(
+            "STREAMING_OUTBOX_RETENTION_HOURS",
+            &self.streaming_outbox_retention_hours,
+            1i64,
+            24 * 365,
+            24,
+        );
+        let batch = c.number(
+            "STREAMING_DISPATCH_BATCH",
+            &self.streaming_dispatch_batch,
+            1usize,
+            10_000,
+            256,
+        );
+        let poll_ms = c.number(
+            "STREAMING_DISPATCH_POLL_MS",
+            &self.streaming_dispatch_poll_ms,
+            10u64,
+            60_000,
+            1000,
+        );
+        let lease_s = c.number(
+            "STREAMING_OUTBOX_LEASE_S",
+            &self.streaming_outbox_lease_s,
+            1i64,
+            3600,
+            30,
+        );
+        let alternate_exchange = self
+            .streaming_alternate_exchange
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                format!(
+                    "{}.unroutable",
+                    if exchange.is_empty() {
+                        "reporter.events"
+                    } else {
+                        &exchange
+                    }
+                )
+            });
+        StreamingSettings {
+            enabled,
+            exchange,
+            alternate_exchange,
+            broker,
+            cb_failure_ratio: ratio,
+            cb_min_requests: min_requests,
+            cb_open: std::time::Duration::from_secs(open_s),
+            publish_timeout: std::time::Duration::from_millis(publish_ms),
+            outbox_max_attempts: max_attempts,
+            outbox_retention: chrono::Duration::hours(retention_h),
+            dispatch_batch: batch,
+            dispatch_poll: std::time::Duration::from_millis(poll_ms),
+            outbox_lease: chrono::Duration::seconds(lease_s),
+        }
+    }
+}
+
+/// Hides the password of a URI for messages.
+pub fn redact(uri: &str) -> String {
+    match (uri.find("://"), uri.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &uri[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &uri[..scheme + 3],
+                    &creds[..colon],
+                    &uri[at..]
+                ),
+                None => uri.to_owned(),
+            }
+        }
+        _ => uri.to_owned(),
     }
 }
 

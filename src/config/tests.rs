@@ -116,3 +116,184 @@ fn file_data_sources() {
 }
 
 use reporter_ports::datasource::DataSourceId;
+
+/// The seed's configuration table, row by row.
+#[test]
+fn streaming_configuration_table() {
+    struct Row {
+        enabled: &'static str,
+        exchange: Option<&'static str>,
+        brokers: Option<&'static str>,
+        source: Option<&'static str>,
+        failing: &'static [&'static str],
+    }
+    let ok = Some("reporter");
+    let rows = [
+        // Off: the source may be unset or blank, the others are not needed.
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: None,
+            failing: &[],
+        },
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: Some(""),
+            failing: &[],
+        },
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: Some("  "),
+            failing: &[],
+        },
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: ok,
+            failing: &[],
+        },
+        // Off, but a non-empty source other than `reporter` still fails.
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: Some("//lerian.reporter"),
+            failing: &["STREAMING_CLOUDEVENTS_SOURCE"],
+        },
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: None,
+            source: Some("Reporter"),
+            failing: &["STREAMING_CLOUDEVENTS_SOURCE"],
+        },
+        // On: all three must be non-blank and the source exactly `reporter`.
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("memory://"),
+            source: ok,
+            failing: &[],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
+            source: ok,
+            failing: &[],
+        },
+        Row {
+            enabled: "true",
+            exchange: None,
+            brokers: Some("memory://"),
+            source: ok,
+            failing: &["RABBITMQ_REPORT_EVENTS_EXCHANGE"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some(" "),
+            brokers: Some("memory://"),
+            source: ok,
+            failing: &["RABBITMQ_REPORT_EVENTS_EXCHANGE"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: None,
+            source: ok,
+            failing: &["STREAMING_BROKERS"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some(""),
+            source: ok,
+            failing: &["STREAMING_BROKERS"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("memory://"),
+            source: None,
+            failing: &["STREAMING_CLOUDEVENTS_SOURCE"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("memory://"),
+            source: Some(""),
+            failing: &["STREAMING_CLOUDEVENTS_SOURCE"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("memory://"),
+            source: Some("reporter-x"),
+            failing: &["STREAMING_CLOUDEVENTS_SOURCE"],
+        },
+        Row {
+            enabled: "true",
+            exchange: None,
+            brokers: None,
+            source: None,
+            failing: &[
+                "RABBITMQ_REPORT_EVENTS_EXCHANGE",
+                "STREAMING_BROKERS",
+                "STREAMING_CLOUDEVENTS_SOURCE",
+            ],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("kafka://x:9092"),
+            source: ok,
+            failing: &["STREAMING_BROKERS"],
+        },
+        Row {
+            enabled: "yes-please",
+            exchange: None,
+            brokers: None,
+            source: None,
+            failing: &["STREAMING_ENABLED"],
+        },
+    ];
+    for (i, row) in rows.iter().enumerate() {
+        let mut raw = RawConfig::defaults();
+        raw.streaming_enabled = row.enabled.into();
+        raw.events_exchange = row.exchange.map(Into::into);
+        raw.streaming_brokers = row.brokers.map(Into::into);
+        raw.streaming_source = row.source.map(Into::into);
+        let mut failing: Vec<String> = match raw.validate(&[]) {
+            Ok(c) => {
+                assert_eq!(c.streaming.enabled, row.enabled == "true", "row {i}");
+                Vec::new()
+            }
+            Err(e) => e.0.into_iter().map(|p| p.variable).collect(),
+        };
+        failing.sort();
+        failing.dedup();
+        assert_eq!(
+            failing,
+            row.failing
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+            "row {i}"
+        );
+    }
+}
+
+#[test]
+fn redact_hides_passwords() {
+    assert_eq!(
+        redact("amqp://guest:secret@host:5672/%2f"),
+        "amqp://guest:***@host:5672/%2f"
+    );
+    assert_eq!(redact("amqp://host"), "amqp://host");
+}

@@ -13,6 +13,7 @@ pub mod error;
 pub mod middleware;
 pub mod ops;
 pub mod spec;
+pub mod streaming;
 mod tags;
 mod templates;
 
@@ -35,6 +36,7 @@ pub type Apis = (
     deadlines::DeadlinesApi,
     datasources::DataSourcesApi,
     dashboard::DashboardApi,
+    streaming::StreamingApi,
     ops::OpsApi,
 );
 
@@ -46,6 +48,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
             deadlines::DeadlinesApi,
             datasources::DataSourcesApi,
             dashboard::DashboardApi,
+            streaming::StreamingApi,
             ops::OpsApi,
         ),
         "Reporter API",
@@ -71,6 +74,8 @@ pub struct HttpSetup {
     pub idempotency_in_flight: chrono::Duration,
     /// CORS origins (empty: none).
     pub cors_origins: Vec<String>,
+    /// Streaming operations' view.
+    pub streaming: streaming::StreamingView,
 }
 
 #[handler]
@@ -112,6 +117,7 @@ pub fn endpoint(
         .at("/metrics", prometheus_metrics)
         .data(app.clone())
         .data(setup.readiness)
+        .data(setup.streaming)
         .data(setup.registry);
     let idempotency = Idempotency {
         store: app.ports.idempotency.clone(),

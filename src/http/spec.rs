@@ -12,7 +12,8 @@ sources, tracks filing deadlines, and publishes every state change as a CloudEve
 (`code`, `title`, `message`, `entityType`, `fields`) with stable `TPL-` codes. Lists take `page` (from 1), \
 `limit` (1 to MAX_PAGINATION_LIMIT) and `sort_order` (asc|desc) and answer `{items, page, limit, total}`.";
 
-fn sorted(v: Value) -> Value {
+/// Sorts object keys at every level (deterministic output).
+pub fn sorted(v: Value) -> Value {
     match v {
         Value::Object(m) => {
             let mut entries: Vec<(String, Value)> = m.into_iter().collect();

@@ -12,6 +12,8 @@ pub enum ApiTags {
     DataSources,
     /// Dashboard counters.
     Metrics,
+    /// The event stream: manifest, in-memory deliveries, outbox operations.
+    Streaming,
     /// Liveness, readiness and build information.
     Ops,
 }

@@ -19,7 +19,10 @@ pub struct TestApp {
     pub client: TestClient<BoxEndpoint<'static, Response>>,
     /// The application (to reach ports directly in white-box checks).
     pub app: Arc<App>,
+    /// The in-memory broker, when streaming is on with `memory://`.
+    pub broker: Option<reporter_adapter_memory::MemoryPublisher>,
     _example: Option<reporter::wiring::TempDirGuard>,
+    _stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// Options of an instance.
@@ -33,6 +36,8 @@ pub struct Options {
     pub env: Vec<(String, String)>,
     /// Raw config tweak.
     pub tweak: Option<fn(&mut RawConfig)>,
+    /// Publication on with the in-memory broker.
+    pub streaming: bool,
 }
 
 /// Starts an instance with default options.
@@ -51,17 +56,33 @@ pub fn start_with(opts: Options) -> TestApp {
         raw.auth_enabled = "false".into();
     }
     raw.log_level = "warn".into();
+    if opts.streaming {
+        raw.streaming_enabled = "true".into();
+        raw.events_exchange = Some("reporter.events".into());
+        raw.streaming_brokers = Some("memory://".into());
+        raw.streaming_source = Some("reporter".into());
+        raw.streaming_dispatch_poll_ms = "50".into();
+        raw.streaming_cb_min_requests = "4".into();
+        raw.streaming_cb_timeout_s = "1".into();
+    }
     if let Some(t) = opts.tweak {
         t(&mut raw);
     }
     let config = raw.validate(&opts.env).expect("valid test configuration");
     let built = reporter::wiring::build(&config).expect("wiring");
     let app = built.app.clone();
+    let broker = built.http.streaming.memory_broker.clone();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some(d) = built.dispatcher {
+        tokio::spawn(d.run(stop_rx));
+    }
     let endpoint = reporter::http::endpoint(built.app, built.http).expect("endpoint");
     TestApp {
         client: TestClient::new(endpoint),
         app,
+        broker,
         _example: built.example_dir,
+        _stop: stop,
     }
 }
 

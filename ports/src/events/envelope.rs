@@ -22,6 +22,30 @@ pub struct EventEnvelope {
     pub payload: serde_json::Value,
 }
 
+impl EventEnvelope {
+    /// The CloudEvents context attributes as binary-mode `ce-` headers, in the seed's table
+    /// order. The data content type (`application/json`) travels as the message content type,
+    /// not as a header.
+    pub fn ce_headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("ce-specversion", super::CE_SPECVERSION.to_owned()),
+            ("ce-id", self.id.clone()),
+            ("ce-source", super::CE_SOURCE.to_owned()),
+            ("ce-type", self.key.ce_type()),
+            (
+                "ce-time",
+                self.time
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
+            ("ce-subject", self.subject.clone()),
+            ("ce-resourcetype", self.key.resource_type().to_owned()),
+            ("ce-eventtype", self.key.event_type().to_owned()),
+            ("ce-schemaversion", super::SCHEMA_VERSION.to_owned()),
+            ("ce-tenantid", self.tenant.as_str().to_owned()),
+        ]
+    }
+}
+
 /// Namespace of deterministic event ids: UUIDv5(URL namespace, `urn:studio.lerian.reporter:ce-id`).
 pub fn event_id_namespace() -> Uuid {
     Uuid::new_v5(&Uuid::NAMESPACE_URL, b"urn:studio.lerian.reporter:ce-id")

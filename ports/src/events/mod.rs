@@ -3,6 +3,7 @@
 mod catalog;
 mod envelope;
 pub mod payloads;
+mod schema;
 
 pub use catalog::{
     CE_SOURCE, CE_SPECVERSION, CE_TYPE_PREFIX, DeliveryProfile, EVENT_CLASS, EventKey,

@@ -1,6 +1,7 @@
 //! Event payloads. Keys are snake_case (unlike the camelCase REST surface). Timestamps are
 //! RFC 3339 UTC with millisecond precision.
 use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 
 /// Serializes a timestamp as RFC 3339 with milliseconds and `Z`.
@@ -17,7 +18,8 @@ pub fn rfc3339_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::
 }
 
 /// `template.created` and `template.updated`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TemplateChanged {
     /// Template id.
     pub template_id: String,
@@ -36,7 +38,8 @@ pub struct TemplateChanged {
 }
 
 /// `template.deleted`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TemplateDeleted {
     /// Template id.
     pub template_id: String,
@@ -50,7 +53,8 @@ pub struct TemplateDeleted {
 }
 
 /// `deadline.created` and `deadline.updated`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DeadlineChanged {
     /// Deadline id.
     pub deadline_id: String,
@@ -85,7 +89,8 @@ pub struct DeadlineChanged {
 }
 
 /// `deadline.deleted`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DeadlineDeleted {
     /// Deadline id.
     pub deadline_id: String,
@@ -99,7 +104,8 @@ pub struct DeadlineDeleted {
 }
 
 /// `deadline.delivered`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DeadlineDelivered {
     /// Deadline id.
     pub deadline_id: String,
@@ -116,7 +122,8 @@ pub struct DeadlineDelivered {
 }
 
 /// `deadline.delivery_reverted`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DeadlineDeliveryReverted {
     /// Deadline id.
     pub deadline_id: String,
@@ -133,7 +140,8 @@ pub struct DeadlineDeliveryReverted {
 }
 
 /// `report.requested`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReportRequested {
     /// Report id.
     pub report_id: String,
@@ -149,7 +157,8 @@ pub struct ReportRequested {
 }
 
 /// One failed section of a partial report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SectionFailure {
     /// The section: the data source id.
     pub section: String,
@@ -158,7 +167,8 @@ pub struct SectionFailure {
 }
 
 /// `report.finished`: exactly the fields of the seed's example.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReportFinished {
     /// Report id.
     pub report_id: String,
@@ -182,7 +192,8 @@ pub struct ReportFinished {
 }
 
 /// `report.partial`: the finished fields plus the failed sections.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReportPartial {
     /// Report id.
     pub report_id: String,
@@ -210,7 +221,8 @@ pub struct ReportPartial {
 }
 
 /// `report.errored`: no artifact fields; the code and summary come from a fixed vocabulary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReportErrored {
     /// Report id.
     pub report_id: String,

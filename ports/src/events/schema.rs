@@ -1,0 +1,89 @@
+//! JSON Schemas of the payloads, generated from the payload types (one source of truth).
+use super::catalog::EventKey;
+use super::payloads::*;
+
+impl EventKey {
+    /// JSON Schema (draft 2020-12) of this event's payload. Unknown properties are refused.
+    pub fn payload_schema(&self) -> serde_json::Value {
+        // Subschemas are inlined so each schema is self-contained (no `$defs` to resolve when
+        // it is embedded in the manifest or the AsyncAPI document).
+        let generator = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|s| s.inline_subschemas = true)
+            .into_generator();
+        let schema = match self {
+            Self::TemplateCreated | Self::TemplateUpdated => {
+                generator.into_root_schema_for::<TemplateChanged>()
+            }
+            Self::TemplateDeleted => generator.into_root_schema_for::<TemplateDeleted>(),
+            Self::ReportRequested => generator.into_root_schema_for::<ReportRequested>(),
+            Self::ReportFinished => generator.into_root_schema_for::<ReportFinished>(),
+            Self::ReportPartial => generator.into_root_schema_for::<ReportPartial>(),
+            Self::ReportErrored => generator.into_root_schema_for::<ReportErrored>(),
+            Self::DeadlineCreated | Self::DeadlineUpdated => {
+                generator.into_root_schema_for::<DeadlineChanged>()
+            }
+            Self::DeadlineDeleted => generator.into_root_schema_for::<DeadlineDeleted>(),
+            Self::DeadlineDelivered => generator.into_root_schema_for::<DeadlineDelivered>(),
+            Self::DeadlineDeliveryReverted => {
+                generator.into_root_schema_for::<DeadlineDeliveryReverted>()
+            }
+        };
+        let mut v = schema.to_value();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "title".into(),
+                serde_json::Value::String(format!("{} payload", self.key())),
+            );
+            obj.insert(
+                "description".into(),
+                serde_json::Value::String(self.description().to_owned()),
+            );
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_finished_schema_requires_exactly_the_seed_fields() {
+        let s = EventKey::ReportFinished.payload_schema();
+        let mut required: Vec<&str> = s["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        assert_eq!(
+            required,
+            [
+                "artifact_content_type",
+                "artifact_object_key",
+                "completed_at",
+                "duration_ms",
+                "output_format",
+                "report_id",
+                "section_count",
+                "status",
+                "template_id"
+            ]
+        );
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["properties"]["completed_at"]["format"], "date-time");
+    }
+
+    #[test]
+    fn schemas_are_self_contained() {
+        for k in EventKey::ALL {
+            let text = k.payload_schema().to_string();
+            assert!(
+                !text.contains("$ref") && !text.contains("$defs"),
+                "{}: {text}",
+                k.key()
+            );
+        }
+    }
+}

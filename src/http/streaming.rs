@@ -1,0 +1,165 @@
+//! `/v1/streaming/*`: the event manifest, the in-memory broker's deliveries and the outbox
+//! redrive.
+use super::auth::{Auth, Scope};
+use super::error::ApiResult;
+use super::tags::ApiTags;
+use crate::app::{AppError, Code};
+use crate::streaming::manifest::{ManifestDto, manifest};
+use chrono::Utc;
+use poem::web::Data;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use reporter_adapter_memory::MemoryPublisher;
+use reporter_ports::ports::Outbox;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the streaming operations need.
+#[derive(Clone)]
+pub struct StreamingView {
+    /// The in-memory broker, when it is the configured broker.
+    pub memory_broker: Option<MemoryPublisher>,
+    /// The events exchange.
+    pub exchange: String,
+    /// The outbox.
+    pub outbox: Arc<dyn Outbox>,
+}
+
+/// Manifest response: `Cache-Control: no-store`.
+#[derive(Debug, ApiResponse)]
+pub enum ManifestResponse {
+    /// The event catalog. The same whether or not this deployment publishes events.
+    #[oai(status = 200)]
+    Ok(Json<ManifestDto>, #[oai(header = "Cache-Control")] String),
+}
+
+/// One message as it went (or would go) on the wire.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "StreamingDelivery", rename_all = "camelCase")]
+pub struct DeliveryDto {
+    /// Exchange.
+    pub exchange: String,
+    /// Routing key (the definition key).
+    pub routing_key: String,
+    /// AMQP content type.
+    pub content_type: String,
+    /// AMQP delivery mode (2 = persistent).
+    pub delivery_mode: u8,
+    /// CloudEvents binary-mode headers.
+    pub headers: BTreeMap<String, String>,
+    /// JSON payload.
+    pub payload: serde_json::Value,
+}
+
+/// Recent deliveries of the in-memory broker, oldest first.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "StreamingDeliveries")]
+pub struct DeliveriesDto {
+    /// Deliveries.
+    pub items: Vec<DeliveryDto>,
+}
+
+/// Redrive result.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "OutboxRedrive")]
+pub struct RedriveDto {
+    /// Parked rows returned to pending.
+    pub redriven: u64,
+}
+
+/// Streaming operations.
+pub struct StreamingApi;
+
+#[OpenApi(tag = "ApiTags::Streaming")]
+impl StreamingApi {
+    /// Streaming events manifest
+    ///
+    /// The static event catalog: the twelve event definitions with their keys, CloudEvents
+    /// types, delivery profiles, default policies and payload JSON Schemas. Answers
+    /// `Cache-Control: no-store`, the same whether or not this deployment publishes events.
+    /// Scope `streaming:read`.
+    #[oai(
+        path = "/v1/streaming/events",
+        method = "get",
+        operation_id = "getStreamingEvents"
+    )]
+    async fn manifest(&self, auth: Auth) -> ApiResult<ManifestResponse> {
+        auth.require(Scope::StreamingRead)?;
+        Ok(ManifestResponse::Ok(Json(manifest()), "no-store".into()))
+    }
+
+    /// Recent deliveries of the in-memory broker
+    ///
+    /// Only with `STREAMING_BROKERS=memory://` (otherwise 404): the last deliveries (up to
+    /// `limit`, default 100, max 1000) with their exact CloudEvents headers and payloads, so a
+    /// tester can see what would have gone on the wire. Scope `streaming:read`.
+    #[oai(
+        path = "/v1/streaming/deliveries",
+        method = "get",
+        operation_id = "listStreamingDeliveries"
+    )]
+    async fn deliveries(
+        &self,
+        view: Data<&StreamingView>,
+        auth: Auth,
+        /// 1-1000, default 100.
+        limit: Query<Option<i64>>,
+    ) -> ApiResult<Json<DeliveriesDto>> {
+        auth.require(Scope::StreamingRead)?;
+        let Some(broker) = &view.memory_broker else {
+            return Err(AppError::new(Code::RouteNotFound, "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)").into());
+        };
+        let limit = limit.0.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            return Err(
+                AppError::new(Code::PaginationLimit, "limit must be between 1 and 1000")
+                    .field("limit", "1..=1000")
+                    .into(),
+            );
+        }
+        let all = broker.deliveries();
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let skip = all.len().saturating_sub(limit as usize);
+        let caller = auth.0.tenant.clone();
+        let items = all
+            .into_iter()
+            .skip(skip)
+            .filter(|e| e.tenant == caller)
+            .map(|e| DeliveryDto {
+                exchange: view.exchange.clone(),
+                routing_key: e.key.key(),
+                content_type: "application/json".into(),
+                delivery_mode: 2,
+                headers: e
+                    .ce_headers()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+                payload: e.payload.clone(),
+            })
+            .collect();
+        Ok(Json(DeliveriesDto { items }))
+    }
+
+    /// Redrive parked events
+    ///
+    /// Returns the caller's tenant's parked outbox rows (events that failed too many times) to
+    /// pending, so the dispatcher publishes them again with their original `ce-id`. Scope
+    /// `streaming:admin`.
+    #[oai(
+        path = "/v1/streaming/outbox/redrive",
+        method = "post",
+        operation_id = "redriveOutbox"
+    )]
+    async fn redrive(&self, view: Data<&StreamingView>, auth: Auth) -> ApiResult<Json<RedriveDto>> {
+        let caller = auth.require(Scope::StreamingAdmin)?;
+        let n = view
+            .outbox
+            .redrive(Some(caller.tenant.clone()), Utc::now())
+            .await
+            .map_err(|e| AppError::store(e, "Outbox"))?;
+        tracing::info!(tenant = %caller.tenant, redriven = n, "outbox redrive");
+        Ok(Json(RedriveDto { redriven: n }))
+    }
+}

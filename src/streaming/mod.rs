@@ -1,0 +1,12 @@
+//! Event publication: the direct path of important events with its circuit breaker, the outbox
+//! dispatcher, metrics, and the manifest / AsyncAPI documents.
+pub mod breaker;
+pub mod delivery;
+pub mod dispatcher;
+pub mod manifest;
+pub mod metrics;
+
+pub use breaker::{BreakerSettings, BreakerState, CircuitBreaker};
+pub use delivery::Delivery;
+pub use dispatcher::{Dispatcher, DispatcherSettings};
+pub use metrics::{Outcome, StreamingMetrics};
