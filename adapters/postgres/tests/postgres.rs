@@ -246,6 +246,15 @@ async fn identifiers_with_quotes_and_spaces_are_quoted() {
             .await
             .expect("query");
         assert_eq!(sorted(rows, "a b"), [json!({"co\"l": "y", "a b": 2})]);
+        let rows = source
+            .query(&query("we\"ird table", &[], json!({}), 10))
+            .await
+            .expect("empty projection");
+        assert_eq!(
+            sorted(rows, "x"),
+            [json!({}), json!({})],
+            "an empty projection answers empty rows"
+        );
     })
     .await;
 }
