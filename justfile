@@ -17,9 +17,14 @@ lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Start the local services the integration tests use (none are needed yet).
+# Start the local services the integration tests use (PostgreSQL is the machine's own).
+# Then: POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres S3_ENDPOINT=http://127.0.0.1:5000
 services:
-    @echo "No external service is needed by the current test suites."
+    bash scripts/moto.sh start
+
+# Stop what `just services` started.
+services-stop:
+    bash scripts/moto.sh stop
 
 # What CI runs.
 ci:

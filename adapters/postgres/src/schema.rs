@@ -1,0 +1,209 @@
+//! Discovered tables and columns, and how their PostgreSQL types are handled.
+use reporter_ports::datasource::{SourceSchema, TableSchema};
+use std::collections::BTreeMap;
+
+/// The schema whose tables keep their bare name.
+pub(crate) const DEFAULT_SCHEMA: &str = "public";
+
+/// How a column's values are read and which JSON filter values can match them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColumnKind {
+    /// `smallint`, `integer`, `bigint`: JSON numbers.
+    Integer,
+    /// `real`, `double precision`: JSON numbers.
+    Float,
+    /// `numeric`: read as exact text; filtered by JSON numbers or decimal strings.
+    Numeric,
+    /// `boolean`.
+    Bool,
+    /// `text`, `character varying`, `character`, `name`.
+    Text,
+    /// `date`: read as `YYYY-MM-DD`; filtered by strings.
+    Date,
+    /// `timestamp without time zone`: read as `YYYY-MM-DDTHH:MM:SS[.f]`; filtered by strings.
+    Timestamp,
+    /// `timestamp with time zone`: read as RFC 3339 in UTC; filtered by strings.
+    TimestampTz,
+    /// Anything else (uuid, json, time, interval, enums, arrays, ...): read as PostgreSQL's
+    /// text form; filtered by any scalar, cast to the column type by the server.
+    Other,
+}
+
+impl ColumnKind {
+    /// Classifies `information_schema.columns.data_type`.
+    pub(crate) fn from_data_type(data_type: &str) -> Self {
+        match data_type {
+            "smallint" | "integer" | "bigint" => Self::Integer,
+            "real" | "double precision" => Self::Float,
+            "numeric" => Self::Numeric,
+            "boolean" => Self::Bool,
+            "text" | "character varying" | "character" | "name" => Self::Text,
+            "date" => Self::Date,
+            "timestamp without time zone" => Self::Timestamp,
+            "timestamp with time zone" => Self::TimestampTz,
+            _ => Self::Other,
+        }
+    }
+
+    /// True when the projection must cast the column to `text` (no exact native decoding).
+    pub(crate) fn read_as_text(self) -> bool {
+        matches!(self, Self::Numeric | Self::Other)
+    }
+}
+
+/// One discovered column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Column {
+    pub(crate) kind: ColumnKind,
+    /// The column's type as a quoted SQL type name (`"pg_catalog"."int4"`), for casts.
+    pub(crate) sql_type: String,
+}
+
+/// One discovered table (or view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Table {
+    pub(crate) schema: String,
+    pub(crate) name: String,
+    pub(crate) columns: BTreeMap<String, Column>,
+}
+
+/// Everything discovered, by template-facing table name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Discovered {
+    pub(crate) tables: BTreeMap<String, Table>,
+}
+
+/// One row of the discovery query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ColumnRow {
+    pub(crate) table_schema: String,
+    pub(crate) table_name: String,
+    pub(crate) column_name: String,
+    pub(crate) data_type: String,
+    pub(crate) udt_schema: String,
+    pub(crate) udt_name: String,
+}
+
+/// The template-facing name of `schema.table`.
+pub(crate) fn exposed_name(schema: &str, table: &str) -> String {
+    if schema == DEFAULT_SCHEMA {
+        table.to_owned()
+    } else {
+        format!("{schema}__{table}")
+    }
+}
+
+/// `"ident"` with embedded double quotes doubled: safe for any identifier.
+pub(crate) fn quote_ident(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+impl Discovered {
+    /// Groups discovery rows into tables. When a `public` table's name equals another
+    /// schema's `schema__table` name, the `public` table wins and the other is skipped with a
+    /// warning.
+    pub(crate) fn from_rows(rows: impl IntoIterator<Item = ColumnRow>) -> Self {
+        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
+        for row in rows {
+            let name = exposed_name(&row.table_schema, &row.table_name);
+            let table = tables.entry(name.clone()).or_insert_with(|| Table {
+                schema: row.table_schema.clone(),
+                name: row.table_name.clone(),
+                columns: BTreeMap::new(),
+            });
+            if table.schema != row.table_schema || table.name != row.table_name {
+                let public_wins = row.table_schema != DEFAULT_SCHEMA;
+                tracing::warn!(
+                    table = %name,
+                    kept = %if public_wins { &table.schema } else { &row.table_schema },
+                    "two tables share one template name; keeping the public one"
+                );
+                if public_wins {
+                    continue;
+                }
+                *table = Table {
+                    schema: row.table_schema.clone(),
+                    name: row.table_name.clone(),
+                    columns: BTreeMap::new(),
+                };
+            }
+            table.columns.insert(
+                row.column_name,
+                Column {
+                    kind: ColumnKind::from_data_type(&row.data_type),
+                    sql_type: format!(
+                        "{}.{}",
+                        quote_ident(&row.udt_schema),
+                        quote_ident(&row.udt_name)
+                    ),
+                },
+            );
+        }
+        Self { tables }
+    }
+
+    /// The port's view: tables sorted by name, fields sorted.
+    pub(crate) fn source_schema(&self) -> SourceSchema {
+        SourceSchema {
+            tables: self
+                .tables
+                .iter()
+                .map(|(name, table)| TableSchema {
+                    name: name.clone(),
+                    fields: table.columns.keys().cloned().collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(schema: &str, table: &str, column: &str, data_type: &str, udt: &str) -> ColumnRow {
+        ColumnRow {
+            table_schema: schema.into(),
+            table_name: table.into(),
+            column_name: column.into(),
+            data_type: data_type.into(),
+            udt_schema: "pg_catalog".into(),
+            udt_name: udt.into(),
+        }
+    }
+
+    #[test]
+    fn names_types_and_collisions() {
+        let d = Discovered::from_rows([
+            row("other", "ledger", "amount", "numeric", "numeric"),
+            row("public", "people", "name", "text", "text"),
+            row("public", "people", "id", "integer", "int4"),
+            row("x", "y", "z", "USER-DEFINED", "citext"),
+            row("public", "other__ledger", "id", "bigint", "int8"),
+        ]);
+        let s = d.source_schema();
+        let names: Vec<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["other__ledger", "people", "x__y"]);
+        assert_eq!(
+            s.table("people").map(|t| t.fields.clone()),
+            Some(vec!["id".into(), "name".into()])
+        );
+        let ledger = &d.tables["other__ledger"];
+        assert_eq!(
+            ledger.schema, "public",
+            "the public table wins a name collision"
+        );
+        assert_eq!(d.tables["x__y"].columns["z"].kind, ColumnKind::Other);
+        assert_eq!(
+            d.tables["people"].columns["id"].sql_type,
+            r#""pg_catalog"."int4""#
+        );
+    }
+
+    #[test]
+    fn quoting_doubles_quotes() {
+        assert_eq!(quote_ident("a"), r#""a""#);
+        assert_eq!(quote_ident(r#"we"ird"#), r#""we""ird""#);
+        assert_eq!(quote_ident("people; drop"), r#""people; drop""#);
+    }
+}

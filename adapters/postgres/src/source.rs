@@ -1,0 +1,336 @@
+//! [`PostgresDataSource`]: the [`DataSource`] over one PostgreSQL database.
+use crate::breaker::{BreakerState, CircuitBreaker};
+use crate::config::PostgresConfig;
+use crate::decode;
+use crate::schema::{ColumnRow, Discovered};
+use crate::sql::{self, Param};
+use async_trait::async_trait;
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
+use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
+use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+
+/// Columns of the configured schemas, in a stable order.
+const DISCOVERY_SQL: &str = "SELECT table_schema::text, table_name::text, column_name::text, \
+     data_type::text, udt_schema::text, udt_name::text \
+     FROM information_schema.columns WHERE table_schema = ANY($1) \
+     ORDER BY table_schema, table_name, ordinal_position";
+
+#[derive(Debug)]
+struct Cached {
+    at: Instant,
+    discovered: Arc<Discovered>,
+}
+
+/// A read-only [`DataSource`] over the tables and views of one PostgreSQL database.
+///
+/// See the crate docs for naming, filter semantics, value mapping, timeouts and the breaker.
+///
+/// # Contract
+/// - [`PostgresDataSource::new`] validates the configuration and builds the pool; it does not
+///   connect. Connections are opened on demand, at most `pool_size` at a time.
+/// - [`DataSource::schema`] lists every table and view of the configured schemas visible to
+///   the role, sorted, fields sorted; it is cached for `schema_ttl`.
+/// - [`DataSource::query`] resolves table and fields against the (cached) schema before any
+///   SQL is sent: unknown names fail with `UnknownTable` / `UnknownField`, malformed
+///   conditions with `InvalidFilter`. Rows come in server order (unspecified), projected to
+///   exactly the requested fields. More matching rows than the smaller of `query.max_rows`
+///   and the source's `max_rows` fail with `RowLimit(that limit)`.
+/// - Both fail with `Unavailable` when the server cannot be used or the breaker is open, and
+///   with `Timeout` when the query (or discovery) exceeds its timeout.
+pub struct PostgresDataSource {
+    config: PostgresConfig,
+    descriptor: DataSourceDescriptor,
+    pool: Pool,
+    breaker: CircuitBreaker,
+    cache: tokio::sync::Mutex<Option<Cached>>,
+}
+
+impl std::fmt::Debug for PostgresDataSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresDataSource")
+            .field("config", &self.config)
+            .field("breaker", &self.breaker_state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether an error means the server could not be used (counts against the breaker).
+fn is_outage(error: &DataSourceError) -> bool {
+    matches!(
+        error,
+        DataSourceError::Unavailable(_) | DataSourceError::Timeout
+    )
+}
+
+/// Maps a driver error. The flag is true when the error shows the cached schema is stale.
+fn pg_error(error: &tokio_postgres::Error) -> (DataSourceError, bool) {
+    let Some(db) = error.as_db_error() else {
+        return (DataSourceError::Unavailable(error.to_string()), false);
+    };
+    let code = db.code();
+    let text = format!("{} ({})", db.message(), code.code());
+    if *code == SqlState::QUERY_CANCELED {
+        (DataSourceError::Timeout, false)
+    } else if code.code().starts_with("22")
+        || *code == SqlState::UNDEFINED_FUNCTION
+        || *code == SqlState::DATATYPE_MISMATCH
+    {
+        // Data exceptions: a filter value the column type cannot take (bad date, out of
+        // range, ...); undefined function: no comparison operator for the column's type.
+        (DataSourceError::InvalidFilter(text), false)
+    } else if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN {
+        (
+            DataSourceError::Unavailable(format!("schema changed since discovery: {text}")),
+            true,
+        )
+    } else {
+        (DataSourceError::Unavailable(text), false)
+    }
+}
+
+fn pool_error(error: PoolError) -> DataSourceError {
+    match error {
+        PoolError::Backend(e) => pg_error(&e).0,
+        other => DataSourceError::Unavailable(format!("connection pool: {other}")),
+    }
+}
+
+impl PostgresDataSource {
+    /// Validates `config` and prepares the pool (no connection is opened yet).
+    ///
+    /// Fails with [`DataSourceError::Unavailable`] on an unsupported `sslmode`, an empty
+    /// schema list or database name, a zero pool size or a zero timeout.
+    pub fn new(config: PostgresConfig) -> Result<Self, DataSourceError> {
+        config.validate()?;
+        // Server-side backstop: statements die even if the client never cancels them.
+        let backstop = config.query_timeout.max(config.discovery_timeout);
+        let mut pg = tokio_postgres::Config::new();
+        pg.host(&config.host)
+            .port(config.port)
+            .user(&config.user)
+            .dbname(&config.database)
+            .application_name("reporter")
+            .connect_timeout(config.connect_timeout)
+            .ssl_mode(tokio_postgres::config::SslMode::Disable)
+            .options(format!(
+                "-c statement_timeout={} -c TimeZone=UTC",
+                backstop.as_millis().max(1)
+            ));
+        if let Some(password) = &config.password {
+            pg.password(password);
+        }
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(config.connect_timeout))
+            .recycle_timeout(Some(config.connect_timeout))
+            .build()
+            .map_err(|e| DataSourceError::Unavailable(format!("{}: pool: {e}", config.id)))?;
+        Ok(Self {
+            descriptor: DataSourceDescriptor {
+                id: config.id.clone(),
+                external_name: config.database.clone(),
+                kind: DataSourceKind::Postgresql,
+            },
+            breaker: CircuitBreaker::new(config.breaker),
+            config,
+            pool,
+            cache: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The configuration this source was built with.
+    pub fn config(&self) -> &PostgresConfig {
+        &self.config
+    }
+
+    /// The circuit breaker's current state (for readiness and metrics).
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.state(Instant::now())
+    }
+
+    /// Drops the cached schema and discovers it again now (through the breaker).
+    pub async fn refresh_schema(&self) -> Result<SourceSchema, DataSourceError> {
+        self.guarded(async {
+            self.cache.lock().await.take();
+            Ok(self.discovered().await?.source_schema())
+        })
+        .await
+    }
+
+    /// Runs `op` under the breaker: fails fast when open, records outages.
+    async fn guarded<T>(
+        &self,
+        op: impl Future<Output = Result<T, DataSourceError>>,
+    ) -> Result<T, DataSourceError> {
+        let Some(permit) = self.breaker.acquire(Instant::now()) else {
+            return Err(DataSourceError::Unavailable(format!(
+                "{}: circuit breaker open",
+                self.descriptor.id
+            )));
+        };
+        let result = op.await;
+        let failed = result.as_ref().err().is_some_and(is_outage);
+        permit.record(failed, Instant::now());
+        if let Err(error) = &result {
+            if failed {
+                tracing::warn!(data_source = %self.descriptor.id, %error, "postgres data source failed");
+            } else {
+                tracing::debug!(data_source = %self.descriptor.id, %error, "postgres query refused");
+            }
+        }
+        result
+    }
+
+    /// The cached schema, discovered again when older than the TTL.
+    async fn discovered(&self) -> Result<Arc<Discovered>, DataSourceError> {
+        let mut cache = self.cache.lock().await;
+        if let Some(cached) = cache.as_ref()
+            && cached.at.elapsed() < self.config.schema_ttl
+        {
+            return Ok(Arc::clone(&cached.discovered));
+        }
+        let discovered = Arc::new(
+            tokio::time::timeout(self.config.discovery_timeout, self.discover())
+                .await
+                .map_err(|_| DataSourceError::Timeout)??,
+        );
+        tracing::info!(
+            data_source = %self.descriptor.id,
+            tables = discovered.tables.len(),
+            "postgres schema discovered"
+        );
+        *cache = Some(Cached {
+            at: Instant::now(),
+            discovered: Arc::clone(&discovered),
+        });
+        Ok(discovered)
+    }
+
+    async fn discover(&self) -> Result<Discovered, DataSourceError> {
+        let client = self.pool.get().await.map_err(pool_error)?;
+        let rows = client
+            .query_typed(DISCOVERY_SQL, &[(&self.config.schemas, Type::TEXT_ARRAY)])
+            .await
+            .map_err(|e| pg_error(&e).0)?;
+        let text = |row: &tokio_postgres::Row, i: usize| {
+            row.try_get::<_, String>(i)
+                .map_err(|e| DataSourceError::Unavailable(format!("schema discovery: {e}")))
+        };
+        let mut columns = Vec::with_capacity(rows.len());
+        for row in &rows {
+            columns.push(ColumnRow {
+                table_schema: text(row, 0)?,
+                table_name: text(row, 1)?,
+                column_name: text(row, 2)?,
+                data_type: text(row, 3)?,
+                udt_schema: text(row, 4)?,
+                udt_name: text(row, 5)?,
+            });
+        }
+        Ok(Discovered::from_rows(columns))
+    }
+
+    async fn run_query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
+        let discovered = self.discovered().await?;
+        let table = discovered
+            .tables
+            .get(&query.table)
+            .ok_or_else(|| DataSourceError::UnknownTable(query.table.clone()))?;
+        let limit = query.max_rows.min(self.config.max_rows);
+        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let statement = sql::build(query, table, fetch)?;
+        let params: Vec<(&(dyn ToSql + Sync), Type)> = statement
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Text(s) => (s as &(dyn ToSql + Sync), Type::TEXT),
+                Param::TextArray(v) => (v as &(dyn ToSql + Sync), Type::TEXT_ARRAY),
+                Param::Int8(n) => (n as &(dyn ToSql + Sync), Type::INT8),
+            })
+            .collect();
+
+        let deadline = tokio::time::Instant::now() + self.config.query_timeout;
+        let client = tokio::time::timeout_at(deadline, self.pool.get())
+            .await
+            .map_err(|_| DataSourceError::Timeout)?
+            .map_err(pool_error)?;
+        let outcome =
+            tokio::time::timeout_at(deadline, client.query_typed(&statement.sql, &params)).await;
+        let rows = match outcome {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(e)) => {
+                let (error, stale) = pg_error(&e);
+                if stale {
+                    self.cache.lock().await.take();
+                }
+                return Err(error);
+            }
+            Err(_) => {
+                self.abandon(client);
+                return Err(DataSourceError::Timeout);
+            }
+        };
+        if rows.len() > limit {
+            return Err(DataSourceError::RowLimit(limit));
+        }
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut object = Row::new();
+            for (i, field) in statement.fields.iter().enumerate() {
+                let value = decode::value(row, i).map_err(|e| {
+                    DataSourceError::Unavailable(format!(
+                        "cannot read {}.{field}: {e}",
+                        query.table
+                    ))
+                })?;
+                object.insert(field.clone(), value);
+            }
+            out.push(object);
+        }
+        Ok(out)
+    }
+
+    /// Cancels the statement running on `client` and closes its connection instead of
+    /// returning it to the pool.
+    fn abandon(&self, client: Object) {
+        let token = client.cancel_token();
+        drop(Object::take(client));
+        let id = self.descriptor.id.clone();
+        tokio::spawn(async move {
+            if let Err(error) = token.cancel_query(NoTls).await {
+                tracing::warn!(data_source = %id, %error, "cannot cancel a timed-out query");
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl DataSource for PostgresDataSource {
+    fn descriptor(&self) -> DataSourceDescriptor {
+        self.descriptor.clone()
+    }
+
+    async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
+        self.guarded(async { Ok(self.discovered().await?.source_schema()) })
+            .await
+    }
+
+    async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
+        self.guarded(self.run_query(query)).await
+    }
+}
