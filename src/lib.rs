@@ -13,3 +13,4 @@ pub mod http;
 pub mod streaming;
 pub mod telemetry;
 pub mod wiring;
+pub mod worker;

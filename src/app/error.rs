@@ -64,6 +64,7 @@ codes! {
     BadRequest = "TPL-0017", Validation, "Bad request";
     Internal = "TPL-0018", Internal, "Internal server error";
     InvalidQueryParameter = "TPL-0019", Validation, "Invalid query parameter";
+    ReportNotFinished = "TPL-0029", Unprocessable, "Report not finished";
     InvalidDate = "TPL-0020", Validation, "Invalid date format";
     InvalidDateRange = "TPL-0023", Validation, "Invalid date range";
     PaginationLimit = "TPL-0024", Validation, "Pagination limit out of range";
@@ -89,6 +90,7 @@ codes! {
     AlreadyDelivered = "TPL-0065", Unprocessable, "Deadline already delivered";
     NotDelivered = "TPL-0066", Unprocessable, "Deadline not delivered";
     ConcurrentModification = "TPL-0067", Conflict, "The record changed concurrently; retry";
+    InvalidFilter = "TPL-0068", Validation, "Invalid report filter";
     Unauthorized = "TPL-0401", Unauthorized, "Unauthorized";
     Forbidden = "TPL-0403", Forbidden, "Forbidden";
     RouteNotFound = "TPL-0404", NotFound, "Route not found";

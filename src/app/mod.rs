@@ -8,6 +8,7 @@ mod emission;
 mod error;
 mod layout;
 mod metrics;
+mod reports;
 mod templates;
 
 pub use context::Caller;
@@ -19,12 +20,13 @@ pub use emission::{DeliveryHook, Emitter, EventIdentity};
 pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
+pub use reports::{Artifact, CreateReport};
 pub use templates::{
     CreateTemplate, TemplateDeletion, TemplateFile, TemplateWithWarnings, UpdateTemplate,
 };
 
 use reporter_ports::ports::{
-    DeadlineRepository, IdempotencyStore, ObjectStorage, Outbox, ReportRepository,
+    DeadlineRepository, IdempotencyStore, JobQueue, ObjectStorage, Outbox, ReportRepository,
     TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::{Clock, StoreError, TenantId};
@@ -47,6 +49,8 @@ pub struct Ports {
     pub storage: Arc<dyn ObjectStorage>,
     /// Idempotency records.
     pub idempotency: Arc<dyn IdempotencyStore>,
+    /// Report jobs (manager → worker).
+    pub jobs: Arc<dyn JobQueue>,
     /// Time.
     pub clock: Arc<dyn Clock>,
 }
@@ -92,6 +96,11 @@ impl App {
     }
 
     /// Commits a unit of work and wakes the dispatcher if it carried events.
+    /// Commits a unit of work (for the worker, which builds its own).
+    pub async fn commit_public(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+        self.commit(tenant, uow).await
+    }
+
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
         let rows = uow.outbox.clone();
         self.ports.uow.commit(tenant, uow).await?;

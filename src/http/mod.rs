@@ -12,6 +12,7 @@ pub mod dto;
 pub mod error;
 pub mod middleware;
 pub mod ops;
+mod reports;
 pub mod spec;
 pub mod streaming;
 mod tags;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 /// Every operation group, in the order the spec lists them.
 pub type Apis = (
     templates::TemplatesApi,
+    reports::ReportsApi,
     deadlines::DeadlinesApi,
     datasources::DataSourcesApi,
     dashboard::DashboardApi,
@@ -45,6 +47,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             templates::TemplatesApi,
+            reports::ReportsApi,
             deadlines::DeadlinesApi,
             datasources::DataSourcesApi,
             dashboard::DashboardApi,

@@ -6,6 +6,8 @@ use poem_openapi::Tags;
 pub enum ApiTags {
     /// Upload and manage report templates (`.tpl` files rendered into html, pdf, csv, xml or txt).
     Templates,
+    /// Request reports, follow their status and download their artifacts.
+    Reports,
     /// Filing deadlines: recurrence, delivery and notifications.
     Deadlines,
     /// The configured data sources templates read from.

@@ -5,7 +5,8 @@
 //!   lock so a unit of work (record changes + outbox rows) is atomic.
 //! - [`MemoryIdempotencyStore`]: idempotency reservations and stored responses.
 //! - [`MemoryObjectStorage`]: object storage in a map.
-//! - [`MemoryJobQueue`] / [`MemoryJobReceiver`]: a bounded in-process job channel.
+//! - [`MemoryJobQueue`] / [`MemoryJobReceiver`]: a bounded in-process job channel, and
+//!   [`MemoryJobConsumer`], the embedded worker's consumer with retries and a dead-letter list.
 //! - [`MemoryPublisher`]: an event publisher that records deliveries and can be told to fail.
 //!
 //! Nothing here is durable: state lives as long as the last clone of the adapter.
@@ -17,7 +18,7 @@ mod storage;
 mod store;
 
 pub use idempotency::MemoryIdempotencyStore;
-pub use jobs::{MemoryJobQueue, MemoryJobReceiver};
+pub use jobs::{DeadLetters, MemoryJobConsumer, MemoryJobQueue, MemoryJobReceiver, MemoryRetryPolicy};
 pub use publisher::MemoryPublisher;
 pub use storage::{MemoryObjectStorage, is_valid_object_key};
 pub use store::{DEADLINE_UNIQUENESS_RULE, MemoryStore};

@@ -1,0 +1,411 @@
+//! `/v1/reports` operations.
+use super::auth::{Auth, Scope};
+use super::dto::{day_window, instant_or_day, page_request, path_uuid};
+use super::error::ApiResult;
+use super::tags::ApiTags;
+use super::templates::OutputFormatDto;
+use crate::app::{App, AppError, Code, CreateReport};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::{Attachment, AttachmentType, Json};
+use poem_openapi::types::Example;
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use reporter_ports::ports::ReportQuery;
+use reporter_ports::report::{FilterCondition, Report, ReportFilters, ReportStatus};
+use reporter_ports::{ReportId, TemplateId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Report status. `Processing` is the only non-terminal one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+pub enum ReportStatusDto {
+    /// Queued or being generated.
+    Processing,
+    /// Every section succeeded; the artifact can be downloaded.
+    Finished,
+    /// Some sections failed; an artifact from the others exists but is not downloadable.
+    Partial,
+    /// The report ended in error.
+    Errored,
+}
+
+fn status_dto(s: ReportStatus) -> ReportStatusDto {
+    match s {
+        ReportStatus::Processing => ReportStatusDto::Processing,
+        ReportStatus::Finished => ReportStatusDto::Finished,
+        ReportStatus::Partial => ReportStatusDto::Partial,
+        ReportStatus::Errored => ReportStatusDto::Errored,
+    }
+}
+
+/// One filter condition: each operator takes an array of scalars (`between` exactly two).
+#[derive(Debug, Clone, Default, Object)]
+#[oai(rename = "FilterCondition", deny_unknown_fields)]
+pub struct FilterConditionDto {
+    /// Equal to any of the values.
+    #[oai(skip_serializing_if_is_none)]
+    pub eq: Option<Vec<serde_json::Value>>,
+    /// Greater than (one value).
+    #[oai(skip_serializing_if_is_none)]
+    pub gt: Option<Vec<serde_json::Value>>,
+    /// Greater than or equal (one value).
+    #[oai(skip_serializing_if_is_none)]
+    pub gte: Option<Vec<serde_json::Value>>,
+    /// Less than (one value).
+    #[oai(skip_serializing_if_is_none)]
+    pub lt: Option<Vec<serde_json::Value>>,
+    /// Less than or equal (one value).
+    #[oai(skip_serializing_if_is_none)]
+    pub lte: Option<Vec<serde_json::Value>>,
+    /// Inclusive range `[low, high]`.
+    #[oai(skip_serializing_if_is_none)]
+    pub between: Option<Vec<serde_json::Value>>,
+    /// One of the values.
+    #[oai(rename = "in", skip_serializing_if_is_none)]
+    pub in_: Option<Vec<serde_json::Value>>,
+    /// None of the values.
+    #[oai(skip_serializing_if_is_none)]
+    pub nin: Option<Vec<serde_json::Value>>,
+}
+
+/// Filters: data source → table → field → condition.
+pub type FiltersDto = BTreeMap<String, BTreeMap<String, BTreeMap<String, FilterConditionDto>>>;
+
+fn to_domain(f: FiltersDto) -> ReportFilters {
+    f.into_iter()
+        .map(|(ds, tables)| {
+            (
+                ds,
+                tables
+                    .into_iter()
+                    .map(|(t, fields)| {
+                        (
+                            t,
+                            fields
+                                .into_iter()
+                                .map(|(name, c)| {
+                                    (
+                                        name,
+                                        FilterCondition {
+                                            eq: c.eq.unwrap_or_default(),
+                                            gt: c.gt.unwrap_or_default(),
+                                            gte: c.gte.unwrap_or_default(),
+                                            lt: c.lt.unwrap_or_default(),
+                                            lte: c.lte.unwrap_or_default(),
+                                            between: c.between.unwrap_or_default(),
+                                            in_: c.in_.unwrap_or_default(),
+                                            nin: c.nin.unwrap_or_default(),
+                                        },
+                                    )
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn opt(v: &[serde_json::Value]) -> Option<Vec<serde_json::Value>> {
+    (!v.is_empty()).then(|| v.to_vec())
+}
+
+fn from_domain(f: &ReportFilters) -> FiltersDto {
+    f.iter()
+        .map(|(ds, tables)| {
+            (
+                ds.clone(),
+                tables
+                    .iter()
+                    .map(|(t, fields)| {
+                        (
+                            t.clone(),
+                            fields
+                                .iter()
+                                .map(|(name, c)| {
+                                    (
+                                        name.clone(),
+                                        FilterConditionDto {
+                                            eq: opt(&c.eq),
+                                            gt: opt(&c.gt),
+                                            gte: opt(&c.gte),
+                                            lt: opt(&c.lt),
+                                            lte: opt(&c.lte),
+                                            between: opt(&c.between),
+                                            in_: opt(&c.in_),
+                                            nin: opt(&c.nin),
+                                        },
+                                    )
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Request a report.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "CreateReportInput", rename_all = "camelCase", deny_unknown_fields, example)]
+pub struct CreateReportInput {
+    /// The template to render (required).
+    pub template_id: Option<String>,
+    /// Filters: data source → table → field → condition (required; `{}` for none).
+    pub filters: Option<FiltersDto>,
+}
+
+impl Example for CreateReportInput {
+    fn example() -> Self {
+        let mut cond = FilterConditionDto::default();
+        cond.between = Some(vec![serde_json::json!("2024-01-01"), serde_json::json!("2024-03-31")]);
+        Self {
+            template_id: Some("8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33".into()),
+            filters: Some(BTreeMap::from([(
+                "bank".to_owned(),
+                BTreeMap::from([("transactions".to_owned(), BTreeMap::from([("booked_on".to_owned(), cond)]))]),
+            )])),
+        }
+    }
+}
+
+/// Outcome of one section (data source).
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "SectionOutcome", rename_all = "camelCase")]
+pub struct SectionDto {
+    /// True when the section's data was extracted.
+    pub ok: bool,
+    /// Stable failure code: data_source_not_configured, data_source_unavailable,
+    /// query_timeout, row_limit_exceeded, section_too_large or query_failed.
+    #[oai(skip_serializing_if_is_none)]
+    pub error_code: Option<String>,
+}
+
+/// Report metadata: per-section outcome and, when errored, the fixed error vocabulary.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "ReportMetadata", rename_all = "camelCase")]
+pub struct MetadataDto {
+    /// By data source id.
+    pub sections: BTreeMap<String, SectionDto>,
+    /// report_generation_failed, report_generation_timeout or report_generation_canceled.
+    #[oai(skip_serializing_if_is_none)]
+    pub error_code: Option<String>,
+    /// The fixed summary of the error code.
+    #[oai(skip_serializing_if_is_none)]
+    pub error_summary: Option<String>,
+}
+
+/// A report.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Report", rename_all = "camelCase")]
+pub struct ReportDto {
+    /// Report id.
+    pub id: uuid::Uuid,
+    /// Template id.
+    pub template_id: uuid::Uuid,
+    /// The template's output format when the report was requested.
+    pub template_output_format: OutputFormatDto,
+    /// The template's description when the report was requested.
+    pub template_description: String,
+    /// The filters requested.
+    pub filters: FiltersDto,
+    /// Status.
+    pub status: ReportStatusDto,
+    /// Per-section outcome and error code.
+    pub metadata: MetadataDto,
+    /// Artifact size in bytes, once stored.
+    #[oai(skip_serializing_if_is_none)]
+    pub artifact_size_bytes: Option<u64>,
+    /// When the report reached a terminal status.
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Creation instant.
+    pub created_at: DateTime<Utc>,
+    /// Last change instant.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Report> for ReportDto {
+    fn from(r: &Report) -> Self {
+        Self {
+            id: r.id.uuid(),
+            template_id: r.template_id.uuid(),
+            template_output_format: r.output_format.into(),
+            template_description: r.template_description.clone(),
+            filters: from_domain(&r.filters),
+            status: status_dto(r.status),
+            metadata: MetadataDto {
+                sections: r.sections.iter().map(|(k, s)| (k.clone(), SectionDto { ok: s.ok, error_code: s.error_code.clone() })).collect(),
+                error_code: r.error_code.map(|c| c.as_str().to_owned()),
+                error_summary: r.error_code.map(|c| c.summary().to_owned()),
+            },
+            artifact_size_bytes: r.artifact_size,
+            completed_at: r.completed_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// A page of reports.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "ReportPage")]
+pub struct ReportPage {
+    /// Reports of this page.
+    pub items: Vec<ReportDto>,
+    /// Page number.
+    pub page: u32,
+    /// Page size.
+    pub limit: u32,
+    /// Matches across all pages.
+    pub total: u64,
+}
+
+/// 201 with the report in status Processing.
+#[derive(Debug, ApiResponse)]
+pub enum CreatedReport {
+    /// Accepted and queued.
+    #[oai(status = 201)]
+    Created(Json<ReportDto>),
+}
+
+/// The artifact.
+#[derive(Debug, ApiResponse)]
+pub enum Download {
+    /// The artifact bytes with the format's Content-Type and `Content-Disposition: attachment`.
+    #[oai(status = 200)]
+    Ok(Attachment<Vec<u8>>, #[oai(header = "Content-Type")] String),
+}
+
+/// Report operations.
+pub struct ReportsApi;
+
+#[OpenApi(tag = "ApiTags::Reports")]
+impl ReportsApi {
+    /// Request a report
+    ///
+    /// Body `{templateId, filters}`; filters are data source → table → field → condition with
+    /// operators `eq, gt, gte, lt, lte, between, in, nin` (arrays of scalars; `between` exactly
+    /// two; the comparisons exactly one). Every data source, table and field must exist and
+    /// the template must read the table. Answers 201 with the report in status `Processing`
+    /// and queues its generation. Honours `X-Idempotency`. Scope `reports:write`.
+    #[oai(path = "/v1/reports", method = "post", operation_id = "createReport")]
+    async fn create(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Client idempotency key: a replay within the TTL returns the stored response.
+        #[oai(name = "X-Idempotency")]
+        _idempotency: poem_openapi::param::Header<Option<String>>,
+        /// Correlation id, carried to the worker.
+        #[oai(name = "X-Request-Id")]
+        request_id: poem_openapi::param::Header<Option<String>>,
+        body: Json<CreateReportInput>,
+    ) -> ApiResult<CreatedReport> {
+        let caller = auth.require(Scope::ReportsWrite)?;
+        let b = body.0;
+        let r = app
+            .create_report(&caller, CreateReport { template_id: b.template_id, filters: b.filters.map(to_domain), request_id: request_id.0 })
+            .await?;
+        Ok(CreatedReport::Created(Json(ReportDto::from(&r))))
+    }
+
+    /// List reports
+    ///
+    /// Newest first by default. Filters: `status`, `templateId`, `createdAt` (a `YYYY-MM-DD`
+    /// day) or the window `createdFrom` / `createdTo` (RFC 3339 or `YYYY-MM-DD`). Scope `reports:read`.
+    #[oai(path = "/v1/reports", method = "get", operation_id = "listReports")]
+    #[allow(clippy::too_many_arguments)]
+    async fn list(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Page number, from 1.
+        page: Query<Option<i64>>,
+        /// Page size, 1 to MAX_PAGINATION_LIMIT (default 10).
+        limit: Query<Option<i64>>,
+        /// `asc` or `desc` (default) by creation time.
+        sort_order: Query<Option<String>>,
+        /// Processing, Finished, Partial or Errored.
+        status: Query<Option<String>>,
+        /// Template id.
+        #[oai(name = "templateId")]
+        template_id: Query<Option<String>>,
+        /// Creation day, `YYYY-MM-DD`.
+        #[oai(name = "createdAt")]
+        created_at: Query<Option<String>>,
+        /// Created at or after.
+        #[oai(name = "createdFrom")]
+        created_from: Query<Option<String>>,
+        /// Created at or before.
+        #[oai(name = "createdTo")]
+        created_to: Query<Option<String>>,
+    ) -> ApiResult<Json<ReportPage>> {
+        let caller = auth.require(Scope::ReportsRead)?;
+        let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
+        let mut q = ReportQuery::default();
+        if let Some(s) = status.0.as_deref() {
+            q.status = Some(ReportStatus::parse(s).ok_or_else(|| {
+                AppError::new(Code::InvalidQueryParameter, format!("status '{s}' is not Processing, Finished, Partial or Errored"))
+                    .field("status", "Processing|Finished|Partial|Errored")
+            })?);
+        }
+        if let Some(t) = template_id.0.as_deref() {
+            q.template_id = Some(t.parse::<TemplateId>().map_err(|_| {
+                AppError::new(Code::InvalidTemplateId, format!("templateId '{t}' is not a UUID")).field("templateId", "must be a UUID")
+            })?);
+        }
+        if let Some(day) = created_at.0.as_deref() {
+            let (from, to) = day_window(day, "createdAt")?;
+            q.created_from = Some(from);
+            q.created_to = Some(to);
+        }
+        if let Some(f) = created_from.0.as_deref() {
+            q.created_from = Some(instant_or_day(f, "createdFrom", false)?);
+        }
+        if let Some(t) = created_to.0.as_deref() {
+            q.created_to = Some(instant_or_day(t, "createdTo", true)? + chrono::Duration::milliseconds(1));
+        }
+        if let (Some(a), Some(b)) = (q.created_from, q.created_to)
+            && a >= b
+        {
+            return Err(AppError::new(Code::InvalidDateRange, "the creation window is empty (from after to)").into());
+        }
+        let page = app.list_reports(&caller, &q, req).await?;
+        Ok(Json(ReportPage { items: page.items.iter().map(ReportDto::from).collect(), page: page.page, limit: page.limit, total: page.total }))
+    }
+
+    /// Get a report
+    ///
+    /// Status, per-section metadata (codes only, never raw error text) and completion time.
+    /// Scope `reports:read`.
+    #[oai(path = "/v1/reports/:id", method = "get", operation_id = "getReport")]
+    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Report id.
+        id: Path<String>) -> ApiResult<Json<ReportDto>> {
+        let caller = auth.require(Scope::ReportsRead)?;
+        let id: ReportId = path_uuid(&id.0, "id")?;
+        Ok(Json(ReportDto::from(&app.get_report(&caller, id).await?)))
+    }
+
+    /// Download a report
+    ///
+    /// The artifact of a `Finished` report with its format's Content-Type and
+    /// `Content-Disposition: attachment; filename="<reportId>.<ext>"`. Any other status
+    /// answers 422 (TPL-0029). Deleting the template afterwards does not break the download.
+    /// Scope `reports:read`.
+    #[oai(path = "/v1/reports/:id/download", method = "get", operation_id = "downloadReport")]
+    async fn download(&self, app: Data<&Arc<App>>, auth: Auth, /// Report id.
+        id: Path<String>) -> ApiResult<Download> {
+        let caller = auth.require(Scope::ReportsRead)?;
+        let id: ReportId = path_uuid(&id.0, "id")?;
+        let a = app.download_report(&caller, id).await?;
+        let format = a.report.output_format;
+        let file = format!("{}.{}", a.report.id, format.as_str());
+        Ok(Download::Ok(
+            Attachment::new(a.object.bytes.to_vec()).attachment_type(AttachmentType::Attachment).filename(file),
+            format.content_type().to_owned(),
+        ))
+    }
+}

@@ -1,0 +1,113 @@
+//! The report worker: consumes jobs and generates reports.
+//!
+//! Per job: load the report (terminal → acknowledge and ignore, so a redelivery is harmless),
+//! load the template and its file, extract one section per data source with the report's
+//! filters, render, convert to PDF when the format is pdf, store the artifact, then record the
+//! terminal status and its event in one unit of work. Every step is bounded: a job timeout, a
+//! per-query timeout, a row and byte limit per section, a render instruction budget and output
+//! limit, and a limit on concurrent jobs. On shutdown in-flight jobs get a drain period, after
+//! which they are recorded as canceled.
+mod pipeline;
+
+pub use pipeline::{Generation, SectionError};
+
+use crate::app::App;
+use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateEngine};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Semaphore};
+
+/// Worker limits (the reference's ENGINE_* settings).
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// Jobs processed at once.
+    pub concurrency: usize,
+    /// Sections (data sources) queried at once within a job.
+    pub section_concurrency: usize,
+    /// Whole-job deadline.
+    pub job_timeout: Duration,
+    /// Per-query deadline.
+    pub query_timeout: Duration,
+    /// Rows per table.
+    pub max_rows: usize,
+    /// Serialized bytes per section.
+    pub max_section_bytes: usize,
+    /// Render bounds.
+    pub render: RenderLimits,
+    /// How long in-flight jobs may finish after shutdown starts.
+    pub drain_timeout: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            section_concurrency: 4,
+            job_timeout: Duration::from_secs(300),
+            query_timeout: Duration::from_secs(30),
+            max_rows: 100_000,
+            max_section_bytes: 100 * 1024 * 1024,
+            render: RenderLimits::default(),
+            drain_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// The worker.
+#[derive(Clone)]
+pub struct Worker {
+    /// Application (ports, catalog, emitter).
+    pub app: Arc<App>,
+    /// Job source.
+    pub consumer: Arc<dyn JobConsumer>,
+    /// Template engine.
+    pub engine: Arc<dyn TemplateEngine>,
+    /// HTML → PDF.
+    pub pdf: Arc<dyn PdfRenderer>,
+    /// Limits.
+    pub settings: WorkerSettings,
+}
+
+impl Worker {
+    /// Consumes jobs until `shutdown` turns true, then drains in-flight jobs (canceling those
+    /// still running after the drain timeout).
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let mut tasks = tokio::task::JoinSet::new();
+        loop {
+            let permit = tokio::select! {
+                p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                _ = shutdown.changed() => break,
+            };
+            let delivery = tokio::select! {
+                d = self.consumer.next() => d,
+                _ = shutdown.changed() => break,
+            };
+            match delivery {
+                Ok(Some(d)) => {
+                    let worker = self.clone();
+                    let cancel = cancel_rx.clone();
+                    tasks.spawn(async move {
+                        worker.handle(d, cancel).await;
+                        drop(permit);
+                    });
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "job queue unavailable; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            while tasks.try_join_next().is_some() {}
+        }
+        tracing::info!(in_flight = tasks.len(), "worker stopping; draining in-flight jobs");
+        let drained = tokio::time::timeout(self.settings.drain_timeout, async { while tasks.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!("drain timeout: canceling the jobs still running");
+            let _ = cancel_tx.send(true);
+            while tasks.join_next().await.is_some() {}
+        }
+        tracing::info!("worker stopped");
+    }
+}

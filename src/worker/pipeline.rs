@@ -1,0 +1,332 @@
+//! One job, end to end.
+use super::Worker;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reporter_ports::events::payloads::{ReportFinished, ReportPartial, SectionFailure};
+use reporter_ports::events::EventKey;
+use reporter_ports::ports::{Change, DataSourceError, JobDelivery, TableQuery, UnitOfWork};
+use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
+use reporter_ports::template::OutputFormat;
+use reporter_ports::StoreError;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use tokio::sync::watch;
+
+use crate::app::EventIdentity;
+
+/// Why a section (one data source) failed. The code is what the API and events show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionError {
+    /// The data source is not configured any more.
+    NotConfigured,
+    /// Unreachable.
+    Unavailable,
+    /// A query exceeded its deadline.
+    Timeout,
+    /// A table returned more rows than allowed.
+    RowLimit,
+    /// The section's data exceeded the byte limit.
+    TooLarge,
+    /// Any other query failure.
+    QueryFailed,
+}
+
+impl SectionError {
+    /// Stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotConfigured => "data_source_not_configured",
+            Self::Unavailable => "data_source_unavailable",
+            Self::Timeout => "query_timeout",
+            Self::RowLimit => "row_limit_exceeded",
+            Self::TooLarge => "section_too_large",
+            Self::QueryFailed => "query_failed",
+        }
+    }
+}
+
+/// What a generation produced.
+#[derive(Debug)]
+pub enum Generation {
+    /// An artifact from all (Finished) or some (Partial) sections.
+    Artifact {
+        /// Bytes.
+        bytes: Bytes,
+        /// Per-section outcome.
+        sections: BTreeMap<String, SectionOutcome>,
+    },
+    /// No artifact.
+    Failed {
+        /// Fixed code.
+        code: ReportErrorCode,
+        /// Per-section outcome known so far.
+        sections: BTreeMap<String, SectionOutcome>,
+    },
+}
+
+enum Settle {
+    Ack,
+    Retry(String),
+    DeadLetter(String),
+}
+
+impl Worker {
+    /// Processes one delivery and settles it.
+    pub(super) async fn handle(&self, delivery: Box<dyn JobDelivery>, cancel: watch::Receiver<bool>) {
+        let job = delivery.job().clone();
+        let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = job.request_id.as_deref().unwrap_or(""));
+        let settle = {
+            let _g = span.enter();
+            self.process(&job, delivery.attempt(), cancel).await
+        };
+        let result = match settle {
+            Settle::Ack => delivery.ack().await,
+            Settle::Retry(reason) => delivery.retry(&reason).await,
+            Settle::DeadLetter(reason) => delivery.dead_letter(&reason).await,
+        };
+        if let Err(e) = result {
+            tracing::error!(error = %e, report_id = %job.report_id, "could not settle the job; it will be redelivered");
+        }
+    }
+
+    async fn process(&self, job: &reporter_ports::ports::ReportJob, attempt: u32, mut cancel: watch::Receiver<bool>) -> Settle {
+        let app = &self.app;
+        let report = match app.ports.reports.get(&job.tenant, job.report_id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Settle::DeadLetter("report not found".into()),
+            Err(e) => {
+                tracing::warn!(error = %e, "report store unavailable");
+                return Settle::Retry("report store unavailable".into());
+            }
+        };
+        if report.status.is_terminal() {
+            tracing::info!(status = report.status.as_str(), "report already terminal; redelivery ignored");
+            return Settle::Ack;
+        }
+        let started = Instant::now();
+        let generation = tokio::select! {
+            g = tokio::time::timeout(self.settings.job_timeout, self.generate(&report)) => match g {
+                Ok(Ok(g)) => g,
+                Ok(Err(retry_reason)) => {
+                    if attempt + 1 < 5 {
+                        return Settle::Retry(retry_reason);
+                    }
+                    Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() }
+                }
+                Err(_) => {
+                    tracing::warn!(timeout_s = self.settings.job_timeout.as_secs(), "report generation timed out");
+                    Generation::Failed { code: ReportErrorCode::ReportGenerationTimeout, sections: BTreeMap::new() }
+                }
+            },
+            _ = cancel.wait_for(|c| *c) => Generation::Failed { code: ReportErrorCode::ReportGenerationCanceled, sections: BTreeMap::new() },
+        };
+        match self.finish(&report, generation, started).await {
+            Ok(()) => Settle::Ack,
+            Err(StoreError::Unavailable(e)) => {
+                tracing::warn!(error = %e, "could not record the terminal status; retrying the job");
+                Settle::Retry("terminal status not recorded".into())
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "terminal status not recorded (another delivery finished it)");
+                Settle::Ack
+            }
+        }
+    }
+
+    /// Extracts, renders and converts. `Err` means a transient infrastructure problem worth a
+    /// retry (the template file could not be read).
+    async fn generate(&self, report: &Report) -> Result<Generation, String> {
+        let app = &self.app;
+        let template = match app.ports.templates.get(&report.tenant, report.template_id, true).await {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                tracing::error!("the report's template does not exist");
+                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+            }
+            Err(e) => return Err(format!("template store unavailable: {e}")),
+        };
+        let source = match app.ports.storage.get(&template.object_key).await {
+            Ok(Some(o)) => o,
+            Ok(None) => {
+                tracing::error!(key = %template.object_key, "the template file is missing");
+                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+            }
+            Err(e) => return Err(format!("object storage unavailable: {e}")),
+        };
+        let Ok(source) = String::from_utf8(source.bytes.to_vec()) else {
+            return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+        };
+        let (data, sections) = self.extract(report, &template.mapped_fields).await;
+        let ok = sections.values().filter(|s| s.ok).count();
+        if !sections.is_empty() && ok == 0 {
+            tracing::warn!("every section failed; no artifact");
+            return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+        }
+        let engine = self.engine.clone();
+        let limits = self.settings.render;
+        let rendered = tokio::task::spawn_blocking(move || engine.render(&source, &data, &limits)).await;
+        let text = match rendered {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "render failed");
+                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "render task panicked");
+                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+            }
+        };
+        let bytes = if report.output_format == OutputFormat::Pdf {
+            match self.pdf.render(&text).await {
+                Ok(b) => Bytes::from(b),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pdf conversion failed");
+                    return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+                }
+            }
+        } else {
+            Bytes::from(text.into_bytes())
+        };
+        Ok(Generation::Artifact { bytes, sections })
+    }
+
+    /// One section per data source; a section fails as a whole if any of its tables fails.
+    async fn extract(
+        &self,
+        report: &Report,
+        mapped: &reporter_ports::template::MappedFields,
+    ) -> (serde_json::Value, BTreeMap<String, SectionOutcome>) {
+        let settings = &self.settings;
+        let results: Vec<(String, Result<serde_json::Map<String, serde_json::Value>, SectionError>)> =
+            futures_util::stream::iter(mapped.iter())
+                .map(|(ds, tables)| async move {
+                    let Some(source) = self.app.catalog.get(ds) else {
+                        return (ds.clone(), Err(SectionError::NotConfigured));
+                    };
+                    let mut out = serde_json::Map::new();
+                    let mut bytes = 0usize;
+                    for (table, fields) in tables {
+                        let filters = report.filters.get(ds).and_then(|t| t.get(table)).cloned().unwrap_or_default();
+                        let q = TableQuery { table: table.clone(), fields: fields.iter().cloned().collect(), filters, max_rows: settings.max_rows };
+                        let rows = match tokio::time::timeout(settings.query_timeout, source.query(&q)).await {
+                            Err(_) | Ok(Err(DataSourceError::Timeout)) => Err(SectionError::Timeout),
+                            Ok(Err(DataSourceError::Unavailable(e))) => {
+                                tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
+                                Err(SectionError::Unavailable)
+                            }
+                            Ok(Err(DataSourceError::RowLimit(_))) => Err(SectionError::RowLimit),
+                            Ok(Err(e)) => {
+                                tracing::warn!(data_source = %ds, error = %e, "section query failed");
+                                Err(SectionError::QueryFailed)
+                            }
+                            Ok(Ok(rows)) => Ok(rows),
+                        };
+                        let rows = match rows {
+                            Ok(r) => r,
+                            Err(e) => return (ds.clone(), Err(e)),
+                        };
+                        bytes += rows.iter().map(|r| serde_json::to_vec(r).map(|v| v.len()).unwrap_or(0)).sum::<usize>();
+                        if bytes > settings.max_section_bytes {
+                            return (ds.clone(), Err(SectionError::TooLarge));
+                        }
+                        out.insert(table.clone(), serde_json::Value::Array(rows.into_iter().map(serde_json::Value::Object).collect()));
+                    }
+                    (ds.clone(), Ok(out))
+                })
+                .buffer_unordered(settings.section_concurrency.max(1))
+                .collect()
+                .await;
+        let mut data = serde_json::Map::new();
+        let mut sections = BTreeMap::new();
+        for (ds, r) in results {
+            match r {
+                Ok(tables) => {
+                    data.insert(ds.clone(), serde_json::Value::Object(tables));
+                    sections.insert(ds, SectionOutcome { ok: true, error_code: None });
+                }
+                Err(e) => {
+                    sections.insert(ds, SectionOutcome { ok: false, error_code: Some(e.code().to_owned()) });
+                }
+            }
+        }
+        (serde_json::Value::Object(data), sections)
+    }
+
+    /// Stores the artifact (if any) and records the terminal status with its event.
+    async fn finish(&self, report: &Report, generation: Generation, started: Instant) -> Result<(), StoreError> {
+        let app = &self.app;
+        let (bytes, sections) = match generation {
+            Generation::Failed { code, sections } => {
+                let mut with_sections = report.clone();
+                with_sections.sections = sections;
+                app.finish_errored(&with_sections, code, started).await?;
+                tracing::info!(code = code.as_str(), "report errored");
+                return Ok(());
+            }
+            Generation::Artifact { bytes, sections } => (bytes, sections),
+        };
+        let key = app.settings.layout.report(&report.tenant, report.template_id, report.id, report.output_format);
+        let content_type = report.output_format.content_type();
+        let size = bytes.len() as u64;
+        let stored_key = match app.ports.storage.put(&key, bytes, content_type).await {
+            Ok(k) if !k.is_empty() => k,
+            Ok(_) | Err(_) => {
+                tracing::error!(key = %key, "artifact could not be stored");
+                let mut with_sections = report.clone();
+                with_sections.sections = sections;
+                app.finish_errored(&with_sections, ReportErrorCode::ReportGenerationFailed, started).await?;
+                return Ok(());
+            }
+        };
+        let failures: Vec<SectionFailure> = sections
+            .iter()
+            .filter(|(_, s)| !s.ok)
+            .map(|(name, s)| SectionFailure { section: name.clone(), error_code: s.error_code.clone().unwrap_or_default() })
+            .collect();
+        let status = if failures.is_empty() { ReportStatus::Finished } else { ReportStatus::Partial };
+        let now = app.now();
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut next = report.clone();
+        next.status = report.status.transition(status).map_err(|_| StoreError::VersionConflict)?;
+        next.sections = sections.clone();
+        next.artifact_key = Some(stored_key.clone());
+        next.artifact_size = Some(size);
+        next.completed_at = Some(now);
+        next.updated_at = now;
+        next.version = report.version + 1;
+        let subject = report.id.to_string();
+        let row = if status == ReportStatus::Finished {
+            let payload = ReportFinished {
+                report_id: subject.clone(),
+                template_id: report.template_id.to_string(),
+                output_format: report.output_format.as_str().to_owned(),
+                status: status.as_str().to_owned(),
+                artifact_object_key: stored_key,
+                artifact_content_type: content_type.to_owned(),
+                completed_at: now,
+                duration_ms,
+                section_count: sections.len() as u64,
+            };
+            app.emitter.row(EventKey::ReportFinished, &report.tenant, &subject, EventIdentity::Deterministic(String::new()), &payload, now)
+        } else {
+            let payload = ReportPartial {
+                report_id: subject.clone(),
+                template_id: report.template_id.to_string(),
+                output_format: report.output_format.as_str().to_owned(),
+                status: status.as_str().to_owned(),
+                artifact_object_key: stored_key,
+                artifact_content_type: content_type.to_owned(),
+                completed_at: now,
+                duration_ms,
+                section_count: sections.len() as u64,
+                failed_section_count: failures.len() as u64,
+                section_failures: failures,
+            };
+            app.emitter.row(EventKey::ReportPartial, &report.tenant, &subject, EventIdentity::Deterministic(String::new()), &payload, now)
+        };
+        let uow = UnitOfWork::new().change(Change::Report { record: next, expected_version: Some(report.version) }).with_outbox(row);
+        app.commit_public(&report.tenant, uow).await?;
+        tracing::info!(status = status.as_str(), duration_ms, "report generated");
+        Ok(())
+    }
+}
