@@ -17,9 +17,11 @@ lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Start the local services the integration tests use (none are needed yet).
+# Install what the integration tests use: Chromium (set CHROMIUM_PATH=/usr/bin/chromium)
+# and poppler-utils (pdftotext) for the PDF renderer tests.
 services:
-    @echo "No external service is needed by the current test suites."
+    command -v chromium >/dev/null && command -v pdftotext >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium poppler-utils)
+    @echo "export CHROMIUM_PATH=$(command -v chromium)"
 
 # What CI runs.
 ci:

@@ -8,8 +8,11 @@
 //! Both default to US Letter with 0.5 in margins ([`PageSetup`]), bound every conversion by
 //! a timeout and a concurrency limit, and reject output under 1,000 bytes or without the
 //! `%PDF-` magic (the reference's rule).
+mod cdp;
+mod chromium;
 mod native;
 mod page;
 
+pub use chromium::{ChromiumOptions, ChromiumPdfRenderer};
 pub use native::{NativePdfOptions, NativePdfRenderer};
 pub use page::{MIN_PDF_BYTES, Margins, PageSetup, PaperSize};
