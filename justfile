@@ -17,14 +17,13 @@ lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Start the local services the integration tests use (PostgreSQL is the machine's own).
-# Then: POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres S3_ENDPOINT=http://127.0.0.1:5000
+# Install and start every service the integration tests use, and print the variables to export.
 services:
-    bash scripts/moto.sh start
+    bash scripts/services.sh start
 
 # Stop what `just services` started.
 services-stop:
-    bash scripts/moto.sh stop
+    bash scripts/services.sh stop
 
 # What CI runs.
 ci:

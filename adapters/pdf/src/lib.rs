@@ -1,0 +1,18 @@
+//! HTML → PDF adapters implementing [`PdfRenderer`](reporter_ports::ports::PdfRenderer):
+//!
+//! - [`NativePdfRenderer`]: pure Rust (sghtmltopdf) with bundled DejaVu Sans fonts; needs
+//!   nothing installed.
+//! - [`ChromiumPdfRenderer`]: headless Chromium driven over the DevTools protocol
+//!   (`Page.printToPDF`), for full browser fidelity where Chromium is installed.
+//!
+//! Both default to US Letter with 0.5 in margins ([`PageSetup`]), bound every conversion by
+//! a timeout and a concurrency limit, and reject output under 1,000 bytes or without the
+//! `%PDF-` magic (the reference's rule).
+mod cdp;
+mod chromium;
+mod native;
+mod page;
+
+pub use chromium::{ChromiumOptions, ChromiumPdfRenderer};
+pub use native::{NativePdfOptions, NativePdfRenderer};
+pub use page::{MIN_PDF_BYTES, Margins, PageSetup, PaperSize};

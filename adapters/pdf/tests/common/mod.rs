@@ -1,0 +1,102 @@
+//! Shared fixtures: the statement HTML and a pdftotext wrapper.
+#![allow(dead_code)]
+use std::io::Write;
+use std::process::Command;
+
+/// A statement: 200 rows (`ACC-0001 … ACC-0200`), bold/italic, UTF-8 (é, —, ✓) and a page
+/// break before the totals.
+pub fn statement_html(rows: usize) -> String {
+    let mut html = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Statement</title>\
+         <style>td.amount{text-align:right} tr:nth-child(even){background:#eee}</style></head><body>\
+         <h1>Café statement — <b>bold</b> and <i>italic</i> ✓</h1>\
+         <p><strong>Holder:</strong> <em>José Müller</em> &mdash; &amp; co.</p>\
+         <table border=1><tr><th>Account</th><th>Amount</th><th>OK</th></tr>",
+    );
+    for i in 1..=rows {
+        html.push_str(&format!(
+            "<tr><td>ACC-{i:04}</td><td class=\"amount\">{}.{:02}</td><td>✓</td></tr>",
+            1000 + i,
+            i % 100
+        ));
+    }
+    html.push_str(
+        "</table><div style=\"page-break-before:always\"><h2>Totals</h2><p>Grand total ✓ — é</p></div></body></html>",
+    );
+    html
+}
+
+/// Runs a poppler tool on `pdf`; `None` (with the reason printed) when it is not installed,
+/// unless `REPORTER_REQUIRE_SERVICES=1`, where a missing tool fails the test.
+pub fn poppler(tool: &str, pdf: &[u8]) -> Option<String> {
+    let mut file = match tempfile::NamedTempFile::new() {
+        Ok(f) => f,
+        Err(e) => panic!("temp file: {e}"),
+    };
+    if let Err(e) = file.write_all(pdf) {
+        panic!("write temp pdf: {e}");
+    }
+    let mut cmd = Command::new(tool);
+    if tool == "pdftotext" {
+        cmd.arg("-layout").arg(file.path()).arg("-");
+    } else {
+        cmd.arg(file.path());
+    }
+    match cmd.output() {
+        Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Ok(out) => panic!("{tool} failed: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => {
+            if std::env::var("REPORTER_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+                panic!("{tool} is required (REPORTER_REQUIRE_SERVICES=1): {e}");
+            }
+            eprintln!("SKIPPED text check: {tool} not available ({e}); install poppler-utils");
+            None
+        }
+    }
+}
+
+/// Asserts the statement's text survived: every row, the ✓, the accents and the dash, and
+/// the totals alone on a later page.
+pub fn assert_statement_text(pdf: &[u8], rows: usize) {
+    let Some(text) = poppler("pdftotext", pdf) else {
+        return;
+    };
+    for i in [1, rows / 2, rows] {
+        assert!(text.contains(&format!("ACC-{i:04}")), "row {i} missing");
+    }
+    let row_count = (1..=rows)
+        .filter(|i| text.contains(&format!("ACC-{i:04}")))
+        .count();
+    assert_eq!(row_count, rows, "rows lost");
+    assert!(text.contains('✓'), "check mark missing");
+    assert!(
+        text.contains("Café") && text.contains("José Müller"),
+        "accents missing"
+    );
+    assert!(text.contains('—'), "em dash missing");
+    let pages: Vec<&str> = text
+        .split('\u{c}')
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    assert!(
+        pages.len() >= 2,
+        "expected several pages, got {}",
+        pages.len()
+    );
+    let totals = pages.iter().position(|p| p.contains("Totals"));
+    match totals {
+        Some(i) => assert!(
+            !pages[i].contains("ACC-"),
+            "page break before totals ignored"
+        ),
+        None => panic!("totals missing"),
+    }
+}
+
+/// The page size line of `pdfinfo`, when installed.
+pub fn page_size(pdf: &[u8]) -> Option<String> {
+    let info = poppler("pdfinfo", pdf)?;
+    info.lines()
+        .find(|l| l.starts_with("Page size:"))
+        .map(str::to_owned)
+}
