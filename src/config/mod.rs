@@ -123,6 +123,88 @@ pub struct RawConfig {
     /// Seconds a dispatcher's claim on outbox rows lasts.
     #[arg(long, env = "STREAMING_OUTBOX_LEASE_S", default_value = "30")]
     pub streaming_outbox_lease_s: String,
+    /// RabbitMQ for the report job queue (`reporter api` + `reporter worker` as two processes).
+    /// Unset: `reporter serve` uses an in-process queue.
+    #[arg(long, env = "RABBITMQ_URI", hide_env_values = true)]
+    pub rabbitmq_uri: Option<String>,
+    /// Job exchange.
+    #[arg(long, env = "RABBITMQ_EXCHANGE", default_value = "reporter.generate-report.exchange")]
+    pub rabbitmq_exchange: String,
+    /// Job queue.
+    #[arg(long, env = "RABBITMQ_GENERATE_REPORT_QUEUE", default_value = "reporter.generate-report.queue")]
+    pub rabbitmq_queue: String,
+    /// Job routing key.
+    #[arg(long, env = "RABBITMQ_GENERATE_REPORT_KEY", default_value = "reporter.generate-report.key")]
+    pub rabbitmq_key: String,
+    /// Dead-letter queue of jobs that failed for good.
+    #[arg(long, env = "RABBITMQ_DLQ_QUEUE", default_value = "reporter.dlq")]
+    pub rabbitmq_dlq: String,
+    /// Jobs a worker prefetches.
+    #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "4")]
+    pub rabbitmq_prefetch: String,
+    /// Deliveries of a job before it is dead-lettered.
+    #[arg(long, env = "WORKER_MAX_ATTEMPTS", default_value = "5")]
+    pub worker_max_attempts: String,
+    /// Jobs a worker generates at once (the reference's RABBITMQ_NUMBERS_OF_WORKERS).
+    #[arg(long, env = "WORKER_CONCURRENCY", default_value = "4")]
+    pub worker_concurrency: String,
+    /// Seconds in-flight jobs may finish after shutdown starts; then they are canceled.
+    #[arg(long, env = "WORKER_DRAIN_TIMEOUT_SEC", default_value = "20")]
+    pub worker_drain_timeout_sec: String,
+    /// Deadline of one report generation, in seconds.
+    #[arg(long, env = "ENGINE_TIMEOUT_SEC", default_value = "300")]
+    pub engine_timeout_sec: String,
+    /// Deadline of one data source query, in seconds.
+    #[arg(long, env = "ENGINE_QUERY_TIMEOUT_SEC", default_value = "30")]
+    pub engine_query_timeout_sec: String,
+    /// Sections (data sources) queried at once within one report.
+    #[arg(long, env = "ENGINE_MAX_CONCURRENCY", default_value = "4")]
+    pub engine_max_concurrency: String,
+    /// Rows a table may return to one report.
+    #[arg(long, env = "ENGINE_MAX_ROWS", default_value = "100000")]
+    pub engine_max_rows: String,
+    /// Bytes of data one section may hold.
+    #[arg(long, env = "ENGINE_MAX_RESULT_BYTES", default_value = "104857600")]
+    pub engine_max_result_bytes: String,
+    /// Instruction budget of one template render.
+    #[arg(long, env = "ENGINE_RENDER_FUEL", default_value = "50000000")]
+    pub engine_render_fuel: String,
+    /// Largest rendered output in bytes.
+    #[arg(long, env = "ENGINE_MAX_OUTPUT_BYTES", default_value = "67108864")]
+    pub engine_max_output_bytes: String,
+    /// HTML to PDF: `native` (pure Rust, bundled fonts) or `chromium` (headless Chromium).
+    #[arg(long, env = "PDF_RENDERER", default_value = "native")]
+    pub pdf_renderer: String,
+    /// Chromium binary for PDF_RENDERER=chromium.
+    #[arg(long, env = "PDF_CHROMIUM_PATH", default_value = "/usr/bin/chromium")]
+    pub pdf_chromium_path: String,
+    /// PDF conversions at once.
+    #[arg(long, env = "PDF_POOL_WORKERS", default_value = "2")]
+    pub pdf_pool_workers: String,
+    /// Deadline of one PDF conversion in seconds.
+    #[arg(long, env = "PDF_TIMEOUT_SECONDS", default_value = "90")]
+    pub pdf_timeout_seconds: String,
+    /// S3 bucket for OBJECT_STORAGE_BACKEND=s3.
+    #[arg(long, env = "OBJECT_STORAGE_BUCKET", default_value = "reporter-storage")]
+    pub s3_bucket: String,
+    /// S3 endpoint (MinIO, SeaweedFS, moto...); unset for AWS.
+    #[arg(long, env = "OBJECT_STORAGE_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region.
+    #[arg(long, env = "OBJECT_STORAGE_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+    /// S3 access key id.
+    #[arg(long, env = "OBJECT_STORAGE_ACCESS_KEY_ID", hide_env_values = true)]
+    pub s3_access_key_id: Option<String>,
+    /// S3 secret key.
+    #[arg(long, env = "OBJECT_STORAGE_SECRET_KEY", hide_env_values = true)]
+    pub s3_secret_key: Option<String>,
+    /// Path-style addressing.
+    #[arg(long, env = "OBJECT_STORAGE_USE_PATH_STYLE", default_value = "true")]
+    pub s3_path_style: String,
+    /// Allow plain http to the endpoint.
+    #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
+    pub s3_disable_ssl: String,
 }
 
 /// One configuration problem.
@@ -202,6 +284,27 @@ pub enum ObjectStorageChoice {
     Memory,
     /// Local filesystem under a root directory.
     Filesystem(PathBuf),
+    /// S3-compatible storage.
+    S3(Box<S3Settings>),
+}
+
+/// S3 settings (reference names `OBJECT_STORAGE_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Settings {
+    /// Bucket.
+    pub bucket: String,
+    /// Endpoint (unset for AWS).
+    pub endpoint: Option<String>,
+    /// Region.
+    pub region: String,
+    /// Access key id.
+    pub access_key_id: Option<String>,
+    /// Secret.
+    pub secret_key: Option<String>,
+    /// Path-style addressing.
+    pub path_style: bool,
+    /// Allow http.
+    pub allow_http: bool,
 }
 
 /// Validated configuration.
@@ -235,6 +338,56 @@ pub struct Config {
     pub max_request_body_bytes: usize,
     /// Event publication.
     pub streaming: StreamingSettings,
+    /// Report jobs and generation.
+    pub worker: WorkerConfig,
+}
+
+/// Where report jobs travel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobQueueChoice {
+    /// In-process (only `reporter serve`).
+    Memory,
+    /// RabbitMQ.
+    Rabbit {
+        /// URI.
+        uri: String,
+        /// Exchange.
+        exchange: String,
+        /// Queue.
+        queue: String,
+        /// Routing key.
+        key: String,
+        /// Dead-letter queue.
+        dlq: String,
+        /// Prefetch.
+        prefetch: u16,
+    },
+}
+
+/// HTML → PDF renderer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PdfChoice {
+    /// Pure Rust.
+    Native,
+    /// Headless Chromium at this path.
+    Chromium(PathBuf),
+}
+
+/// Worker and generation settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Job transport.
+    pub queue: JobQueueChoice,
+    /// Deliveries before dead-lettering.
+    pub max_attempts: u32,
+    /// Generation limits.
+    pub settings: crate::worker::WorkerSettings,
+    /// PDF renderer.
+    pub pdf: PdfChoice,
+    /// PDF pool size.
+    pub pdf_pool: usize,
+    /// PDF timeout.
+    pub pdf_timeout: std::time::Duration,
 }
 
 /// Where events are published.
@@ -426,6 +579,33 @@ impl RawConfig {
             streaming_dispatch_batch: "256".into(),
             streaming_dispatch_poll_ms: "1000".into(),
             streaming_outbox_lease_s: "30".into(),
+            rabbitmq_uri: None,
+            rabbitmq_exchange: "reporter.generate-report.exchange".into(),
+            rabbitmq_queue: "reporter.generate-report.queue".into(),
+            rabbitmq_key: "reporter.generate-report.key".into(),
+            rabbitmq_dlq: "reporter.dlq".into(),
+            rabbitmq_prefetch: "4".into(),
+            worker_max_attempts: "5".into(),
+            worker_concurrency: "4".into(),
+            worker_drain_timeout_sec: "20".into(),
+            engine_timeout_sec: "300".into(),
+            engine_query_timeout_sec: "30".into(),
+            engine_max_concurrency: "4".into(),
+            engine_max_rows: "100000".into(),
+            engine_max_result_bytes: "104857600".into(),
+            engine_render_fuel: "50000000".into(),
+            engine_max_output_bytes: "67108864".into(),
+            pdf_renderer: "native".into(),
+            pdf_chromium_path: "/usr/bin/chromium".into(),
+            pdf_pool_workers: "2".into(),
+            pdf_timeout_seconds: "90".into(),
+            s3_bucket: "reporter-storage".into(),
+            s3_endpoint: None,
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: None,
+            s3_secret_key: None,
+            s3_path_style: "true".into(),
+            s3_disable_ssl: "false".into(),
         }
     }
 
@@ -609,6 +789,15 @@ impl RawConfig {
                 }
                 ObjectStorageChoice::Filesystem(PathBuf::from(self.object_storage_path.trim()))
             }
+            "s3" => ObjectStorageChoice::S3(Box::new(S3Settings {
+                bucket: self.s3_bucket.trim().to_owned(),
+                endpoint: self.s3_endpoint.clone().filter(|e| !e.trim().is_empty()),
+                region: self.s3_region.trim().to_owned(),
+                access_key_id: self.s3_access_key_id.clone(),
+                secret_key: self.s3_secret_key.clone(),
+                path_style: c.boolean("OBJECT_STORAGE_USE_PATH_STYLE", &self.s3_path_style),
+                allow_http: c.boolean("OBJECT_STORAGE_DISABLE_SSL", &self.s3_disable_ssl),
+            })),
             other => {
                 c.problems.push(problem(
                     "OBJECT_STORAGE_BACKEND",
@@ -670,6 +859,7 @@ impl RawConfig {
         );
 
         let streaming = self.streaming(&mut c);
+        let worker = self.worker(&mut c);
 
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
@@ -701,7 +891,57 @@ impl RawConfig {
             cors_origins,
             max_request_body_bytes,
             streaming,
+            worker,
         })
+    }
+
+    fn worker(&self, c: &mut Checker) -> WorkerConfig {
+        let queue = match self.rabbitmq_uri.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            None => JobQueueChoice::Memory,
+            Some(uri) => {
+                if !(uri.starts_with("amqp://") || uri.starts_with("amqps://")) {
+                    c.problems.push(problem("RABBITMQ_URI", format!("'{}' is not an AMQP URI", redact(uri)), "amqp://user:pass@host:port/vhost or amqps://…"));
+                }
+                JobQueueChoice::Rabbit {
+                    uri: uri.to_owned(),
+                    exchange: self.rabbitmq_exchange.trim().to_owned(),
+                    queue: self.rabbitmq_queue.trim().to_owned(),
+                    key: self.rabbitmq_key.trim().to_owned(),
+                    dlq: self.rabbitmq_dlq.trim().to_owned(),
+                    prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
+                }
+            }
+        };
+        let secs = |c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64| std::time::Duration::from_secs(c.number(var, raw, 1u64, max, dflt));
+        let pdf = match self.pdf_renderer.trim().to_ascii_lowercase().as_str() {
+            "native" => PdfChoice::Native,
+            "chromium" => PdfChoice::Chromium(PathBuf::from(self.pdf_chromium_path.trim())),
+            other => {
+                c.problems.push(problem("PDF_RENDERER", format!("'{other}' is not a PDF renderer"), "native|chromium"));
+                PdfChoice::Native
+            }
+        };
+        WorkerConfig {
+            queue,
+            max_attempts: c.number("WORKER_MAX_ATTEMPTS", &self.worker_max_attempts, 1u32, 100, 5),
+            settings: crate::worker::WorkerSettings {
+                concurrency: c.number("WORKER_CONCURRENCY", &self.worker_concurrency, 1usize, 256, 4),
+                section_concurrency: c.number("ENGINE_MAX_CONCURRENCY", &self.engine_max_concurrency, 1usize, 64, 4),
+                job_timeout: secs(c, "ENGINE_TIMEOUT_SEC", &self.engine_timeout_sec, 86_400, 300),
+                query_timeout: secs(c, "ENGINE_QUERY_TIMEOUT_SEC", &self.engine_query_timeout_sec, 3600, 30),
+                max_rows: c.number("ENGINE_MAX_ROWS", &self.engine_max_rows, 1usize, 100_000_000, 100_000),
+                max_section_bytes: c.number("ENGINE_MAX_RESULT_BYTES", &self.engine_max_result_bytes, 1024usize, 16 * 1024 * 1024 * 1024, 104_857_600),
+                render: reporter_ports::ports::RenderLimits {
+                    fuel: c.number("ENGINE_RENDER_FUEL", &self.engine_render_fuel, 1000u64, 100_000_000_000, 50_000_000),
+                    max_recursion: 64,
+                    max_output_bytes: c.number("ENGINE_MAX_OUTPUT_BYTES", &self.engine_max_output_bytes, 1024usize, 4 * 1024 * 1024 * 1024, 67_108_864),
+                },
+                drain_timeout: secs(c, "WORKER_DRAIN_TIMEOUT_SEC", &self.worker_drain_timeout_sec, 3600, 20),
+            },
+            pdf,
+            pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
+            pdf_timeout: secs(c, "PDF_TIMEOUT_SECONDS", &self.pdf_timeout_seconds, 3600, 90),
+        }
     }
 
     fn streaming(&self, c: &mut Checker) -> StreamingSettings {
