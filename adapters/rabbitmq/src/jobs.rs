@@ -585,11 +585,15 @@ struct RabbitDelivery {
 impl RabbitDelivery {
     async fn ack_original(&mut self) -> Result<(), StoreError> {
         self.settled = true;
-        self.acker
-            .ack(BasicAckOptions::default())
-            .await
-            .map(|_| ())
-            .map_err(|e| StoreError::Unavailable(format!("ack: {e}")))
+        match self.acker.ack(BasicAckOptions::default()).await {
+            Ok(true) => Ok(()),
+            // lapin answers `false` for an acker whose channel died: the broker requeues the
+            // message, so it is not settled.
+            Ok(false) => Err(StoreError::Unavailable(
+                "ack: the channel closed; the job will be redelivered".into(),
+            )),
+            Err(e) => Err(StoreError::Unavailable(format!("ack: {e}"))),
+        }
     }
 
     async fn to_dlq(&mut self, reason: &str, dlq_reason: &str) -> Result<(), StoreError> {
