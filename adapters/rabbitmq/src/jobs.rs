@@ -596,7 +596,7 @@ impl RabbitDelivery {
         }
     }
 
-    async fn to_dlq(&mut self, reason: &str, dlq_reason: &str) -> Result<(), StoreError> {
+    async fn move_to_dlq(&mut self, reason: &str, dlq_reason: &str) -> Result<(), StoreError> {
         let c = &self.inner.config;
         let props = copy_properties(&self.properties, self.attempt, reason, Some(dlq_reason));
         self.inner
@@ -659,7 +659,7 @@ impl JobDelivery for RabbitDelivery {
                 reason,
                 "job exhausted its retries: dead-lettering"
             );
-            return self.to_dlq(reason, "max_retries_exceeded").await;
+            return self.move_to_dlq(reason, "max_retries_exceeded").await;
         }
         let delay = backoff_delay(self.attempt, c.retry_base_delay, c.retry_max_delay);
         let props = copy_properties(&self.properties, self.attempt + 1, reason, None)
@@ -682,6 +682,57 @@ impl JobDelivery for RabbitDelivery {
     /// acks the original.
     async fn dead_letter(mut self: Box<Self>, reason: &str) -> Result<(), StoreError> {
         tracing::warn!(attempt = self.attempt, reason, "dead-lettering job");
-        self.to_dlq(reason, "dead_lettered").await
+        self.move_to_dlq(reason, "dead_lettered").await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_ceiling_doubles_and_caps() {
+        let (b, m) = (Duration::from_secs(1), Duration::from_secs(30));
+        let got: Vec<u64> = (0..8).map(|n| backoff_ceiling(n, b, m).as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(backoff_ceiling(u32::MAX, b, m), m, "no overflow");
+    }
+
+    #[test]
+    fn backoff_delay_is_full_jitter_within_the_ceiling() {
+        let (b, m) = (Duration::from_millis(100), Duration::from_millis(1000));
+        let delays: Vec<Duration> = (0..500).map(|_| backoff_delay(3, b, m)).collect();
+        assert!(delays.iter().all(|d| *d <= Duration::from_millis(800)));
+        assert!(
+            delays.iter().any(|d| *d < Duration::from_millis(200)),
+            "reaches low values"
+        );
+        assert!(
+            delays.iter().any(|d| *d > Duration::from_millis(600)),
+            "reaches high values"
+        );
+    }
+
+    #[test]
+    fn reasons_are_sanitised_and_capped() {
+        assert_eq!(sanitize_reason("a\nb\tc"), "a b c");
+        let long = "é".repeat(300);
+        assert_eq!(sanitize_reason(&long).chars().count(), MAX_REASON_CHARS);
+    }
+
+    #[test]
+    fn retry_count_reads_any_integer_or_text() {
+        let with = |v: AMQPValue| {
+            let mut h = FieldTable::default();
+            h.insert(RETRY_COUNT_HEADER.into(), v);
+            BasicProperties::default().with_headers(h)
+        };
+        assert_eq!(retry_count(&BasicProperties::default()), 0);
+        assert_eq!(retry_count(&with(AMQPValue::LongLongInt(3))), 3);
+        assert_eq!(retry_count(&with(AMQPValue::LongInt(4))), 4);
+        assert_eq!(retry_count(&with(AMQPValue::ShortShortUInt(5))), 5);
+        assert_eq!(retry_count(&with(text(" 6 "))), 6);
+        assert_eq!(retry_count(&with(AMQPValue::LongLongInt(-1))), 0);
+        assert_eq!(retry_count(&with(text("x"))), 0);
     }
 }
