@@ -15,6 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
+/// How long [`Link::channel`] waits for an ongoing lapin recovery before answering
+/// `Unavailable`.
+pub(crate) const RECOVERY_GRACE: Duration = Duration::from_secs(1);
+
 /// Declares the topology a link needs on a fresh channel.
 pub(crate) type Declare =
     Arc<dyn Fn(Channel) -> Pin<Box<dyn Future<Output = lapin::Result<()>> + Send>> + Send + Sync>;
@@ -66,8 +70,8 @@ impl Link {
     }
 
     /// The live confirm-mode channel, opening what is missing within the link's timeout.
-    /// `Unavailable` while lapin recovers the connection; `Timeout` when the broker does not
-    /// answer in time (e.g. a blocked connection).
+    /// `Unavailable` when lapin is still recovering the connection after [`RECOVERY_GRACE`];
+    /// `Timeout` when the broker does not answer in time (e.g. a blocked connection).
     pub(crate) async fn channel(&self) -> Result<Channel, RabbitError> {
         match tokio::time::timeout(self.timeout, self.channel_inner()).await {
             Ok(r) => r,
@@ -98,9 +102,21 @@ impl Link {
                 return Ok(ch.clone());
             }
             if status.reconnecting() {
-                return Err(RabbitError::Unavailable(
-                    "reconnecting to the broker".into(),
-                ));
+                // A short blip (lapin recovers within a round trip when the broker is up) is
+                // absorbed; a real outage answers `Unavailable` quickly so callers can fall back.
+                let grace = tokio::time::Instant::now() + RECOVERY_GRACE.min(self.timeout);
+                while tokio::time::Instant::now() < grace && ch.status().reconnecting() {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                if ch.status().connected() {
+                    tracing::info!(link = %self.name, "channel recovered");
+                    return Ok(ch.clone());
+                }
+                if ch.status().reconnecting() {
+                    return Err(RabbitError::Unavailable(
+                        "reconnecting to the broker".into(),
+                    ));
+                }
             }
         }
         st.channel = None;
