@@ -85,7 +85,10 @@ impl RabbitPublisherConfig {
 ///   and then awaits each confirm. Calls are serialized on the publisher's single channel, so
 ///   a `basic.return` is always matched to an event of its own call.
 /// * Own connection with lapin auto-recovery; the channel is reopened on the next call after
-///   the broker closed it, and after any timeout.
+///   the broker closed it, and after any timeout. While lapin recovers, a call waits up to 1 s
+///   and then answers `Unavailable` (no in-flight publish is replayed: the caller republishes).
+/// * A call never hangs: it takes at most about 3 × `publish_timeout` (waiting for the
+///   previous call, opening the channel, then publish + confirm).
 #[derive(Clone)]
 pub struct RabbitPublisher {
     inner: Arc<Inner>,
