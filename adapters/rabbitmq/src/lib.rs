@@ -9,7 +9,7 @@
 //! * [`tail`]: a live view of the events exchange (for `reporter events tail`).
 pub mod cloudevents;
 mod error;
-mod jobs;
+pub mod jobs;
 mod link;
 mod publisher;
 pub mod tail;
