@@ -15,7 +15,11 @@ pub struct RenderLimits {
 
 impl Default for RenderLimits {
     fn default() -> Self {
-        Self { fuel: 50_000_000, max_recursion: 64, max_output_bytes: 64 * 1024 * 1024 }
+        Self {
+            fuel: 50_000_000,
+            max_recursion: 64,
+            max_output_bytes: 64 * 1024 * 1024,
+        }
     }
 }
 
@@ -47,7 +51,12 @@ pub trait TemplateEngine: Send + Sync {
     /// Renders `source` with `data` as its context: `data` is an object
     /// `{ "<data source>": { "<table>": [ {row}, ... ] } }`. Synchronous and CPU-bound: async
     /// callers run it on a blocking thread.
-    fn render(&self, source: &str, data: &serde_json::Value, limits: &RenderLimits) -> Result<String, RenderError>;
+    fn render(
+        &self,
+        source: &str,
+        data: &serde_json::Value,
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError>;
 }
 
 /// Why an HTML → PDF conversion failed. Texts are for logs only.
