@@ -44,6 +44,18 @@ pub enum Command {
         #[arg(long)]
         write: Option<PathBuf>,
     },
+    /// Outbox operations.
+    Outbox {
+        /// What to do.
+        #[command(subcommand)]
+        action: OutboxAction,
+    },
+    /// Event stream tools.
+    Events {
+        /// What to do.
+        #[command(subcommand)]
+        action: EventsAction,
+    },
     /// Configuration commands.
     Config {
         /// What to do.
@@ -57,6 +69,33 @@ pub enum Command {
 pub enum ConfigAction {
     /// Validate the environment; print every problem and exit non-zero if there is any.
     Check,
+}
+
+/// `reporter outbox …`.
+#[derive(Debug, Subcommand)]
+pub enum OutboxAction {
+    /// Return parked events (too many failed publishes) to pending so the dispatcher retries
+    /// them with their original ce-id.
+    Redrive {
+        /// Only this tenant's rows (default: every tenant).
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+}
+
+/// `reporter events …`.
+#[derive(Debug, Subcommand)]
+pub enum EventsAction {
+    /// Bind an exclusive queue to the events exchange and print every event: headers, payload,
+    /// schema validation, and duplicates by (ce-source, ce-id).
+    Tail {
+        /// Binding pattern (topic syntax): `#` for everything, `report.*`, `deadline.delivered`.
+        #[arg(long, default_value = "#")]
+        pattern: String,
+        /// Exchange (default: RABBITMQ_REPORT_EVENTS_EXCHANGE).
+        #[arg(long)]
+        exchange: Option<String>,
+    },
 }
 
 /// Spec formats.
@@ -81,7 +120,13 @@ fn load(raw: &RawConfig) -> Result<Config, ExitCode> {
 
 /// Runs the command line.
 pub async fn run(cli: Cli) -> ExitCode {
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    let role = match &command {
+        Command::Api => wiring::Role::Api,
+        Command::Worker => wiring::Role::Worker,
+        _ => wiring::Role::Serve,
+    };
+    match command {
         Command::Openapi { format, write } => match write {
             Some(dir) => {
                 let result = std::fs::create_dir_all(&dir)
@@ -136,35 +181,41 @@ pub async fn run(cli: Cli) -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Worker => {
+        Command::Serve | Command::Api | Command::Worker => {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
             };
             telemetry::init_tracing(&config.log_level, config.log_json);
-            eprintln!(
-                "reporter worker: no shared job queue is configured. Report generation runs inside `reporter serve`; \
-                 a standalone worker needs RABBITMQ_URI (see the README)."
-            );
-            ExitCode::from(2)
+            run_role(config, role).await
         }
-        Command::Serve | Command::Api => {
+        Command::Outbox {
+            action: OutboxAction::Redrive { tenant },
+        } => {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
             };
             telemetry::init_tracing(&config.log_level, config.log_json);
-            serve(config).await
+            redrive(config, tenant).await
+        }
+        Command::Events {
+            action: EventsAction::Tail { pattern, exchange },
+        } => {
+            let Ok(config) = load(&cli.config) else {
+                return ExitCode::from(2);
+            };
+            tail(config, exchange, pattern).await
         }
     }
 }
 
-async fn serve(config: Config) -> ExitCode {
+async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
     if !config.auth.enabled {
         tracing::warn!(
             "AUTH_ENABLED=false: every /v1 operation is open to anyone who can reach {}",
             config.server_address
         );
     }
-    let built = match wiring::build(&config) {
+    let built = match wiring::build(&config, role).await {
         Ok(b) => b,
         Err(e) => {
             eprintln!("start-up failed: {e:#}");
@@ -225,4 +276,123 @@ fn print_banner(addr: &str, built: &wiring::Built) {
         println!("Try it:");
         println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {base}/v1/data-sources/bank");
     }
+}
+
+async fn redrive(config: Config, tenant: Option<String>) -> ExitCode {
+    let _ = (&config, &tenant);
+    eprintln!(
+        "reporter outbox redrive: this deployment keeps its outbox in memory (no MONGO_URI), so only the running \
+         service can redrive it: POST /v1/streaming/outbox/redrive with a streaming:admin token."
+    );
+    ExitCode::from(2)
+}
+
+async fn tail(config: Config, exchange: Option<String>, pattern: String) -> ExitCode {
+    use futures_util::StreamExt;
+    let uri = match &config.streaming.broker {
+        crate::config::EventBroker::Amqp(uris) => uris.first().cloned(),
+        crate::config::EventBroker::Memory => None,
+    }
+    .or_else(|| match &config.worker.queue {
+        crate::config::JobQueueChoice::Rabbit { uri, .. } => Some(uri.clone()),
+        crate::config::JobQueueChoice::Memory => None,
+    });
+    let Some(uri) = uri else {
+        eprintln!(
+            "reporter events tail: set STREAMING_BROKERS (amqp://…) or RABBITMQ_URI to the broker the events go to"
+        );
+        return ExitCode::from(2);
+    };
+    let exchange = exchange.unwrap_or_else(|| {
+        if config.streaming.exchange.is_empty() {
+            "reporter.events".to_owned()
+        } else {
+            config.streaming.exchange.clone()
+        }
+    });
+    let mut stream = match reporter_adapter_rabbitmq::tail::tail(&uri, &exchange, &pattern).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("reporter events tail: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("tailing exchange '{exchange}' with binding '{pattern}' (Ctrl-C to stop)");
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let next = tokio::select! {
+            n = stream.next() => n,
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let Some(item) = next else { break };
+        match item {
+            Ok(ev) => println!("{}", describe(&ev, &mut seen)),
+            Err(e) => {
+                eprintln!("reporter events tail: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// One tailed event as text: routing key, headers, payload, schema check, duplicate flag.
+pub fn describe(
+    ev: &reporter_adapter_rabbitmq::tail::TailedEvent,
+    seen: &mut std::collections::HashSet<(String, String)>,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let source = ev.headers.get("ce-source").cloned().unwrap_or_default();
+    let id = ev.headers.get("ce-id").cloned().unwrap_or_default();
+    let duplicate = !seen.insert((source, id.clone()));
+    let _ = writeln!(
+        out,
+        "── {} {}{}",
+        ev.routing_key,
+        id,
+        if duplicate {
+            "  [DUPLICATE of an earlier (ce-source, ce-id)]"
+        } else {
+            ""
+        }
+    );
+    for (k, v) in &ev.headers {
+        let _ = writeln!(out, "   {k}: {v}");
+    }
+    let _ = writeln!(
+        out,
+        "   content-type: {}  delivery-mode: {}",
+        ev.content_type.as_deref().unwrap_or("-"),
+        ev.delivery_mode.map_or("-".to_owned(), |m| m.to_string())
+    );
+    match serde_json::from_slice::<serde_json::Value>(&ev.payload) {
+        Ok(payload) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&payload).unwrap_or_default()
+            );
+            let verdict = match reporter_ports::events::EventKey::parse(&ev.routing_key) {
+                None => "unknown event key: not in the manifest".to_owned(),
+                Some(k) => match jsonschema::validator_for(&k.payload_schema()) {
+                    Ok(v) => {
+                        let errors: Vec<String> =
+                            v.iter_errors(&payload).map(|e| e.to_string()).collect();
+                        if errors.is_empty() {
+                            "payload valid against its schema".to_owned()
+                        } else {
+                            format!("SCHEMA VIOLATION: {}", errors.join("; "))
+                        }
+                    }
+                    Err(e) => format!("schema unusable: {e}"),
+                },
+            };
+            let _ = writeln!(out, "   {verdict}");
+        }
+        Err(e) => {
+            let _ = writeln!(out, "   payload is not JSON: {e}");
+        }
+    }
+    out
 }

@@ -1,23 +1,51 @@
-//! Builds the application and the HTTP layer from a validated [`Config`].
+//! Builds the application, the worker and the HTTP layer from a validated [`Config`]: every
+//! adapter is chosen here and nowhere else.
 use crate::app::{App, DataSourceCatalog, Emitter, KeyLayout, Ports, Settings};
-use crate::config::{AuthKey, Config, DataSourceSpec, EventBroker, ObjectStorageChoice, Tenancy};
+use crate::config::{
+    AuthKey, Config, DataSourceSpec, EventBroker, JobQueueChoice, ObjectStorageChoice, PdfChoice,
+    Tenancy,
+};
 use crate::http::auth::{Authenticator, Claims, Scope, mint_hs256};
 use crate::http::streaming::StreamingView;
 use crate::http::{HttpSetup, Probe, Readiness};
 use crate::streaming::{
     BreakerSettings, CircuitBreaker, Delivery, Dispatcher, DispatcherSettings, StreamingMetrics,
 };
+use crate::worker::Worker;
 use anyhow::Context;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{
-    MemoryIdempotencyStore, MemoryObjectStorage, MemoryPublisher, MemoryStore,
+    MemoryIdempotencyStore, MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage,
+    MemoryPublisher, MemoryRetryPolicy, MemoryStore,
 };
+use reporter_adapter_minijinja::MiniJinjaEngine;
+use reporter_adapter_pdf::{
+    ChromiumOptions, ChromiumPdfRenderer, NativePdfOptions, NativePdfRenderer,
+};
+use reporter_adapter_postgres::{PostgresConfig, PostgresDataSource};
+use reporter_adapter_rabbitmq::{
+    RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig, RabbitPublisher, RabbitPublisherConfig,
+};
+use reporter_adapter_s3::{S3Config, S3ObjectStorage};
 use reporter_ports::TenantId;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{DataSource, EventPublisher, ObjectStorage, Outbox};
+use reporter_ports::ports::{
+    DataSource, EventPublisher, JobConsumer, JobQueue, ObjectStorage, Outbox, PdfRenderer,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// What the process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// API, embedded worker and dispatcher.
+    Serve,
+    /// API and dispatcher.
+    Api,
+    /// Worker and dispatcher.
+    Worker,
+}
 
 /// The bundled example data set (`examples/data/bank`), registered as data source `bank`.
 const EXAMPLE_TABLES: &[(&str, &str)] = &[
@@ -45,7 +73,7 @@ impl Drop for TempDirGuard {
     }
 }
 
-/// Everything `serve` / `api` needs.
+/// Everything a role needs.
 pub struct Built {
     /// The application.
     pub app: Arc<App>,
@@ -55,10 +83,12 @@ pub struct Built {
     pub dev_token: Option<String>,
     /// Keeps the example data directory alive.
     pub example_dir: Option<TempDirGuard>,
-    /// One-line description of the adapters in use.
+    /// One-line descriptions of the adapters in use.
     pub summary: Vec<String>,
     /// The outbox dispatcher, when publication is on (the caller runs it).
     pub dispatcher: Option<Dispatcher>,
+    /// The worker, for the roles that run one (the caller runs it).
+    pub worker: Option<Worker>,
 }
 
 fn materialise_example() -> anyhow::Result<(PathBuf, TempDirGuard)> {
@@ -85,21 +115,10 @@ where
     Arc::new(move || Box::pin(f()))
 }
 
-/// Builds every adapter named by the configuration.
-pub fn build(config: &Config) -> anyhow::Result<Built> {
-    let mut summary = Vec::new();
-    let store = MemoryStore::new();
-    summary.push("state, outbox: in memory (lost on exit)".to_owned());
-    let storage: Arc<dyn ObjectStorage> = match &config.object_storage {
-        ObjectStorageChoice::Memory => {
-            summary.push("object storage: in memory".to_owned());
-            Arc::new(MemoryObjectStorage::new())
-        }
-        ObjectStorageChoice::Filesystem(root) => {
-            summary.push(format!("object storage: {}", root.display()));
-            Arc::new(LocalObjectStorage::new(root.clone()))
-        }
-    };
+fn data_sources(
+    config: &Config,
+    summary: &mut Vec<String>,
+) -> anyhow::Result<(Vec<Arc<dyn DataSource>>, Option<TempDirGuard>)> {
     let mut sources: Vec<Arc<dyn DataSource>> = Vec::new();
     let mut example_dir = None;
     if config.data_sources.example {
@@ -115,8 +134,126 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
                 sources.push(open_file_source(id, path)?);
                 summary.push(format!("data source '{id}': files in {}", path.display()));
             }
+            DataSourceSpec::Postgresql {
+                host,
+                port,
+                user,
+                password,
+                database,
+                schemas,
+            } => {
+                let mut c = PostgresConfig::new(id.clone(), database.clone());
+                c.host = host.clone();
+                c.port = *port;
+                c.user = user.clone();
+                c.password = password.clone();
+                c.schemas = schemas.clone();
+                let source = PostgresDataSource::new(c)
+                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
+                sources.push(Arc::new(source));
+                summary.push(format!(
+                    "data source '{id}': PostgreSQL {host}:{port}/{database}"
+                ));
+            }
+            DataSourceSpec::Mongodb { .. } => {
+                anyhow::bail!("data source '{id}': MongoDB data sources need the MongoDB adapter")
+            }
         }
     }
+    Ok((sources, example_dir))
+}
+
+fn object_storage(
+    config: &Config,
+    summary: &mut Vec<String>,
+) -> anyhow::Result<Arc<dyn ObjectStorage>> {
+    Ok(match &config.object_storage {
+        ObjectStorageChoice::Memory => {
+            summary.push("object storage: in memory".to_owned());
+            Arc::new(MemoryObjectStorage::new())
+        }
+        ObjectStorageChoice::Filesystem(root) => {
+            summary.push(format!("object storage: {}", root.display()));
+            Arc::new(LocalObjectStorage::new(root.clone()))
+        }
+        ObjectStorageChoice::S3(s) => {
+            let mut c = S3Config::new(s.bucket.clone());
+            c.endpoint = s.endpoint.clone();
+            c.region = s.region.clone();
+            c.access_key_id = s.access_key_id.clone();
+            c.secret_access_key = s.secret_key.clone();
+            c.allow_http = s.allow_http;
+            c.virtual_hosted_style = !s.path_style;
+            summary.push(format!("object storage: S3 bucket '{}'", s.bucket));
+            Arc::new(
+                S3ObjectStorage::new(c).map_err(|e| anyhow::anyhow!("S3 object storage: {e}"))?,
+            )
+        }
+    })
+}
+
+fn pdf_renderer(config: &Config) -> anyhow::Result<Arc<dyn PdfRenderer>> {
+    let w = &config.worker;
+    Ok(match &w.pdf {
+        PdfChoice::Native => Arc::new(
+            NativePdfRenderer::new(NativePdfOptions {
+                timeout: w.pdf_timeout,
+                max_concurrency: w.pdf_pool,
+                ..Default::default()
+            })
+            .map_err(|e| anyhow::anyhow!("PDF renderer: {e}"))?,
+        ),
+        PdfChoice::Chromium(path) => Arc::new(ChromiumPdfRenderer::new(ChromiumOptions {
+            chromium_path: path.clone(),
+            pool_size: w.pdf_pool,
+            timeout: w.pdf_timeout,
+            ..Default::default()
+        })),
+    })
+}
+
+fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
+    match &config.worker.queue {
+        JobQueueChoice::Memory => None,
+        JobQueueChoice::Rabbit {
+            uri,
+            exchange,
+            queue,
+            key,
+            dlq,
+            prefetch,
+        } => {
+            let mut c = RabbitJobsConfig::new(uri.clone());
+            c.exchange = exchange.clone();
+            c.queue = queue.clone();
+            c.routing_key = key.clone();
+            c.dlq = dlq.clone();
+            c.prefetch = *prefetch;
+            c.max_retries = config.worker.max_attempts.saturating_sub(1);
+            Some(c)
+        }
+    }
+}
+
+/// Builds every adapter the role needs.
+pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
+    let mut summary = Vec::new();
+    let rabbit_jobs = rabbit_jobs_config(config);
+    if role != Role::Serve && rabbit_jobs.is_none() {
+        anyhow::bail!(
+            "`reporter {}` needs RABBITMQ_URI: the API and the worker exchange jobs through RabbitMQ (use `reporter serve` for one process)",
+            if role == Role::Api { "api" } else { "worker" }
+        );
+    }
+    let store = MemoryStore::new();
+    if role != Role::Serve {
+        anyhow::bail!(
+            "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI (this build keeps state in memory)"
+        );
+    }
+    summary.push("state, outbox: in memory (lost on exit)".to_owned());
+    let storage = object_storage(config, &mut summary)?;
+    let (sources, example_dir) = data_sources(config, &mut summary)?;
     let catalog = DataSourceCatalog::new(sources);
 
     let (generated_secret, dev_token) = match (&config.auth.key, config.auth.enabled) {
@@ -150,6 +287,38 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
         .map_err(|e| anyhow::anyhow!("auth: {e}"))?,
     );
 
+    // Jobs: RabbitMQ when configured, else an in-process queue for the embedded worker.
+    let (jobs, consumer): (Arc<dyn JobQueue>, Option<Arc<dyn JobConsumer>>) = match &rabbit_jobs {
+        Some(c) => {
+            let q = RabbitJobQueue::connect(c.clone())
+                .await
+                .map_err(|e| anyhow::anyhow!("RABBITMQ_URI (job queue): {e}"))?;
+            summary.push(format!("report jobs: RabbitMQ queue '{}'", c.queue));
+            let consumer: Option<Arc<dyn JobConsumer>> = if role == Role::Api {
+                None
+            } else {
+                Some(Arc::new(
+                    RabbitJobConsumer::connect(c.clone())
+                        .await
+                        .map_err(|e| anyhow::anyhow!("RABBITMQ_URI (job consumer): {e}"))?,
+                ))
+            };
+            (Arc::new(q), consumer)
+        }
+        None => {
+            let (q, rx) = MemoryJobQueue::new(10_000);
+            let policy = MemoryRetryPolicy {
+                max_attempts: config.worker.max_attempts,
+                ..Default::default()
+            };
+            summary.push("report jobs: in-process queue with an embedded worker".to_owned());
+            (
+                Arc::new(q),
+                Some(Arc::new(MemoryJobConsumer::new(rx, policy))),
+            )
+        }
+    };
+
     let store_arc = Arc::new(store.clone());
     let ports = Ports {
         templates: store_arc.clone(),
@@ -159,6 +328,7 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
         outbox: store_arc.clone(),
         storage: storage.clone(),
         idempotency: Arc::new(MemoryIdempotencyStore::new()),
+        jobs,
         clock: Arc::new(SystemClock),
     };
     let settings = Settings {
@@ -170,12 +340,34 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
     let registry = prometheus::Registry::new();
     let outbox: Arc<dyn Outbox> = store_arc;
     let (emitter, dispatcher, memory_broker) =
-        streaming(config, outbox.clone(), &registry, &mut summary)?;
+        streaming(config, outbox.clone(), &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
     let streaming_view = StreamingView {
         memory_broker,
         exchange: config.streaming.exchange.clone(),
         outbox: outbox.clone(),
+    };
+
+    let pdf = pdf_renderer(config)?;
+    let worker = match (role, consumer) {
+        (Role::Api, _) | (_, None) => None,
+        (_, Some(consumer)) => {
+            summary.push(format!(
+                "worker: {} job(s) at once, PDF via {}",
+                config.worker.settings.concurrency,
+                match config.worker.pdf {
+                    PdfChoice::Native => "the built-in renderer",
+                    PdfChoice::Chromium(_) => "headless Chromium",
+                }
+            ));
+            Some(Worker {
+                app: app.clone(),
+                consumer,
+                engine: Arc::new(MiniJinjaEngine::new()),
+                pdf: pdf.clone(),
+                settings: config.worker.settings.clone(),
+            })
+        }
     };
 
     let mut readiness = Readiness::default().with(
@@ -199,6 +391,16 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
             async move { s.check().await.map_err(|e| e.to_string()) }
         }),
     );
+    if worker.is_some() {
+        let p = pdf.clone();
+        readiness = readiness.with(
+            "pdfRenderer",
+            probe(move || {
+                let p = p.clone();
+                async move { p.check().await.map_err(|e| e.to_string()) }
+            }),
+        );
+    }
     for d in catalog.descriptors() {
         let source = catalog.get(d.id.as_str());
         readiness = readiness.with(
@@ -231,6 +433,7 @@ pub fn build(config: &Config) -> anyhow::Result<Built> {
         example_dir,
         summary,
         dispatcher,
+        worker,
     })
 }
 
@@ -238,7 +441,7 @@ type StreamingParts = (Emitter, Option<Dispatcher>, Option<MemoryPublisher>);
 
 /// Builds event publication: the broker adapter, the breaker, the direct-publish hook and the
 /// dispatcher. With `STREAMING_ENABLED=false` the emitter writes nothing.
-fn streaming(
+async fn streaming(
     config: &Config,
     outbox: Arc<dyn Outbox>,
     registry: &prometheus::Registry,
@@ -259,9 +462,38 @@ fn streaming(
             ));
             (Arc::new(p.clone()), Some(p))
         }
-        EventBroker::Amqp(_) => anyhow::bail!(
-            "STREAMING_BROKERS: the RabbitMQ publisher is not available in this build"
-        ),
+        EventBroker::Amqp(uris) => {
+            let mut last_err = None;
+            let mut connected = None;
+            for uri in uris {
+                let mut c = RabbitPublisherConfig::new(uri.clone());
+                c.exchange = s.exchange.clone();
+                if let Some(ae) = c.alternate_exchange.as_mut() {
+                    ae.exchange = s.alternate_exchange.clone();
+                    ae.queue = s.alternate_exchange.clone();
+                }
+                c.publish_timeout = s.publish_timeout;
+                c.max_in_flight = s.dispatch_batch.max(16);
+                match RabbitPublisher::connect(c).await {
+                    Ok(p) => {
+                        connected = Some(p);
+                        break;
+                    }
+                    Err(e) => last_err = Some(format!("{}: {e}", crate::config::redact(uri))),
+                }
+            }
+            let Some(p) = connected else {
+                anyhow::bail!(
+                    "STREAMING_BROKERS: no broker answered ({})",
+                    last_err.unwrap_or_default()
+                );
+            };
+            summary.push(format!(
+                "event publication: RabbitMQ exchange '{}' (unroutable messages kept in '{}')",
+                s.exchange, s.alternate_exchange
+            ));
+            (Arc::new(p), None)
+        }
     };
     let breaker = Arc::new(CircuitBreaker::new(BreakerSettings {
         failure_ratio: s.cb_failure_ratio,

@@ -144,7 +144,7 @@ fn all_scopes() -> Vec<&'static str> {
 
 #[tokio::test]
 async fn create_returns_201_with_the_stored_deadline() {
-    let t = start();
+    let t = start().await;
     let due_date = due(3);
     let b = body(
         3,
@@ -179,7 +179,7 @@ async fn create_returns_201_with_the_stored_deadline() {
 
 #[tokio::test]
 async fn create_defaults_active_true_and_notify_zero() {
-    let t = start();
+    let t = start().await;
     let d = t
         .create_deadline(
             &token(),
@@ -196,7 +196,7 @@ async fn create_defaults_active_true_and_notify_zero() {
 
 #[tokio::test]
 async fn create_accepts_type_and_frequency_case_insensitively() {
-    let t = start();
+    let t = start().await;
     let d = t
         .create_deadline(
             &token(),
@@ -209,7 +209,7 @@ async fn create_accepts_type_and_frequency_case_insensitively() {
 
 #[tokio::test]
 async fn create_semiannual_and_annual_store_sorted_months() {
-    let t = start();
+    let t = start().await;
     let s = t
         .create_deadline(
             &token(),
@@ -242,7 +242,7 @@ async fn create_semiannual_and_annual_store_sorted_months() {
 
 #[tokio::test]
 async fn create_accepts_the_start_of_today_and_shows_it_overdue() {
-    let t = start();
+    let t = start().await;
     let d = t
         .create_deadline(&token(), body(0, json!({ "dueDate": today_start() })))
         .await;
@@ -251,7 +251,7 @@ async fn create_accepts_the_start_of_today_and_shows_it_overdue() {
 
 #[tokio::test]
 async fn create_with_template_records_its_name() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Monthly statement").await;
     let d = t
         .create_deadline(&token(), body(3, json!({ "templateId": tpl })))
@@ -262,7 +262,7 @@ async fn create_with_template_records_its_name() {
 
 #[tokio::test]
 async fn create_missing_fields_lists_every_missing_field() {
-    let t = start();
+    let t = start().await;
     let b = post_err(&t, json!({}), 400, "TPL-0001").await;
     let fields = b["fields"].as_object().expect("fields");
     for f in ["name", "type", "dueDate", "frequency", "color"] {
@@ -286,7 +286,7 @@ async fn create_missing_fields_lists_every_missing_field() {
 
 #[tokio::test]
 async fn create_null_required_field_counts_as_missing() {
-    let t = start();
+    let t = start().await;
     let mut b = deadline_body(3);
     b["name"] = Value::Null;
     let e = post_err(&t, b, 400, "TPL-0001").await;
@@ -295,7 +295,7 @@ async fn create_null_required_field_counts_as_missing() {
 
 #[tokio::test]
 async fn create_invalid_type_is_tpl_0046() {
-    let t = start();
+    let t = start().await;
     for bad in ["statutory", "", "regulatory-ish"] {
         let e = post_err(&t, body(3, json!({ "type": bad })), 400, "TPL-0046").await;
         assert!(e["fields"]["type"].is_string(), "{e}");
@@ -304,7 +304,7 @@ async fn create_invalid_type_is_tpl_0046() {
 
 #[tokio::test]
 async fn create_invalid_frequency_is_tpl_0047() {
-    let t = start();
+    let t = start().await;
     for bad in ["yearly", "quarterly", ""] {
         let e = post_err(&t, body(3, json!({ "frequency": bad })), 400, "TPL-0047").await;
         assert!(e["fields"]["frequency"].is_string(), "{e}");
@@ -313,7 +313,7 @@ async fn create_invalid_frequency_is_tpl_0047() {
 
 #[tokio::test]
 async fn create_invalid_color_is_tpl_0048() {
-    let t = start();
+    let t = start().await;
     for bad in ["1E88E5", "#1E88E", "#1E88E5F", "#GGGGGG", "blue", ""] {
         let e = post_err(&t, body(3, json!({ "color": bad })), 400, "TPL-0048").await;
         assert!(e["fields"]["color"].is_string(), "{bad}: {e}");
@@ -322,7 +322,7 @@ async fn create_invalid_color_is_tpl_0048() {
 
 #[tokio::test]
 async fn create_months_for_non_calendar_frequency_is_tpl_0050() {
-    let t = start();
+    let t = start().await;
     for f in ["once", "daily", "weekly", "monthly"] {
         // Whatever the values: out-of-range ones (negative included) are not applicable either.
         for months in [
@@ -345,7 +345,7 @@ async fn create_months_for_non_calendar_frequency_is_tpl_0050() {
 
 #[tokio::test]
 async fn patch_months_on_a_non_calendar_frequency_is_tpl_0050() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     for months in [json!([3]), json!([13]), json!([-1])] {
         patch_err(&t, &id, json!({ "monthsOfYear": months }), 400, "TPL-0050").await;
@@ -354,7 +354,7 @@ async fn patch_months_on_a_non_calendar_frequency_is_tpl_0050() {
 
 #[tokio::test]
 async fn create_semiannual_or_annual_without_months_is_tpl_0052() {
-    let t = start();
+    let t = start().await;
     post_err(
         &t,
         body(3, json!({ "frequency": "annual" })),
@@ -373,7 +373,7 @@ async fn create_semiannual_or_annual_without_months_is_tpl_0052() {
 
 #[tokio::test]
 async fn create_month_out_of_range_is_tpl_0054() {
-    let t = start();
+    let t = start().await;
     post_err(
         &t,
         body(3, json!({ "frequency": "annual", "monthsOfYear": [13] })),
@@ -402,7 +402,7 @@ async fn create_month_out_of_range_is_tpl_0054() {
 
 #[tokio::test]
 async fn create_wrong_month_count_or_duplicate_month_is_tpl_0056() {
-    let t = start();
+    let t = start().await;
     post_err(
         &t,
         body(3, json!({ "frequency": "semiannual", "monthsOfYear": [3] })),
@@ -441,7 +441,7 @@ async fn create_wrong_month_count_or_duplicate_month_is_tpl_0056() {
 
 #[tokio::test]
 async fn create_due_date_in_the_past_is_422_tpl_0055() {
-    let t = start();
+    let t = start().await;
     let e = post_err(&t, body(-1, json!({})), 422, "TPL-0055").await;
     assert!(e["fields"]["dueDate"].is_string(), "{e}");
     post_err(
@@ -455,7 +455,7 @@ async fn create_due_date_in_the_past_is_422_tpl_0055() {
 
 #[tokio::test]
 async fn create_invalid_due_date_format_is_tpl_0020() {
-    let t = start();
+    let t = start().await;
     for bad in [
         "tomorrow",
         "2027-13-45T00:00:00Z",
@@ -470,7 +470,7 @@ async fn create_invalid_due_date_format_is_tpl_0020() {
 
 #[tokio::test]
 async fn create_accepts_a_due_date_with_an_offset() {
-    let t = start();
+    let t = start().await;
     let local = (Utc::now() + Duration::days(3))
         .with_timezone(&chrono::FixedOffset::east_opt(2 * 3600).unwrap());
     let raw = local.to_rfc3339_opts(SecondsFormat::Secs, false);
@@ -482,7 +482,7 @@ async fn create_accepts_a_due_date_with_an_offset() {
 
 #[tokio::test]
 async fn create_invalid_template_id_is_tpl_0012() {
-    let t = start();
+    let t = start().await;
     let e = post_err(
         &t,
         body(3, json!({ "templateId": "not-a-uuid" })),
@@ -495,7 +495,7 @@ async fn create_invalid_template_id_is_tpl_0012() {
 
 #[tokio::test]
 async fn create_unknown_template_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let e = post_err(
         &t,
         body(3, json!({ "templateId": uuid::Uuid::new_v4().to_string() })),
@@ -508,7 +508,7 @@ async fn create_unknown_template_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn create_with_deleted_template_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "gone").await;
     t.delete(&token(), &format!("/v1/templates/{tpl}"))
         .await
@@ -518,7 +518,7 @@ async fn create_with_deleted_template_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn create_duplicate_is_409_tpl_0045() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let b = body(3, json!({ "templateId": tpl }));
     t.create_deadline(&token(), b.clone()).await;
@@ -532,7 +532,7 @@ async fn create_duplicate_is_409_tpl_0045() {
 
 #[tokio::test]
 async fn create_differing_in_one_key_field_is_not_a_duplicate() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let other_tpl = t.create_template(&token(), "Other").await;
     let b = body(3, json!({ "templateId": tpl }));
@@ -553,7 +553,7 @@ async fn create_differing_in_one_key_field_is_not_a_duplicate() {
 
 #[tokio::test]
 async fn create_soft_deleted_twin_does_not_block() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let b = body(3, json!({ "templateId": tpl }));
     let first = create(&t, b.clone()).await;
@@ -566,7 +566,7 @@ async fn create_soft_deleted_twin_does_not_block() {
 
 #[tokio::test]
 async fn create_invalid_name_is_tpl_0064() {
-    let t = start();
+    let t = start().await;
     for bad in [String::new(), "   ".into(), "x".repeat(201)] {
         let e = post_err(&t, body(3, json!({ "name": bad })), 400, "TPL-0064").await;
         assert!(e["fields"]["name"].is_string(), "{e}");
@@ -578,7 +578,7 @@ async fn create_invalid_name_is_tpl_0064() {
 
 #[tokio::test]
 async fn create_invalid_notify_days_before_is_tpl_0064() {
-    let t = start();
+    let t = start().await;
     for bad in [-1, 367, 100_000] {
         let e = post_err(
             &t,
@@ -597,7 +597,7 @@ async fn create_invalid_notify_days_before_is_tpl_0064() {
 
 #[tokio::test]
 async fn create_too_long_description_is_tpl_0064() {
-    let t = start();
+    let t = start().await;
     let e = post_err(
         &t,
         body(3, json!({ "description": "d".repeat(2001) })),
@@ -610,13 +610,13 @@ async fn create_too_long_description_is_tpl_0064() {
 
 #[tokio::test]
 async fn create_unknown_field_is_tpl_0015() {
-    let t = start();
+    let t = start().await;
     post_err(&t, body(3, json!({ "priority": "high" })), 400, "TPL-0015").await;
 }
 
 #[tokio::test]
 async fn create_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     let resp = t
         .client
         .post("/v1/deadlines")
@@ -628,7 +628,7 @@ async fn create_without_token_is_401() {
 
 #[tokio::test]
 async fn create_without_write_scope_is_403() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.post_json(&read_only(), "/v1/deadlines", deadline_body(3))
             .await,
@@ -646,7 +646,7 @@ async fn create_without_write_scope_is_403() {
 
 #[tokio::test]
 async fn list_is_newest_first_by_default_with_the_real_total() {
-    let t = start();
+    let t = start().await;
     let mut created = Vec::new();
     for i in 0..12 {
         created.push(create(&t, body(3 + i, json!({}))).await);
@@ -661,7 +661,7 @@ async fn list_is_newest_first_by_default_with_the_real_total() {
 
 #[tokio::test]
 async fn list_pages_in_ascending_order() {
-    let t = start();
+    let t = start().await;
     let mut created = Vec::new();
     for i in 0..5 {
         created.push(create(&t, body(3 + i, json!({}))).await);
@@ -689,7 +689,7 @@ async fn list_pages_in_ascending_order() {
 
 #[tokio::test]
 async fn list_excludes_deleted_deadlines_from_items_and_total() {
-    let t = start();
+    let t = start().await;
     let keep = create(&t, body(3, json!({}))).await;
     let gone = create(&t, body(4, json!({}))).await;
     t.delete(&token(), &format!("/v1/deadlines/{gone}"))
@@ -702,7 +702,7 @@ async fn list_excludes_deleted_deadlines_from_items_and_total() {
 
 #[tokio::test]
 async fn list_filters_by_status() {
-    let t = start();
+    let t = start().await;
     let pending = create(&t, body(5, json!({}))).await;
     let overdue = create(&t, body(0, json!({ "dueDate": today_start() }))).await;
     let delivered = create(&t, body(6, json!({}))).await;
@@ -722,7 +722,7 @@ async fn list_filters_by_status() {
 
 #[tokio::test]
 async fn list_filters_by_active() {
-    let t = start();
+    let t = start().await;
     let on = create(&t, body(3, json!({}))).await;
     let off = create(&t, body(4, json!({ "active": false }))).await;
     let page = get_ok(&t, "/v1/deadlines?active=false").await;
@@ -733,7 +733,7 @@ async fn list_filters_by_active() {
 
 #[tokio::test]
 async fn list_filters_by_type() {
-    let t = start();
+    let t = start().await;
     let reg = create(&t, body(3, json!({}))).await;
     let custom = create(&t, body(4, json!({ "type": "custom" }))).await;
     let page = get_ok(&t, "/v1/deadlines?type=custom").await;
@@ -747,7 +747,7 @@ async fn list_filters_by_type() {
 
 #[tokio::test]
 async fn list_filters_by_due_date_range() {
-    let t = start();
+    let t = start().await;
     let d10 = create(&t, body(10, json!({}))).await;
     let d20 = create(&t, body(20, json!({}))).await;
     let d30 = create(&t, body(30, json!({}))).await;
@@ -796,7 +796,7 @@ async fn list_filters_by_due_date_range() {
 
 #[tokio::test]
 async fn list_filters_combine() {
-    let t = start();
+    let t = start().await;
     let want = create(&t, body(3, json!({ "type": "custom", "active": false }))).await;
     create(&t, body(4, json!({ "type": "custom" }))).await;
     create(&t, body(5, json!({ "active": false }))).await;
@@ -806,7 +806,7 @@ async fn list_filters_combine() {
 
 #[tokio::test]
 async fn list_bad_status_filter_is_tpl_0019() {
-    let t = start();
+    let t = start().await;
     let e = expect_error(
         t.get(&token(), "/v1/deadlines?status=late").await,
         400,
@@ -818,7 +818,7 @@ async fn list_bad_status_filter_is_tpl_0019() {
 
 #[tokio::test]
 async fn list_bad_type_filter_is_tpl_0046() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(&token(), "/v1/deadlines?type=statutory").await,
         400,
@@ -829,7 +829,7 @@ async fn list_bad_type_filter_is_tpl_0046() {
 
 #[tokio::test]
 async fn list_bad_page_or_active_is_tpl_0019() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(&token(), "/v1/deadlines?page=0").await,
         400,
@@ -852,7 +852,7 @@ async fn list_bad_page_or_active_is_tpl_0019() {
 
 #[tokio::test]
 async fn list_bad_date_filter_is_tpl_0020() {
-    let t = start();
+    let t = start().await;
     let e = expect_error(
         t.get(&token(), "/v1/deadlines?startDate=yesterday").await,
         400,
@@ -870,7 +870,7 @@ async fn list_bad_date_filter_is_tpl_0020() {
 
 #[tokio::test]
 async fn list_start_after_end_is_tpl_0023() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(
             &token(),
@@ -885,7 +885,7 @@ async fn list_start_after_end_is_tpl_0023() {
 
 #[tokio::test]
 async fn list_bad_limit_is_tpl_0024() {
-    let t = start();
+    let t = start().await;
     for bad in ["0", "101", "-1"] {
         let e = expect_error(
             t.get(&token(), &format!("/v1/deadlines?limit={bad}")).await,
@@ -901,7 +901,7 @@ async fn list_bad_limit_is_tpl_0024() {
 
 #[tokio::test]
 async fn list_bad_sort_order_is_tpl_0025() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(&token(), "/v1/deadlines?sort_order=newest").await,
         400,
@@ -912,13 +912,13 @@ async fn list_bad_sort_order_is_tpl_0025() {
 
 #[tokio::test]
 async fn list_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     expect_error(t.client.get("/v1/deadlines").send().await, 401, "TPL-0401").await;
 }
 
 #[tokio::test]
 async fn list_without_read_scope_is_403() {
-    let t = start();
+    let t = start().await;
     expect_error(t.get(&write_only(), "/v1/deadlines").await, 403, "TPL-0403").await;
 }
 
@@ -969,7 +969,7 @@ async fn notification_fixture(t: &TestApp) -> [String; 4] {
 
 #[tokio::test]
 async fn notifications_are_most_urgent_first_with_severity() {
-    let t = start();
+    let t = start().await;
     let expected = notification_fixture(&t).await;
     let n = get_ok(&t, "/v1/deadlines/notifications").await;
     assert_eq!(n["total"], 4, "{n}");
@@ -994,7 +994,7 @@ async fn notifications_are_most_urgent_first_with_severity() {
 
 #[tokio::test]
 async fn notifications_limit_truncates_but_total_counts_all() {
-    let t = start();
+    let t = start().await;
     let expected = notification_fixture(&t).await;
     let n = get_ok(&t, "/v1/deadlines/notifications?limit=2").await;
     assert_eq!(n["total"], 4, "{n}");
@@ -1007,7 +1007,7 @@ async fn notifications_limit_truncates_but_total_counts_all() {
 
 #[tokio::test]
 async fn notifications_empty_when_nothing_is_due() {
-    let t = start();
+    let t = start().await;
     create(&t, body(30, json!({ "notifyDaysBefore": 5 }))).await;
     let n = get_ok(&t, "/v1/deadlines/notifications").await;
     assert_eq!(n["total"], 0);
@@ -1016,7 +1016,7 @@ async fn notifications_empty_when_nothing_is_due() {
 
 #[tokio::test]
 async fn notifications_default_limit_is_10() {
-    let t = start();
+    let t = start().await;
     for i in 0..12 {
         create(
             &t,
@@ -1034,7 +1034,7 @@ async fn notifications_default_limit_is_10() {
 
 #[tokio::test]
 async fn notifications_bad_limit_is_tpl_0024() {
-    let t = start();
+    let t = start().await;
     for bad in ["0", "101", "-5"] {
         expect_error(
             t.get(
@@ -1058,7 +1058,7 @@ async fn notifications_bad_limit_is_tpl_0024() {
 
 #[tokio::test]
 async fn notifications_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.client.get("/v1/deadlines/notifications").send().await,
         401,
@@ -1069,7 +1069,7 @@ async fn notifications_without_token_is_401() {
 
 #[tokio::test]
 async fn notifications_without_read_scope_is_403() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(&write_only(), "/v1/deadlines/notifications").await,
         403,
@@ -1084,7 +1084,7 @@ async fn notifications_without_read_scope_is_403() {
 
 #[tokio::test]
 async fn get_returns_the_deadline() {
-    let t = start();
+    let t = start().await;
     let created = t
         .create_deadline(
             &token(),
@@ -1110,7 +1110,7 @@ async fn get_returns_the_deadline() {
 
 #[tokio::test]
 async fn get_unknown_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let e = expect_error(
         t.get(&token(), &format!("/v1/deadlines/{}", uuid::Uuid::new_v4()))
             .await,
@@ -1123,7 +1123,7 @@ async fn get_unknown_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn get_soft_deleted_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     t.delete(&token(), &format!("/v1/deadlines/{id}"))
         .await
@@ -1138,7 +1138,7 @@ async fn get_soft_deleted_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn get_invalid_id_is_tpl_0009() {
-    let t = start();
+    let t = start().await;
     let e = expect_error(
         t.get(&token(), "/v1/deadlines/not-a-uuid").await,
         400,
@@ -1150,7 +1150,7 @@ async fn get_invalid_id_is_tpl_0009() {
 
 #[tokio::test]
 async fn get_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     expect_error(
         t.client.get(format!("/v1/deadlines/{id}")).send().await,
@@ -1162,7 +1162,7 @@ async fn get_without_token_is_401() {
 
 #[tokio::test]
 async fn get_without_read_scope_is_403() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     expect_error(
         t.get(&write_only(), &format!("/v1/deadlines/{id}")).await,
@@ -1178,7 +1178,7 @@ async fn get_without_read_scope_is_403() {
 
 #[tokio::test]
 async fn patch_updates_only_the_sent_fields() {
-    let t = start();
+    let t = start().await;
     let created = t
         .create_deadline(&token(), body(3, json!({ "description": "keep me" })))
         .await;
@@ -1207,14 +1207,14 @@ async fn patch_updates_only_the_sent_fields() {
 
 #[tokio::test]
 async fn patch_empty_body_is_tpl_0001() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     patch_err(&t, &id, json!({}), 400, "TPL-0001").await;
 }
 
 #[tokio::test]
 async fn patch_template_id_null_unlinks() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let id = create(&t, body(3, json!({ "templateId": tpl }))).await;
     let d = patch_ok(&t, &id, json!({ "templateId": null })).await;
@@ -1226,7 +1226,7 @@ async fn patch_template_id_null_unlinks() {
 
 #[tokio::test]
 async fn patch_template_id_links_a_template() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Linked later").await;
     let id = create(&t, deadline_body(3)).await;
     let d = patch_ok(&t, &id, json!({ "templateId": tpl })).await;
@@ -1236,7 +1236,7 @@ async fn patch_template_id_links_a_template() {
 
 #[tokio::test]
 async fn patch_description_null_clears_it() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, body(3, json!({ "description": "to clear" }))).await;
     let d = patch_ok(&t, &id, json!({ "description": null })).await;
     assert!(d["description"].is_null(), "{d}");
@@ -1246,7 +1246,7 @@ async fn patch_description_null_clears_it() {
 
 #[tokio::test]
 async fn patch_absent_description_is_kept() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, body(3, json!({ "description": "stays" }))).await;
     let d = patch_ok(&t, &id, json!({ "name": "x" })).await;
     assert_eq!(d["description"], "stays");
@@ -1254,7 +1254,7 @@ async fn patch_absent_description_is_kept() {
 
 #[tokio::test]
 async fn patch_revalidates_the_merged_deadline() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     // annual without months on a `once` deadline: the merged deadline has no months.
     patch_err(&t, &id, json!({ "frequency": "annual" }), 400, "TPL-0052").await;
@@ -1287,7 +1287,7 @@ async fn patch_revalidates_the_merged_deadline() {
 
 #[tokio::test]
 async fn patch_to_a_frequency_without_months_clears_them() {
-    let t = start();
+    let t = start().await;
     let id = create(
         &t,
         body(3, json!({ "frequency": "annual", "monthsOfYear": [5] })),
@@ -1314,7 +1314,7 @@ async fn patch_to_a_frequency_without_months_clears_them() {
 
 #[tokio::test]
 async fn patch_rule_violations_answer_their_codes() {
-    let t = start();
+    let t = start().await;
     let id = create(
         &t,
         body(3, json!({ "frequency": "annual", "monthsOfYear": [5] })),
@@ -1359,7 +1359,7 @@ async fn patch_rule_violations_answer_their_codes() {
 
 #[tokio::test]
 async fn patch_into_a_live_twin_is_409_tpl_0045() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let due_date = due(3);
     create(
@@ -1373,7 +1373,7 @@ async fn patch_into_a_live_twin_is_409_tpl_0045() {
 
 #[tokio::test]
 async fn patch_unknown_deadline_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     patch_err(
         &t,
         &uuid::Uuid::new_v4().to_string(),
@@ -1386,7 +1386,7 @@ async fn patch_unknown_deadline_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn patch_soft_deleted_deadline_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     t.delete(&token(), &format!("/v1/deadlines/{id}"))
         .await
@@ -1396,13 +1396,13 @@ async fn patch_soft_deleted_deadline_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn patch_invalid_id_is_tpl_0009() {
-    let t = start();
+    let t = start().await;
     patch_err(&t, "123", json!({ "name": "x" }), 400, "TPL-0009").await;
 }
 
 #[tokio::test]
 async fn patch_unknown_field_is_tpl_0015() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     patch_err(
         &t,
@@ -1416,7 +1416,7 @@ async fn patch_unknown_field_is_tpl_0015() {
 
 #[tokio::test]
 async fn patch_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let resp = t
         .client
@@ -1429,7 +1429,7 @@ async fn patch_without_token_is_401() {
 
 #[tokio::test]
 async fn patch_without_write_scope_is_403() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     expect_error(
         t.patch_json(
@@ -1454,7 +1454,7 @@ async fn patch_without_write_scope_is_403() {
 
 #[tokio::test]
 async fn delete_answers_204_and_the_deadline_is_gone() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     t.delete(&token(), &format!("/v1/deadlines/{id}"))
         .await
@@ -1470,7 +1470,7 @@ async fn delete_answers_204_and_the_deadline_is_gone() {
 
 #[tokio::test]
 async fn delete_twice_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     t.delete(&token(), &format!("/v1/deadlines/{id}"))
         .await
@@ -1485,7 +1485,7 @@ async fn delete_twice_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn delete_unknown_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.delete(&token(), &format!("/v1/deadlines/{}", uuid::Uuid::new_v4()))
             .await,
@@ -1497,7 +1497,7 @@ async fn delete_unknown_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn delete_invalid_id_is_tpl_0009() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.delete(&token(), "/v1/deadlines/zzz").await,
         400,
@@ -1508,7 +1508,7 @@ async fn delete_invalid_id_is_tpl_0009() {
 
 #[tokio::test]
 async fn delete_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     expect_error(
         t.client.delete(format!("/v1/deadlines/{id}")).send().await,
@@ -1520,7 +1520,7 @@ async fn delete_without_token_is_401() {
 
 #[tokio::test]
 async fn delete_without_write_scope_is_403() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     expect_error(
         t.delete(&read_only(), &format!("/v1/deadlines/{id}")).await,
@@ -1537,7 +1537,7 @@ async fn delete_without_write_scope_is_403() {
 
 #[tokio::test]
 async fn deliver_then_revert() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let before = Utc::now() - Duration::seconds(1);
     let d = ok_json(deliver(&t, &id, true).await).await;
@@ -1564,7 +1564,7 @@ async fn deliver_then_revert() {
 
 #[tokio::test]
 async fn revert_of_an_overdue_deadline_shows_it_overdue_again() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, body(0, json!({ "dueDate": today_start() }))).await;
     assert_eq!(
         ok_json(deliver(&t, &id, true).await).await["status"],
@@ -1578,7 +1578,7 @@ async fn revert_of_an_overdue_deadline_shows_it_overdue_again() {
 
 #[tokio::test]
 async fn deliver_twice_is_422_tpl_0065() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     deliver(&t, &id, true).await.assert_status_is_ok();
     let e = expect_error(deliver(&t, &id, true).await, 422, "TPL-0065").await;
@@ -1587,7 +1587,7 @@ async fn deliver_twice_is_422_tpl_0065() {
 
 #[tokio::test]
 async fn revert_when_not_delivered_is_422_tpl_0066() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let e = expect_error(deliver(&t, &id, false).await, 422, "TPL-0066").await;
     assert_eq!(e["entityType"], "Deadline");
@@ -1595,7 +1595,7 @@ async fn revert_when_not_delivered_is_422_tpl_0066() {
 
 #[tokio::test]
 async fn deliver_without_the_flag_is_tpl_0001() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let e = expect_error(
         t.patch_json(&token(), &format!("/v1/deadlines/{id}/deliver"), json!({}))
@@ -1609,7 +1609,7 @@ async fn deliver_without_the_flag_is_tpl_0001() {
 
 #[tokio::test]
 async fn deliver_unknown_field_is_tpl_0015() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let resp = t
         .patch_json(
@@ -1623,7 +1623,7 @@ async fn deliver_unknown_field_is_tpl_0015() {
 
 #[tokio::test]
 async fn deliver_unknown_deadline_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     expect_error(
         deliver(&t, &uuid::Uuid::new_v4().to_string(), true).await,
         404,
@@ -1634,7 +1634,7 @@ async fn deliver_unknown_deadline_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn deliver_soft_deleted_deadline_is_404_tpl_0011() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     t.delete(&token(), &format!("/v1/deadlines/{id}"))
         .await
@@ -1644,13 +1644,13 @@ async fn deliver_soft_deleted_deadline_is_404_tpl_0011() {
 
 #[tokio::test]
 async fn deliver_invalid_id_is_tpl_0009() {
-    let t = start();
+    let t = start().await;
     expect_error(deliver(&t, "not-a-uuid", true).await, 400, "TPL-0009").await;
 }
 
 #[tokio::test]
 async fn deliver_without_token_is_401() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let resp = t
         .client
@@ -1663,7 +1663,7 @@ async fn deliver_without_token_is_401() {
 
 #[tokio::test]
 async fn deliver_without_write_scope_is_403() {
-    let t = start();
+    let t = start().await;
     let id = create(&t, deadline_body(3)).await;
     let resp = t
         .patch_json(
@@ -1685,7 +1685,7 @@ async fn deliver_without_write_scope_is_403() {
 
 #[tokio::test]
 async fn template_delete_cascades_to_its_live_deadlines() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Statement").await;
     let other = t.create_template(&token(), "Other").await;
     let a = create(&t, body(3, json!({ "templateId": tpl }))).await;
@@ -1718,7 +1718,7 @@ async fn template_delete_cascades_to_its_live_deadlines() {
 
 #[tokio::test]
 async fn template_delete_without_deadlines_cascades_none() {
-    let t = start();
+    let t = start().await;
     let tpl = t.create_template(&token(), "Lonely").await;
     let resp = ok_json(t.delete(&token(), &format!("/v1/templates/{tpl}")).await).await;
     assert_eq!(resp["cascadedDeadlineCount"], 0);
@@ -1733,7 +1733,8 @@ async fn tenants_cannot_see_or_touch_each_others_deadlines() {
     let t = start_with(Options {
         multi_tenant: true,
         ..Default::default()
-    });
+    })
+    .await;
     let scopes = all_scopes();
     let a = token_for(Some("tenant-a"), &scopes);
     let b = token_for(Some("tenant-b"), &scopes);
@@ -1774,7 +1775,8 @@ async fn tenants_do_not_see_each_others_notifications() {
     let t = start_with(Options {
         multi_tenant: true,
         ..Default::default()
-    });
+    })
+    .await;
     let scopes = all_scopes();
     let a = token_for(Some("tenant-a"), &scopes);
     let b = token_for(Some("tenant-b"), &scopes);
@@ -1796,7 +1798,8 @@ async fn tenants_cannot_link_each_others_templates() {
     let t = start_with(Options {
         multi_tenant: true,
         ..Default::default()
-    });
+    })
+    .await;
     let scopes = all_scopes();
     let a = token_for(Some("tenant-a"), &scopes);
     let b = token_for(Some("tenant-b"), &scopes);

@@ -23,7 +23,7 @@ fn claims(exp_offset_secs: i64) -> Claims {
 
 #[tokio::test]
 async fn missing_malformed_forged_and_expired_tokens_get_401() {
-    let t = start();
+    let t = start().await;
     let resp = t.client.get("/v1/templates").send().await;
     resp.assert_header("www-authenticate", "Bearer");
     expect_error(resp, 401, "TPL-0401").await;
@@ -121,7 +121,7 @@ async fn missing_malformed_forged_and_expired_tokens_get_401() {
 
 #[tokio::test]
 async fn each_operation_requires_its_scope() {
-    let t = start();
+    let t = start().await;
     let read_only = token_for(Some("default"), &["templates:read"]);
     expect_error(t.get(&read_only, "/v1/deadlines").await, 403, "TPL-0403").await;
     expect_error(t.get(&read_only, "/v1/data-sources").await, 403, "TPL-0403").await;
@@ -159,7 +159,8 @@ async fn asymmetric(alg: Algorithm, private: &str, public: &str) {
             }
         }),
         ..Default::default()
-    });
+    })
+    .await;
     let key = match alg {
         Algorithm::ES256 => EncodingKey::from_ec_pem(private.as_bytes()).unwrap(),
         _ => EncodingKey::from_rsa_pem(private.as_bytes()).unwrap(),
@@ -211,7 +212,8 @@ async fn auth_can_be_turned_off_explicitly() {
     let t = start_with(Options {
         auth_off: true,
         ..Default::default()
-    });
+    })
+    .await;
     t.client
         .get("/v1/templates")
         .send()
@@ -229,7 +231,8 @@ async fn tenants_never_see_each_others_data() {
     let t = start_with(Options {
         multi_tenant: true,
         ..Default::default()
-    });
+    })
+    .await;
     let all: Vec<&str> = reporter::http::auth::Scope::ALL
         .iter()
         .map(|s| s.as_str())
@@ -285,7 +288,7 @@ async fn tenants_never_see_each_others_data() {
 
 #[tokio::test]
 async fn idempotent_upload_replays_the_stored_response() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     let send = || {
         let form = Form::new()
@@ -318,7 +321,7 @@ async fn idempotent_upload_replays_the_stored_response() {
 
 #[tokio::test]
 async fn a_duplicate_in_flight_gets_409_and_a_failure_releases_the_key() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     // Reserve the key as a concurrent request would.
     let scope = IdempotencyScope {
@@ -400,7 +403,7 @@ async fn a_duplicate_in_flight_gets_409_and_a_failure_releases_the_key() {
 
 #[tokio::test]
 async fn ops_endpoints_are_public() {
-    let t = start();
+    let t = start().await;
     let h = json(t.client.get("/health").send().await).await;
     assert_eq!(h, json!({"status": "ok"}));
     let r = t.client.get("/readyz").send().await;
@@ -420,7 +423,7 @@ async fn ops_endpoints_are_public() {
 
 #[tokio::test]
 async fn swagger_ui_and_the_spec_are_served_offline() {
-    let t = start();
+    let t = start().await;
     let ui = t.client.get("/swagger").send().await;
     ui.assert_status_is_ok();
     let html = ui.0.into_body().into_string().await.unwrap();
@@ -442,7 +445,10 @@ async fn swagger_ui_and_the_spec_are_served_offline() {
         .into_string()
         .await
         .unwrap();
-    assert_eq!(spec, include_str!("../openapi/reporter.json"));
+    assert!(
+        spec == include_str!("../openapi/reporter.json"),
+        "the served spec is the committed one"
+    );
     let yaml = t
         .client
         .get("/openapi.yaml")
@@ -453,12 +459,15 @@ async fn swagger_ui_and_the_spec_are_served_offline() {
         .into_string()
         .await
         .unwrap();
-    assert_eq!(yaml, include_str!("../openapi/reporter.yaml"));
+    assert!(
+        yaml == include_str!("../openapi/reporter.yaml"),
+        "the served YAML is the committed one"
+    );
 }
 
 #[tokio::test]
 async fn every_response_has_security_headers_and_echoes_the_request_id() {
-    let t = start();
+    let t = start().await;
     for resp in [
         t.client
             .get("/health")
@@ -499,7 +508,7 @@ async fn every_response_has_security_headers_and_echoes_the_request_id() {
 
 #[tokio::test]
 async fn unknown_routes_methods_and_malformed_bodies_get_clean_4xx() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     expect_error(
         t.client

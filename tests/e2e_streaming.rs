@@ -10,11 +10,12 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-fn streaming() -> TestApp {
+async fn streaming() -> TestApp {
     start_with(Options {
         streaming: true,
         ..Default::default()
     })
+    .await
 }
 
 /// Waits until the broker has recorded at least `n` deliveries.
@@ -40,7 +41,7 @@ async fn wait_for(t: &TestApp, n: usize) -> Vec<EventEnvelope> {
 
 #[tokio::test]
 async fn manifest_lists_the_twelve_definitions_with_no_store() {
-    for t in [start(), streaming()] {
+    for t in [start().await, streaming().await] {
         let resp = t.get(&token(), "/v1/streaming/events").await;
         resp.assert_status_is_ok();
         resp.assert_header("cache-control", "no-store");
@@ -85,7 +86,7 @@ async fn manifest_lists_the_twelve_definitions_with_no_store() {
         );
         assert!(finished["payloadSchema"]["properties"]["artifact_object_key"].is_object());
     }
-    let t = start();
+    let t = start().await;
     expect_error(
         t.client.get("/v1/streaming/events").send().await,
         401,
@@ -106,7 +107,7 @@ async fn manifest_lists_the_twelve_definitions_with_no_store() {
 
 #[tokio::test]
 async fn the_header_table_is_exactly_the_seeds() {
-    let t = streaming();
+    let t = streaming().await;
     let id = t.create_template(&token(), "headers").await;
     let d = wait_for(&t, 1).await;
     let e = &d[0];
@@ -162,7 +163,10 @@ async fn the_header_table_is_exactly_the_seeds() {
     assert_eq!(item["payload"]["template_id"], id);
     // Not present without the in-memory broker.
     expect_error(
-        start().get(&token(), "/v1/streaming/deliveries").await,
+        start()
+            .await
+            .get(&token(), "/v1/streaming/deliveries")
+            .await,
         404,
         "TPL-0404",
     )
@@ -186,7 +190,7 @@ fn validate(e: &EventEnvelope) {
 
 #[tokio::test]
 async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
-    let t = streaming();
+    let t = streaming().await;
     let tok = token();
     let tpl = t.create_template(&tok, "for events").await;
     let form = Form::new().text("description", "renamed");
@@ -318,7 +322,7 @@ async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
 
 #[tokio::test]
 async fn streaming_off_writes_no_outbox_rows() {
-    let t = start();
+    let t = start().await;
     t.create_template(&token(), "quiet").await;
     let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
     assert_eq!(stats.pending, 0);
@@ -327,7 +331,7 @@ async fn streaming_off_writes_no_outbox_rows() {
 
 #[tokio::test]
 async fn an_open_breaker_sends_important_events_to_the_outbox_and_nothing_is_lost() {
-    let t = streaming();
+    let t = streaming().await;
     let broker = t.broker.clone().unwrap();
     let tok = token();
     broker.set_failure(Some(reporter_ports::ports::PublishError::Unavailable(
@@ -378,7 +382,8 @@ async fn a_poison_event_is_parked_without_blocking_others_and_can_be_redriven() 
         streaming: true,
         tweak: Some(|r| r.streaming_outbox_max_attempts = "2".into()),
         ..Default::default()
-    });
+    })
+    .await;
     let broker = t.broker.clone().unwrap();
     let tok = token();
     broker.set_unroutable("deadline.created", true);

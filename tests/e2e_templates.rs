@@ -16,7 +16,7 @@ async fn upload_err(t: &TestApp, form: Form, status: u16, code: &str) -> serde_j
 
 #[tokio::test]
 async fn upload_stores_the_template_and_its_mapped_fields() {
-    let t = start();
+    let t = start().await;
     let form = Form::new()
         .file("template", "statement.tpl", STATEMENT_TPL.as_bytes())
         .text("outputFormat", "HTML")
@@ -53,7 +53,7 @@ async fn upload_stores_the_template_and_its_mapped_fields() {
 
 #[tokio::test]
 async fn every_format_is_accepted_case_insensitively() {
-    let t = start();
+    let t = start().await;
     let cases: [(&str, Vec<u8>); 5] = [
         ("Html", html("{{ bank.accounts.holder_name }}")),
         ("PDF", html("x")),
@@ -85,7 +85,7 @@ async fn every_format_is_accepted_case_insensitively() {
 
 #[tokio::test]
 async fn upload_validation_errors_have_their_codes() {
-    let t = start();
+    let t = start().await;
     let ok_file = html("hi");
     upload_err(
         &t,
@@ -225,7 +225,7 @@ async fn upload_validation_errors_have_their_codes() {
 
 #[tokio::test]
 async fn references_must_exist_in_the_data_sources() {
-    let t = start();
+    let t = start().await;
     let body = upload_err(
         &t,
         Form::new()
@@ -267,7 +267,7 @@ async fn references_must_exist_in_the_data_sources() {
 
 #[tokio::test]
 async fn get_answers_404_and_400_with_codes() {
-    let t = start();
+    let t = start().await;
     expect_error(
         t.get(
             &token(),
@@ -288,7 +288,7 @@ async fn get_answers_404_and_400_with_codes() {
 
 #[tokio::test]
 async fn list_pages_filters_and_counts() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     let mut ids = Vec::new();
     for i in 0..7 {
@@ -364,7 +364,7 @@ async fn list_pages_filters_and_counts() {
 
 #[tokio::test]
 async fn list_parameter_errors() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     expect_error(t.get(&tok, "/v1/templates?limit=0").await, 400, "TPL-0024").await;
     expect_error(
@@ -403,7 +403,7 @@ async fn list_parameter_errors() {
 
 #[tokio::test]
 async fn update_description_format_and_file() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     let id = t.create_template(&tok, "before").await;
     let path = format!("/v1/templates/{id}");
@@ -476,7 +476,7 @@ async fn update_description_format_and_file() {
 
 #[tokio::test]
 async fn delete_is_soft_and_cascades_to_deadlines() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     let id = t.create_template(&tok, "to delete").await;
     let other = t.create_template(&tok, "kept").await;
@@ -551,7 +551,7 @@ async fn delete_is_soft_and_cascades_to_deadlines() {
 
 #[tokio::test]
 async fn data_sources_list_and_schema() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     let list = json(t.get(&tok, "/v1/data-sources").await).await;
     assert_eq!(
@@ -586,7 +586,8 @@ async fn configured_file_sources_are_served_and_validated() {
             ("DATASOURCE_CREDIT_PATH".into(), dir.display().to_string()),
         ],
         ..Default::default()
-    });
+    })
+    .await;
     let tok = token();
     let list = json(t.get(&tok, "/v1/data-sources").await).await;
     assert_eq!(
@@ -616,7 +617,7 @@ async fn configured_file_sources_are_served_and_validated() {
 
 #[tokio::test]
 async fn dashboard_metrics_count_and_validate() {
-    let t = start();
+    let t = start().await;
     let tok = token();
     t.create_template(&tok, "a").await;
     t.create_template(&tok, "b").await;

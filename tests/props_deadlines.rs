@@ -302,7 +302,7 @@ fn check_created(i: &Input, d: &Value) -> Result<(), TestCaseError> {
 #[test]
 fn create_answers_exactly_what_the_oracle_predicts() {
     let rt = runtime();
-    let t = rt.block_on(async { start() });
+    let t = rt.block_on(async { start().await });
     let tok = token();
     let outcomes = std::cell::RefCell::new(std::collections::BTreeMap::<String, u32>::new());
     let result = runner().run(&input_strategy(), |input| {
@@ -353,7 +353,7 @@ fn create_answers_exactly_what_the_oracle_predicts() {
 #[test]
 fn months_of_year_answers_what_the_oracle_predicts() {
     let rt = runtime();
-    let t = rt.block_on(async { start() });
+    let t = rt.block_on(async { start().await });
     let tok = token();
     let strategy = (
         prop_oneof![
@@ -420,7 +420,7 @@ fn walking_pages_visits_every_deadline_once_in_created_order() {
     let tok = token();
     let result = runner().run(&(0usize..25, 1u32..=30), |(n, limit)| {
         rt.block_on(async {
-            let t = start();
+            let t = start().await;
             let mut created = Vec::with_capacity(n);
             for i in 0..n {
                 let mut b = deadline_body(1 + i as i64);
@@ -528,7 +528,7 @@ fn patch_oracle(
 #[test]
 fn patch_revalidates_frequency_and_months_against_the_merged_deadline() {
     let rt = runtime();
-    let t = rt.block_on(async { start() });
+    let t = rt.block_on(async { start().await });
     let tok = token();
     let stored = prop_oneof![
         Just(("once", vec![])),

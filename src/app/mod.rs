@@ -97,7 +97,11 @@ impl App {
 
     /// Commits a unit of work and wakes the dispatcher if it carried events.
     /// Commits a unit of work (for the worker, which builds its own).
-    pub async fn commit_public(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+    pub async fn commit_public(
+        &self,
+        tenant: &TenantId,
+        uow: UnitOfWork,
+    ) -> Result<(), StoreError> {
         self.commit(tenant, uow).await
     }
 

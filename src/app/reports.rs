@@ -2,11 +2,13 @@
 use super::emission::EventIdentity;
 use super::error::{AppError, AppResult, Code};
 use super::{App, Caller};
-use reporter_ports::events::payloads::{ReportErrored, ReportRequested};
 use reporter_ports::events::EventKey;
+use reporter_ports::events::payloads::{ReportErrored, ReportRequested};
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, ReportJob, ReportQuery, StoredObject, UnitOfWork};
-use reporter_ports::report::{FilterCondition, Report, ReportErrorCode, ReportFilters, ReportStatus};
+use reporter_ports::report::{
+    FilterCondition, Report, ReportErrorCode, ReportFilters, ReportStatus,
+};
 use reporter_ports::{ReportId, StoreError, TemplateId};
 use std::collections::BTreeMap;
 
@@ -31,8 +33,16 @@ pub struct Artifact {
 }
 
 fn check_condition(path: &str, c: &FilterCondition, problems: &mut BTreeMap<String, String>) {
-    let ops: [(&str, &Vec<serde_json::Value>); 8] =
-        [("eq", &c.eq), ("gt", &c.gt), ("gte", &c.gte), ("lt", &c.lt), ("lte", &c.lte), ("between", &c.between), ("in", &c.in_), ("nin", &c.nin)];
+    let ops: [(&str, &Vec<serde_json::Value>); 8] = [
+        ("eq", &c.eq),
+        ("gt", &c.gt),
+        ("gte", &c.gte),
+        ("lt", &c.lt),
+        ("lte", &c.lte),
+        ("between", &c.between),
+        ("in", &c.in_),
+        ("nin", &c.nin),
+    ];
     let mut any = false;
     for (name, values) in ops {
         if values.is_empty() {
@@ -40,17 +50,27 @@ fn check_condition(path: &str, c: &FilterCondition, problems: &mut BTreeMap<Stri
         }
         any = true;
         if values.iter().any(|v| v.is_object() || v.is_array()) {
-            problems.insert(format!("{path}.{name}"), "values must be scalars (string, number, boolean or null)".into());
+            problems.insert(
+                format!("{path}.{name}"),
+                "values must be scalars (string, number, boolean or null)".into(),
+            );
         }
         if matches!(name, "gt" | "gte" | "lt" | "lte") && values.len() != 1 {
             problems.insert(format!("{path}.{name}"), "takes exactly one value".into());
         }
         if name == "between" && values.len() != 2 {
-            problems.insert(format!("{path}.{name}"), "takes exactly two values [low, high]".into());
+            problems.insert(
+                format!("{path}.{name}"),
+                "takes exactly two values [low, high]".into(),
+            );
         }
     }
     if !any {
-        problems.insert(path.to_owned(), "a condition needs at least one operator: eq, gt, gte, lt, lte, between, in, nin".into());
+        problems.insert(
+            path.to_owned(),
+            "a condition needs at least one operator: eq, gt, gte, lt, lte, between, in, nin"
+                .into(),
+        );
     }
 }
 
@@ -60,7 +80,11 @@ impl App {
     /// MUST answer `UnknownDataSource` / `UnknownTable` / `UnknownField` for names that do not
     /// exist, `InvalidFilter` for a malformed condition or a table the template does not read,
     /// and `DataSourceUnavailable` when a schema cannot be read.
-    async fn check_filters(&self, filters: &ReportFilters, template: &reporter_ports::template::Template) -> AppResult<()> {
+    async fn check_filters(
+        &self,
+        filters: &ReportFilters,
+        template: &reporter_ports::template::Template,
+    ) -> AppResult<()> {
         let mut problems = BTreeMap::new();
         let mut first: Option<Code> = None;
         for (ds, tables) in filters {
@@ -76,18 +100,32 @@ impl App {
             for (table, fields) in tables {
                 let Some(t) = schema.table(table) else {
                     first.get_or_insert(Code::UnknownTable);
-                    problems.insert(format!("{ds}.{table}"), format!("table '{table}' does not exist in data source '{ds}'"));
+                    problems.insert(
+                        format!("{ds}.{table}"),
+                        format!("table '{table}' does not exist in data source '{ds}'"),
+                    );
                     continue;
                 };
-                if !template.mapped_fields.get(ds).is_some_and(|m| m.contains_key(table)) {
+                if !template
+                    .mapped_fields
+                    .get(ds)
+                    .is_some_and(|m| m.contains_key(table))
+                {
                     first.get_or_insert(Code::InvalidFilter);
-                    problems.insert(format!("{ds}.{table}"), "the template does not read this table, so the filter would be ignored".into());
+                    problems.insert(
+                        format!("{ds}.{table}"),
+                        "the template does not read this table, so the filter would be ignored"
+                            .into(),
+                    );
                 }
                 for (field, condition) in fields {
                     let path = format!("{ds}.{table}.{field}");
                     if !t.fields.iter().any(|f| f == field) {
                         first.get_or_insert(Code::UnknownField);
-                        problems.insert(path, format!("field '{field}' does not exist in table '{table}'"));
+                        problems.insert(
+                            path,
+                            format!("field '{field}' does not exist in table '{table}'"),
+                        );
                         continue;
                     }
                     let before = problems.len();
@@ -100,7 +138,11 @@ impl App {
         }
         match first {
             None => Ok(()),
-            Some(code) => Err(AppError::new(code, format!("the filters have {} problem(s)", problems.len())).fields(problems)),
+            Some(code) => Err(AppError::new(
+                code,
+                format!("the filters have {} problem(s)", problems.len()),
+            )
+            .fields(problems)),
         }
     }
 
@@ -110,16 +152,31 @@ impl App {
     /// (`report_generation_failed`, with `report.errored`) and the call answers 503.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn create_report(&self, caller: &Caller, cmd: CreateReport) -> AppResult<Report> {
-        let raw_id = cmd.template_id.ok_or_else(|| AppError::new(Code::MissingFields, "templateId is required").field("templateId", "required"))?;
-        let filters = cmd.filters.ok_or_else(|| AppError::new(Code::MissingFields, "filters is required (send {} for none)").field("filters", "required"))?;
-        let template_id: TemplateId = raw_id
-            .trim()
-            .parse()
-            .map_err(|_| AppError::new(Code::InvalidTemplateId, format!("templateId '{raw_id}' is not a UUID")).field("templateId", "must be a UUID"))?;
-        let template = self
-            .get_template(caller, template_id)
-            .await
-            .map_err(|e| if e.code == Code::NotFound { AppError::not_found("Template").field("templateId", "no such template") } else { e })?;
+        let raw_id = cmd.template_id.ok_or_else(|| {
+            AppError::new(Code::MissingFields, "templateId is required")
+                .field("templateId", "required")
+        })?;
+        let filters = cmd.filters.ok_or_else(|| {
+            AppError::new(
+                Code::MissingFields,
+                "filters is required (send {} for none)",
+            )
+            .field("filters", "required")
+        })?;
+        let template_id: TemplateId = raw_id.trim().parse().map_err(|_| {
+            AppError::new(
+                Code::InvalidTemplateId,
+                format!("templateId '{raw_id}' is not a UUID"),
+            )
+            .field("templateId", "must be a UUID")
+        })?;
+        let template = self.get_template(caller, template_id).await.map_err(|e| {
+            if e.code == Code::NotFound {
+                AppError::not_found("Template").field("templateId", "no such template")
+            } else {
+                e
+            }
+        })?;
         self.check_filters(&filters, &template).await?;
         let now = self.now();
         let report = Report {
@@ -147,17 +204,39 @@ impl App {
             created_at: now,
         };
         let uow = UnitOfWork::new()
-            .change(Change::Report { record: report.clone(), expected_version: None })
-            .with_outbox(self.emitter.row(EventKey::ReportRequested, &caller.tenant, &report.id.to_string(), EventIdentity::Fresh, &payload, now));
-        self.commit(&caller.tenant, uow).await.map_err(|e| AppError::store(e, "Report"))?;
-        let job = ReportJob { tenant: caller.tenant.clone(), report_id: report.id, request_id: cmd.request_id };
+            .change(Change::Report {
+                record: report.clone(),
+                expected_version: None,
+            })
+            .with_outbox(self.emitter.row(
+                EventKey::ReportRequested,
+                &caller.tenant,
+                &report.id.to_string(),
+                EventIdentity::Fresh,
+                &payload,
+                now,
+            ));
+        self.commit(&caller.tenant, uow)
+            .await
+            .map_err(|e| AppError::store(e, "Report"))?;
+        let job = ReportJob {
+            tenant: caller.tenant.clone(),
+            report_id: report.id,
+            request_id: cmd.request_id,
+        };
         if let Err(e) = self.ports.jobs.enqueue(&job).await {
             tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
             let started = std::time::Instant::now();
-            if let Err(e2) = self.finish_errored(&report, ReportErrorCode::ReportGenerationFailed, started).await {
+            if let Err(e2) = self
+                .finish_errored(&report, ReportErrorCode::ReportGenerationFailed, started)
+                .await
+            {
                 tracing::error!(error = %e2, report_id = %report.id, "could not record the errored report either");
             }
-            return Err(AppError::new(Code::ServiceUnavailable, "the report could not be queued; it was recorded as errored, retry later"));
+            return Err(AppError::new(
+                Code::ServiceUnavailable,
+                "the report could not be queued; it was recorded as errored, retry later",
+            ));
         }
         tracing::info!(report_id = %report.id, "report requested");
         Ok(report)
@@ -165,7 +244,12 @@ impl App {
 
     /// Records a report as `Errored` with `report.errored` (deterministic id). Returns the
     /// stored report; a report already terminal is returned unchanged.
-    pub(crate) async fn finish_errored(&self, report: &Report, code: ReportErrorCode, started: std::time::Instant) -> Result<Report, StoreError> {
+    pub(crate) async fn finish_errored(
+        &self,
+        report: &Report,
+        code: ReportErrorCode,
+        started: std::time::Instant,
+    ) -> Result<Report, StoreError> {
         let mut current = report.clone();
         for _ in 0..4 {
             if current.status.is_terminal() {
@@ -189,12 +273,27 @@ impl App {
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             };
             let uow = UnitOfWork::new()
-                .change(Change::Report { record: next.clone(), expected_version: Some(current.version) })
-                .with_outbox(self.emitter.row(EventKey::ReportErrored, &report.tenant, &report.id.to_string(), EventIdentity::Deterministic(String::new()), &payload, now));
+                .change(Change::Report {
+                    record: next.clone(),
+                    expected_version: Some(current.version),
+                })
+                .with_outbox(self.emitter.row(
+                    EventKey::ReportErrored,
+                    &report.tenant,
+                    &report.id.to_string(),
+                    EventIdentity::Deterministic(String::new()),
+                    &payload,
+                    now,
+                ));
             match self.commit(&report.tenant, uow).await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::VersionConflict) => {
-                    current = self.ports.reports.get(&report.tenant, report.id).await?.ok_or(StoreError::NotFound)?;
+                    current = self
+                        .ports
+                        .reports
+                        .get(&report.tenant, report.id)
+                        .await?
+                        .ok_or(StoreError::NotFound)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -205,13 +304,27 @@ impl App {
     /// A report. MUST answer NotFound for a missing or foreign id.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, report_id = %id))]
     pub async fn get_report(&self, caller: &Caller, id: ReportId) -> AppResult<Report> {
-        self.ports.reports.get(&caller.tenant, id).await.map_err(|e| AppError::store(e, "Report"))?.ok_or_else(|| AppError::not_found("Report"))
+        self.ports
+            .reports
+            .get(&caller.tenant, id)
+            .await
+            .map_err(|e| AppError::store(e, "Report"))?
+            .ok_or_else(|| AppError::not_found("Report"))
     }
 
     /// Lists reports.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn list_reports(&self, caller: &Caller, query: &ReportQuery, page: PageRequest) -> AppResult<Page<Report>> {
-        self.ports.reports.list(&caller.tenant, query, page).await.map_err(|e| AppError::store(e, "Report"))
+    pub async fn list_reports(
+        &self,
+        caller: &Caller,
+        query: &ReportQuery,
+        page: PageRequest,
+    ) -> AppResult<Page<Report>> {
+        self.ports
+            .reports
+            .list(&caller.tenant, query, page)
+            .await
+            .map_err(|e| AppError::store(e, "Report"))
     }
 
     /// The artifact of a `Finished` report.
@@ -224,18 +337,28 @@ impl App {
         if report.status != ReportStatus::Finished {
             return Err(AppError::new(
                 Code::ReportNotFinished,
-                format!("only Finished reports can be downloaded; this report is {}", report.status.as_str()),
+                format!(
+                    "only Finished reports can be downloaded; this report is {}",
+                    report.status.as_str()
+                ),
             )
             .entity("Report"));
         }
-        let key = report.artifact_key.clone().ok_or_else(|| AppError::new(Code::Internal, "a finished report has no artifact key"))?;
+        let key = report.artifact_key.clone().ok_or_else(|| {
+            AppError::new(Code::Internal, "a finished report has no artifact key")
+        })?;
         let object = self
             .ports
             .storage
             .get(&key)
             .await
             .map_err(AppError::object_storage)?
-            .ok_or_else(|| AppError::new(Code::StorageUnavailable, "the report artifact is missing from object storage"))?;
+            .ok_or_else(|| {
+                AppError::new(
+                    Code::StorageUnavailable,
+                    "the report artifact is missing from object storage",
+                )
+            })?;
         Ok(Artifact { report, object })
     }
 }

@@ -21,6 +21,7 @@ fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
         outbox: store.clone(),
         storage: Arc::new(storage),
         idempotency: Arc::new(MemoryIdempotencyStore::new()),
+        jobs: Arc::new(reporter_adapter_memory::MemoryJobQueue::new(16).0),
         clock: Arc::new(SystemClock),
     };
     App::new(

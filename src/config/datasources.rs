@@ -12,6 +12,28 @@ pub enum DataSourceSpec {
         /// The directory.
         path: PathBuf,
     },
+    /// A PostgreSQL database.
+    Postgresql {
+        /// Host (or Unix-socket directory).
+        host: String,
+        /// Port.
+        port: u16,
+        /// User.
+        user: String,
+        /// Password.
+        password: Option<String>,
+        /// Database.
+        database: String,
+        /// Schemas to expose (default `public`).
+        schemas: Vec<String>,
+    },
+    /// A MongoDB database.
+    Mongodb {
+        /// Connection string.
+        uri: String,
+        /// Database.
+        database: String,
+    },
 }
 
 /// Every configured data source, by id, plus whether the bundled example is registered.
@@ -23,7 +45,19 @@ pub struct DataSourceConfig {
     pub example: bool,
 }
 
-const KNOWN_SUFFIXES: &[&str] = &["CONFIG_NAME", "TYPE", "PATH"];
+const KNOWN_SUFFIXES: &[&str] = &[
+    "CONFIG_NAME",
+    "TYPE",
+    "PATH",
+    "HOST",
+    "PORT",
+    "USER",
+    "PASSWORD",
+    "DATABASE",
+    "SSLMODE",
+    "SCHEMAS",
+    "URI",
+];
 
 impl DataSourceConfig {
     /// Reads every `DATASOURCE_<NAME>_<SETTING>` variable of `env`. `example` is the

@@ -128,13 +128,25 @@ pub struct RawConfig {
     #[arg(long, env = "RABBITMQ_URI", hide_env_values = true)]
     pub rabbitmq_uri: Option<String>,
     /// Job exchange.
-    #[arg(long, env = "RABBITMQ_EXCHANGE", default_value = "reporter.generate-report.exchange")]
+    #[arg(
+        long,
+        env = "RABBITMQ_EXCHANGE",
+        default_value = "reporter.generate-report.exchange"
+    )]
     pub rabbitmq_exchange: String,
     /// Job queue.
-    #[arg(long, env = "RABBITMQ_GENERATE_REPORT_QUEUE", default_value = "reporter.generate-report.queue")]
+    #[arg(
+        long,
+        env = "RABBITMQ_GENERATE_REPORT_QUEUE",
+        default_value = "reporter.generate-report.queue"
+    )]
     pub rabbitmq_queue: String,
     /// Job routing key.
-    #[arg(long, env = "RABBITMQ_GENERATE_REPORT_KEY", default_value = "reporter.generate-report.key")]
+    #[arg(
+        long,
+        env = "RABBITMQ_GENERATE_REPORT_KEY",
+        default_value = "reporter.generate-report.key"
+    )]
     pub rabbitmq_key: String,
     /// Dead-letter queue of jobs that failed for good.
     #[arg(long, env = "RABBITMQ_DLQ_QUEUE", default_value = "reporter.dlq")]
@@ -185,7 +197,11 @@ pub struct RawConfig {
     #[arg(long, env = "PDF_TIMEOUT_SECONDS", default_value = "90")]
     pub pdf_timeout_seconds: String,
     /// S3 bucket for OBJECT_STORAGE_BACKEND=s3.
-    #[arg(long, env = "OBJECT_STORAGE_BUCKET", default_value = "reporter-storage")]
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_BUCKET",
+        default_value = "reporter-storage"
+    )]
     pub s3_bucket: String,
     /// S3 endpoint (MinIO, SeaweedFS, moto...); unset for AWS.
     #[arg(long, env = "OBJECT_STORAGE_ENDPOINT")]
@@ -896,11 +912,20 @@ impl RawConfig {
     }
 
     fn worker(&self, c: &mut Checker) -> WorkerConfig {
-        let queue = match self.rabbitmq_uri.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let queue = match self
+            .rabbitmq_uri
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             None => JobQueueChoice::Memory,
             Some(uri) => {
                 if !(uri.starts_with("amqp://") || uri.starts_with("amqps://")) {
-                    c.problems.push(problem("RABBITMQ_URI", format!("'{}' is not an AMQP URI", redact(uri)), "amqp://user:pass@host:port/vhost or amqps://…"));
+                    c.problems.push(problem(
+                        "RABBITMQ_URI",
+                        format!("'{}' is not an AMQP URI", redact(uri)),
+                        "amqp://user:pass@host:port/vhost or amqps://…",
+                    ));
                 }
                 JobQueueChoice::Rabbit {
                     uri: uri.to_owned(),
@@ -912,35 +937,107 @@ impl RawConfig {
                 }
             }
         };
-        let secs = |c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64| std::time::Duration::from_secs(c.number(var, raw, 1u64, max, dflt));
+        let secs = |c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64| {
+            std::time::Duration::from_secs(c.number(var, raw, 1u64, max, dflt))
+        };
         let pdf = match self.pdf_renderer.trim().to_ascii_lowercase().as_str() {
             "native" => PdfChoice::Native,
             "chromium" => PdfChoice::Chromium(PathBuf::from(self.pdf_chromium_path.trim())),
             other => {
-                c.problems.push(problem("PDF_RENDERER", format!("'{other}' is not a PDF renderer"), "native|chromium"));
+                c.problems.push(problem(
+                    "PDF_RENDERER",
+                    format!("'{other}' is not a PDF renderer"),
+                    "native|chromium",
+                ));
                 PdfChoice::Native
             }
         };
         WorkerConfig {
             queue,
-            max_attempts: c.number("WORKER_MAX_ATTEMPTS", &self.worker_max_attempts, 1u32, 100, 5),
+            max_attempts: c.number(
+                "WORKER_MAX_ATTEMPTS",
+                &self.worker_max_attempts,
+                1u32,
+                100,
+                5,
+            ),
             settings: crate::worker::WorkerSettings {
-                concurrency: c.number("WORKER_CONCURRENCY", &self.worker_concurrency, 1usize, 256, 4),
-                section_concurrency: c.number("ENGINE_MAX_CONCURRENCY", &self.engine_max_concurrency, 1usize, 64, 4),
-                job_timeout: secs(c, "ENGINE_TIMEOUT_SEC", &self.engine_timeout_sec, 86_400, 300),
-                query_timeout: secs(c, "ENGINE_QUERY_TIMEOUT_SEC", &self.engine_query_timeout_sec, 3600, 30),
-                max_rows: c.number("ENGINE_MAX_ROWS", &self.engine_max_rows, 1usize, 100_000_000, 100_000),
-                max_section_bytes: c.number("ENGINE_MAX_RESULT_BYTES", &self.engine_max_result_bytes, 1024usize, 16 * 1024 * 1024 * 1024, 104_857_600),
+                concurrency: c.number(
+                    "WORKER_CONCURRENCY",
+                    &self.worker_concurrency,
+                    1usize,
+                    256,
+                    4,
+                ),
+                section_concurrency: c.number(
+                    "ENGINE_MAX_CONCURRENCY",
+                    &self.engine_max_concurrency,
+                    1usize,
+                    64,
+                    4,
+                ),
+                job_timeout: secs(
+                    c,
+                    "ENGINE_TIMEOUT_SEC",
+                    &self.engine_timeout_sec,
+                    86_400,
+                    300,
+                ),
+                query_timeout: secs(
+                    c,
+                    "ENGINE_QUERY_TIMEOUT_SEC",
+                    &self.engine_query_timeout_sec,
+                    3600,
+                    30,
+                ),
+                max_rows: c.number(
+                    "ENGINE_MAX_ROWS",
+                    &self.engine_max_rows,
+                    1usize,
+                    100_000_000,
+                    100_000,
+                ),
+                max_section_bytes: c.number(
+                    "ENGINE_MAX_RESULT_BYTES",
+                    &self.engine_max_result_bytes,
+                    1024usize,
+                    16 * 1024 * 1024 * 1024,
+                    104_857_600,
+                ),
                 render: reporter_ports::ports::RenderLimits {
-                    fuel: c.number("ENGINE_RENDER_FUEL", &self.engine_render_fuel, 1000u64, 100_000_000_000, 50_000_000),
+                    fuel: c.number(
+                        "ENGINE_RENDER_FUEL",
+                        &self.engine_render_fuel,
+                        1000u64,
+                        100_000_000_000,
+                        50_000_000,
+                    ),
                     max_recursion: 64,
-                    max_output_bytes: c.number("ENGINE_MAX_OUTPUT_BYTES", &self.engine_max_output_bytes, 1024usize, 4 * 1024 * 1024 * 1024, 67_108_864),
+                    max_output_bytes: c.number(
+                        "ENGINE_MAX_OUTPUT_BYTES",
+                        &self.engine_max_output_bytes,
+                        1024usize,
+                        4 * 1024 * 1024 * 1024,
+                        67_108_864,
+                    ),
                 },
-                drain_timeout: secs(c, "WORKER_DRAIN_TIMEOUT_SEC", &self.worker_drain_timeout_sec, 3600, 20),
+                drain_timeout: secs(
+                    c,
+                    "WORKER_DRAIN_TIMEOUT_SEC",
+                    &self.worker_drain_timeout_sec,
+                    3600,
+                    20,
+                ),
             },
             pdf,
             pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
-            pdf_timeout: secs(c, "PDF_TIMEOUT_SECONDS", &self.pdf_timeout_seconds, 3600, 90),
+            pdf_timeout: secs(
+                c,
+                "PDF_TIMEOUT_SECONDS",
+                &self.pdf_timeout_seconds,
+                3600,
+                90,
+            ),
         }
     }
 

@@ -150,7 +150,12 @@ fn from_domain(f: &ReportFilters) -> FiltersDto {
 
 /// Request a report.
 #[derive(Debug, Clone, Object)]
-#[oai(rename = "CreateReportInput", rename_all = "camelCase", deny_unknown_fields, example)]
+#[oai(
+    rename = "CreateReportInput",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    example
+)]
 pub struct CreateReportInput {
     /// The template to render (required).
     pub template_id: Option<String>,
@@ -161,12 +166,18 @@ pub struct CreateReportInput {
 impl Example for CreateReportInput {
     fn example() -> Self {
         let mut cond = FilterConditionDto::default();
-        cond.between = Some(vec![serde_json::json!("2024-01-01"), serde_json::json!("2024-03-31")]);
+        cond.between = Some(vec![
+            serde_json::json!("2024-01-01"),
+            serde_json::json!("2024-03-31"),
+        ]);
         Self {
             template_id: Some("8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33".into()),
             filters: Some(BTreeMap::from([(
                 "bank".to_owned(),
-                BTreeMap::from([("transactions".to_owned(), BTreeMap::from([("booked_on".to_owned(), cond)]))]),
+                BTreeMap::from([(
+                    "transactions".to_owned(),
+                    BTreeMap::from([("booked_on".to_owned(), cond)]),
+                )]),
             )])),
         }
     }
@@ -237,7 +248,19 @@ impl From<&Report> for ReportDto {
             filters: from_domain(&r.filters),
             status: status_dto(r.status),
             metadata: MetadataDto {
-                sections: r.sections.iter().map(|(k, s)| (k.clone(), SectionDto { ok: s.ok, error_code: s.error_code.clone() })).collect(),
+                sections: r
+                    .sections
+                    .iter()
+                    .map(|(k, s)| {
+                        (
+                            k.clone(),
+                            SectionDto {
+                                ok: s.ok,
+                                error_code: s.error_code.clone(),
+                            },
+                        )
+                    })
+                    .collect(),
                 error_code: r.error_code.map(|c| c.as_str().to_owned()),
                 error_summary: r.error_code.map(|c| c.summary().to_owned()),
             },
@@ -307,7 +330,14 @@ impl ReportsApi {
         let caller = auth.require(Scope::ReportsWrite)?;
         let b = body.0;
         let r = app
-            .create_report(&caller, CreateReport { template_id: b.template_id, filters: b.filters.map(to_domain), request_id: request_id.0 })
+            .create_report(
+                &caller,
+                CreateReport {
+                    template_id: b.template_id,
+                    filters: b.filters.map(to_domain),
+                    request_id: request_id.0,
+                },
+            )
             .await?;
         Ok(CreatedReport::Created(Json(ReportDto::from(&r))))
     }
@@ -348,13 +378,20 @@ impl ReportsApi {
         let mut q = ReportQuery::default();
         if let Some(s) = status.0.as_deref() {
             q.status = Some(ReportStatus::parse(s).ok_or_else(|| {
-                AppError::new(Code::InvalidQueryParameter, format!("status '{s}' is not Processing, Finished, Partial or Errored"))
-                    .field("status", "Processing|Finished|Partial|Errored")
+                AppError::new(
+                    Code::InvalidQueryParameter,
+                    format!("status '{s}' is not Processing, Finished, Partial or Errored"),
+                )
+                .field("status", "Processing|Finished|Partial|Errored")
             })?);
         }
         if let Some(t) = template_id.0.as_deref() {
             q.template_id = Some(t.parse::<TemplateId>().map_err(|_| {
-                AppError::new(Code::InvalidTemplateId, format!("templateId '{t}' is not a UUID")).field("templateId", "must be a UUID")
+                AppError::new(
+                    Code::InvalidTemplateId,
+                    format!("templateId '{t}' is not a UUID"),
+                )
+                .field("templateId", "must be a UUID")
             })?);
         }
         if let Some(day) = created_at.0.as_deref() {
@@ -366,15 +403,25 @@ impl ReportsApi {
             q.created_from = Some(instant_or_day(f, "createdFrom", false)?);
         }
         if let Some(t) = created_to.0.as_deref() {
-            q.created_to = Some(instant_or_day(t, "createdTo", true)? + chrono::Duration::milliseconds(1));
+            q.created_to =
+                Some(instant_or_day(t, "createdTo", true)? + chrono::Duration::milliseconds(1));
         }
         if let (Some(a), Some(b)) = (q.created_from, q.created_to)
             && a >= b
         {
-            return Err(AppError::new(Code::InvalidDateRange, "the creation window is empty (from after to)").into());
+            return Err(AppError::new(
+                Code::InvalidDateRange,
+                "the creation window is empty (from after to)",
+            )
+            .into());
         }
         let page = app.list_reports(&caller, &q, req).await?;
-        Ok(Json(ReportPage { items: page.items.iter().map(ReportDto::from).collect(), page: page.page, limit: page.limit, total: page.total }))
+        Ok(Json(ReportPage {
+            items: page.items.iter().map(ReportDto::from).collect(),
+            page: page.page,
+            limit: page.limit,
+            total: page.total,
+        }))
     }
 
     /// Get a report
@@ -382,8 +429,13 @@ impl ReportsApi {
     /// Status, per-section metadata (codes only, never raw error text) and completion time.
     /// Scope `reports:read`.
     #[oai(path = "/v1/reports/:id", method = "get", operation_id = "getReport")]
-    async fn get(&self, app: Data<&Arc<App>>, auth: Auth, /// Report id.
-        id: Path<String>) -> ApiResult<Json<ReportDto>> {
+    async fn get(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Report id.
+        id: Path<String>,
+    ) -> ApiResult<Json<ReportDto>> {
         let caller = auth.require(Scope::ReportsRead)?;
         let id: ReportId = path_uuid(&id.0, "id")?;
         Ok(Json(ReportDto::from(&app.get_report(&caller, id).await?)))
@@ -395,16 +447,27 @@ impl ReportsApi {
     /// `Content-Disposition: attachment; filename="<reportId>.<ext>"`. Any other status
     /// answers 422 (TPL-0029). Deleting the template afterwards does not break the download.
     /// Scope `reports:read`.
-    #[oai(path = "/v1/reports/:id/download", method = "get", operation_id = "downloadReport")]
-    async fn download(&self, app: Data<&Arc<App>>, auth: Auth, /// Report id.
-        id: Path<String>) -> ApiResult<Download> {
+    #[oai(
+        path = "/v1/reports/:id/download",
+        method = "get",
+        operation_id = "downloadReport"
+    )]
+    async fn download(
+        &self,
+        app: Data<&Arc<App>>,
+        auth: Auth,
+        /// Report id.
+        id: Path<String>,
+    ) -> ApiResult<Download> {
         let caller = auth.require(Scope::ReportsRead)?;
         let id: ReportId = path_uuid(&id.0, "id")?;
         let a = app.download_report(&caller, id).await?;
         let format = a.report.output_format;
         let file = format!("{}.{}", a.report.id, format.as_str());
         Ok(Download::Ok(
-            Attachment::new(a.object.bytes.to_vec()).attachment_type(AttachmentType::Attachment).filename(file),
+            Attachment::new(a.object.bytes.to_vec())
+                .attachment_type(AttachmentType::Attachment)
+                .filename(file),
             format.content_type().to_owned(),
         ))
     }

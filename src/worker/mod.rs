@@ -15,7 +15,7 @@ use crate::app::App;
 use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateEngine};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{Semaphore, watch};
 
 /// Worker limits (the reference's ENGINE_* settings).
 #[derive(Debug, Clone)]
@@ -101,8 +101,14 @@ impl Worker {
             }
             while tasks.try_join_next().is_some() {}
         }
-        tracing::info!(in_flight = tasks.len(), "worker stopping; draining in-flight jobs");
-        let drained = tokio::time::timeout(self.settings.drain_timeout, async { while tasks.join_next().await.is_some() {} }).await;
+        tracing::info!(
+            in_flight = tasks.len(),
+            "worker stopping; draining in-flight jobs"
+        );
+        let drained = tokio::time::timeout(self.settings.drain_timeout, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
         if drained.is_err() {
             tracing::warn!("drain timeout: canceling the jobs still running");
             let _ = cancel_tx.send(true);

@@ -2,12 +2,12 @@
 use super::Worker;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reporter_ports::events::payloads::{ReportFinished, ReportPartial, SectionFailure};
+use reporter_ports::StoreError;
 use reporter_ports::events::EventKey;
+use reporter_ports::events::payloads::{ReportFinished, ReportPartial, SectionFailure};
 use reporter_ports::ports::{Change, DataSourceError, JobDelivery, TableQuery, UnitOfWork};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::OutputFormat;
-use reporter_ports::StoreError;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use tokio::sync::watch;
@@ -72,13 +72,18 @@ enum Settle {
 
 impl Worker {
     /// Processes one delivery and settles it.
-    pub(super) async fn handle(&self, delivery: Box<dyn JobDelivery>, cancel: watch::Receiver<bool>) {
+    pub(super) async fn handle(
+        &self,
+        delivery: Box<dyn JobDelivery>,
+        cancel: watch::Receiver<bool>,
+    ) {
+        use tracing::Instrument;
         let job = delivery.job().clone();
         let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = job.request_id.as_deref().unwrap_or(""));
-        let settle = {
-            let _g = span.enter();
-            self.process(&job, delivery.attempt(), cancel).await
-        };
+        let settle = self
+            .process(&job, delivery.attempt(), cancel)
+            .instrument(span)
+            .await;
         let result = match settle {
             Settle::Ack => delivery.ack().await,
             Settle::Retry(reason) => delivery.retry(&reason).await,
@@ -89,7 +94,12 @@ impl Worker {
         }
     }
 
-    async fn process(&self, job: &reporter_ports::ports::ReportJob, attempt: u32, mut cancel: watch::Receiver<bool>) -> Settle {
+    async fn process(
+        &self,
+        job: &reporter_ports::ports::ReportJob,
+        attempt: u32,
+        mut cancel: watch::Receiver<bool>,
+    ) -> Settle {
         let app = &self.app;
         let report = match app.ports.reports.get(&job.tenant, job.report_id).await {
             Ok(Some(r)) => r,
@@ -100,7 +110,10 @@ impl Worker {
             }
         };
         if report.status.is_terminal() {
-            tracing::info!(status = report.status.as_str(), "report already terminal; redelivery ignored");
+            tracing::info!(
+                status = report.status.as_str(),
+                "report already terminal; redelivery ignored"
+            );
             return Settle::Ack;
         }
         let started = Instant::now();
@@ -137,11 +150,19 @@ impl Worker {
     /// retry (the template file could not be read).
     async fn generate(&self, report: &Report) -> Result<Generation, String> {
         let app = &self.app;
-        let template = match app.ports.templates.get(&report.tenant, report.template_id, true).await {
+        let template = match app
+            .ports
+            .templates
+            .get(&report.tenant, report.template_id, true)
+            .await
+        {
             Ok(Some(t)) => t,
             Ok(None) => {
                 tracing::error!("the report's template does not exist");
-                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+                return Ok(Generation::Failed {
+                    code: ReportErrorCode::ReportGenerationFailed,
+                    sections: BTreeMap::new(),
+                });
             }
             Err(e) => return Err(format!("template store unavailable: {e}")),
         };
@@ -149,31 +170,47 @@ impl Worker {
             Ok(Some(o)) => o,
             Ok(None) => {
                 tracing::error!(key = %template.object_key, "the template file is missing");
-                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+                return Ok(Generation::Failed {
+                    code: ReportErrorCode::ReportGenerationFailed,
+                    sections: BTreeMap::new(),
+                });
             }
             Err(e) => return Err(format!("object storage unavailable: {e}")),
         };
         let Ok(source) = String::from_utf8(source.bytes.to_vec()) else {
-            return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() });
+            return Ok(Generation::Failed {
+                code: ReportErrorCode::ReportGenerationFailed,
+                sections: BTreeMap::new(),
+            });
         };
         let (data, sections) = self.extract(report, &template.mapped_fields).await;
         let ok = sections.values().filter(|s| s.ok).count();
         if !sections.is_empty() && ok == 0 {
             tracing::warn!("every section failed; no artifact");
-            return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+            return Ok(Generation::Failed {
+                code: ReportErrorCode::ReportGenerationFailed,
+                sections,
+            });
         }
         let engine = self.engine.clone();
         let limits = self.settings.render;
-        let rendered = tokio::task::spawn_blocking(move || engine.render(&source, &data, &limits)).await;
+        let rendered =
+            tokio::task::spawn_blocking(move || engine.render(&source, &data, &limits)).await;
         let text = match rendered {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "render failed");
-                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+                return Ok(Generation::Failed {
+                    code: ReportErrorCode::ReportGenerationFailed,
+                    sections,
+                });
             }
             Err(e) => {
                 tracing::error!(error = %e, "render task panicked");
-                return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+                return Ok(Generation::Failed {
+                    code: ReportErrorCode::ReportGenerationFailed,
+                    sections,
+                });
             }
         };
         let bytes = if report.output_format == OutputFormat::Pdf {
@@ -181,7 +218,10 @@ impl Worker {
                 Ok(b) => Bytes::from(b),
                 Err(e) => {
                     tracing::warn!(error = %e, "pdf conversion failed");
-                    return Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections });
+                    return Ok(Generation::Failed {
+                        code: ReportErrorCode::ReportGenerationFailed,
+                        sections,
+                    });
                 }
             }
         } else {
@@ -196,56 +236,47 @@ impl Worker {
         report: &Report,
         mapped: &reporter_ports::template::MappedFields,
     ) -> (serde_json::Value, BTreeMap<String, SectionOutcome>) {
-        let settings = &self.settings;
-        let results: Vec<(String, Result<serde_json::Map<String, serde_json::Value>, SectionError>)> =
-            futures_util::stream::iter(mapped.iter())
-                .map(|(ds, tables)| async move {
-                    let Some(source) = self.app.catalog.get(ds) else {
-                        return (ds.clone(), Err(SectionError::NotConfigured));
-                    };
-                    let mut out = serde_json::Map::new();
-                    let mut bytes = 0usize;
-                    for (table, fields) in tables {
-                        let filters = report.filters.get(ds).and_then(|t| t.get(table)).cloned().unwrap_or_default();
-                        let q = TableQuery { table: table.clone(), fields: fields.iter().cloned().collect(), filters, max_rows: settings.max_rows };
-                        let rows = match tokio::time::timeout(settings.query_timeout, source.query(&q)).await {
-                            Err(_) | Ok(Err(DataSourceError::Timeout)) => Err(SectionError::Timeout),
-                            Ok(Err(DataSourceError::Unavailable(e))) => {
-                                tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
-                                Err(SectionError::Unavailable)
-                            }
-                            Ok(Err(DataSourceError::RowLimit(_))) => Err(SectionError::RowLimit),
-                            Ok(Err(e)) => {
-                                tracing::warn!(data_source = %ds, error = %e, "section query failed");
-                                Err(SectionError::QueryFailed)
-                            }
-                            Ok(Ok(rows)) => Ok(rows),
-                        };
-                        let rows = match rows {
-                            Ok(r) => r,
-                            Err(e) => return (ds.clone(), Err(e)),
-                        };
-                        bytes += rows.iter().map(|r| serde_json::to_vec(r).map(|v| v.len()).unwrap_or(0)).sum::<usize>();
-                        if bytes > settings.max_section_bytes {
-                            return (ds.clone(), Err(SectionError::TooLarge));
-                        }
-                        out.insert(table.clone(), serde_json::Value::Array(rows.into_iter().map(serde_json::Value::Object).collect()));
-                    }
-                    (ds.clone(), Ok(out))
-                })
-                .buffer_unordered(settings.section_concurrency.max(1))
-                .collect()
-                .await;
+        let mut tasks = Vec::new();
+        for (ds, tables) in mapped {
+            let ds = ds.clone();
+            let tables = tables.clone();
+            let source = self.app.catalog.get(&ds);
+            let filters = report.filters.get(&ds).cloned().unwrap_or_default();
+            let settings = self.settings.clone();
+            tasks.push(async move {
+                let result = extract_section(&ds, source, tables, filters, &settings).await;
+                (ds, result)
+            });
+        }
+        let results: Vec<(
+            String,
+            Result<serde_json::Map<String, serde_json::Value>, SectionError>,
+        )> = futures_util::stream::iter(tasks)
+            .buffer_unordered(self.settings.section_concurrency.max(1))
+            .collect()
+            .await;
         let mut data = serde_json::Map::new();
         let mut sections = BTreeMap::new();
         for (ds, r) in results {
             match r {
                 Ok(tables) => {
                     data.insert(ds.clone(), serde_json::Value::Object(tables));
-                    sections.insert(ds, SectionOutcome { ok: true, error_code: None });
+                    sections.insert(
+                        ds,
+                        SectionOutcome {
+                            ok: true,
+                            error_code: None,
+                        },
+                    );
                 }
                 Err(e) => {
-                    sections.insert(ds, SectionOutcome { ok: false, error_code: Some(e.code().to_owned()) });
+                    sections.insert(
+                        ds,
+                        SectionOutcome {
+                            ok: false,
+                            error_code: Some(e.code().to_owned()),
+                        },
+                    );
                 }
             }
         }
@@ -253,7 +284,12 @@ impl Worker {
     }
 
     /// Stores the artifact (if any) and records the terminal status with its event.
-    async fn finish(&self, report: &Report, generation: Generation, started: Instant) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        report: &Report,
+        generation: Generation,
+        started: Instant,
+    ) -> Result<(), StoreError> {
         let app = &self.app;
         let (bytes, sections) = match generation {
             Generation::Failed { code, sections } => {
@@ -265,7 +301,12 @@ impl Worker {
             }
             Generation::Artifact { bytes, sections } => (bytes, sections),
         };
-        let key = app.settings.layout.report(&report.tenant, report.template_id, report.id, report.output_format);
+        let key = app.settings.layout.report(
+            &report.tenant,
+            report.template_id,
+            report.id,
+            report.output_format,
+        );
         let content_type = report.output_format.content_type();
         let size = bytes.len() as u64;
         let stored_key = match app.ports.storage.put(&key, bytes, content_type).await {
@@ -274,20 +315,35 @@ impl Worker {
                 tracing::error!(key = %key, "artifact could not be stored");
                 let mut with_sections = report.clone();
                 with_sections.sections = sections;
-                app.finish_errored(&with_sections, ReportErrorCode::ReportGenerationFailed, started).await?;
+                app.finish_errored(
+                    &with_sections,
+                    ReportErrorCode::ReportGenerationFailed,
+                    started,
+                )
+                .await?;
                 return Ok(());
             }
         };
         let failures: Vec<SectionFailure> = sections
             .iter()
             .filter(|(_, s)| !s.ok)
-            .map(|(name, s)| SectionFailure { section: name.clone(), error_code: s.error_code.clone().unwrap_or_default() })
+            .map(|(name, s)| SectionFailure {
+                section: name.clone(),
+                error_code: s.error_code.clone().unwrap_or_default(),
+            })
             .collect();
-        let status = if failures.is_empty() { ReportStatus::Finished } else { ReportStatus::Partial };
+        let status = if failures.is_empty() {
+            ReportStatus::Finished
+        } else {
+            ReportStatus::Partial
+        };
         let now = app.now();
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut next = report.clone();
-        next.status = report.status.transition(status).map_err(|_| StoreError::VersionConflict)?;
+        next.status = report
+            .status
+            .transition(status)
+            .map_err(|_| StoreError::VersionConflict)?;
         next.sections = sections.clone();
         next.artifact_key = Some(stored_key.clone());
         next.artifact_size = Some(size);
@@ -307,7 +363,14 @@ impl Worker {
                 duration_ms,
                 section_count: sections.len() as u64,
             };
-            app.emitter.row(EventKey::ReportFinished, &report.tenant, &subject, EventIdentity::Deterministic(String::new()), &payload, now)
+            app.emitter.row(
+                EventKey::ReportFinished,
+                &report.tenant,
+                &subject,
+                EventIdentity::Deterministic(String::new()),
+                &payload,
+                now,
+            )
         } else {
             let payload = ReportPartial {
                 report_id: subject.clone(),
@@ -322,11 +385,72 @@ impl Worker {
                 failed_section_count: failures.len() as u64,
                 section_failures: failures,
             };
-            app.emitter.row(EventKey::ReportPartial, &report.tenant, &subject, EventIdentity::Deterministic(String::new()), &payload, now)
+            app.emitter.row(
+                EventKey::ReportPartial,
+                &report.tenant,
+                &subject,
+                EventIdentity::Deterministic(String::new()),
+                &payload,
+                now,
+            )
         };
-        let uow = UnitOfWork::new().change(Change::Report { record: next, expected_version: Some(report.version) }).with_outbox(row);
+        let uow = UnitOfWork::new()
+            .change(Change::Report {
+                record: next,
+                expected_version: Some(report.version),
+            })
+            .with_outbox(row);
         app.commit_public(&report.tenant, uow).await?;
         tracing::info!(status = status.as_str(), duration_ms, "report generated");
         Ok(())
     }
+}
+
+/// Extracts one section: every table of one data source, within the limits.
+async fn extract_section(
+    ds: &str,
+    source: Option<std::sync::Arc<dyn reporter_ports::ports::DataSource>>,
+    tables: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    filters: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, reporter_ports::report::FilterCondition>,
+    >,
+    settings: &super::WorkerSettings,
+) -> Result<serde_json::Map<String, serde_json::Value>, SectionError> {
+    let source = source.ok_or(SectionError::NotConfigured)?;
+    let mut out = serde_json::Map::new();
+    let mut bytes = 0usize;
+    for (table, fields) in tables {
+        let q = TableQuery {
+            table: table.clone(),
+            fields: fields.into_iter().collect(),
+            filters: filters.get(&table).cloned().unwrap_or_default(),
+            max_rows: settings.max_rows,
+        };
+        let rows = match tokio::time::timeout(settings.query_timeout, source.query(&q)).await {
+            Err(_) | Ok(Err(DataSourceError::Timeout)) => return Err(SectionError::Timeout),
+            Ok(Err(DataSourceError::Unavailable(e))) => {
+                tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
+                return Err(SectionError::Unavailable);
+            }
+            Ok(Err(DataSourceError::RowLimit(_))) => return Err(SectionError::RowLimit),
+            Ok(Err(e)) => {
+                tracing::warn!(data_source = %ds, error = %e, "section query failed");
+                return Err(SectionError::QueryFailed);
+            }
+            Ok(Ok(rows)) => rows,
+        };
+        bytes += rows
+            .iter()
+            .map(|r| serde_json::to_vec(r).map(|v| v.len()).unwrap_or(0))
+            .sum::<usize>();
+        if bytes > settings.max_section_bytes {
+            return Err(SectionError::TooLarge);
+        }
+        out.insert(
+            table,
+            serde_json::Value::Array(rows.into_iter().map(serde_json::Value::Object).collect()),
+        );
+    }
+    Ok(out)
 }

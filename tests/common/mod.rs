@@ -41,12 +41,12 @@ pub struct Options {
 }
 
 /// Starts an instance with default options.
-pub fn start() -> TestApp {
-    start_with(Options::default())
+pub async fn start() -> TestApp {
+    start_with(Options::default()).await
 }
 
 /// Starts an instance.
-pub fn start_with(opts: Options) -> TestApp {
+pub async fn start_with(opts: Options) -> TestApp {
     let mut raw = RawConfig::defaults();
     raw.auth_jwt_secret = Some(SECRET.into());
     if opts.multi_tenant {
@@ -69,12 +69,17 @@ pub fn start_with(opts: Options) -> TestApp {
         t(&mut raw);
     }
     let config = raw.validate(&opts.env).expect("valid test configuration");
-    let built = reporter::wiring::build(&config).expect("wiring");
+    let built = reporter::wiring::build(&config, reporter::wiring::Role::Serve)
+        .await
+        .expect("wiring");
     let app = built.app.clone();
     let broker = built.http.streaming.memory_broker.clone();
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(d) = built.dispatcher {
-        tokio::spawn(d.run(stop_rx));
+        tokio::spawn(d.run(stop_rx.clone()));
+    }
+    if let Some(w) = built.worker {
+        tokio::spawn(w.run(stop_rx));
     }
     let endpoint = reporter::http::endpoint(built.app, built.http).expect("endpoint");
     TestApp {

@@ -64,7 +64,11 @@ pub struct MemoryRetryPolicy {
 
 impl Default for MemoryRetryPolicy {
     fn default() -> Self {
-        Self { max_attempts: 5, base: std::time::Duration::from_millis(500), cap: std::time::Duration::from_secs(30) }
+        Self {
+            max_attempts: 5,
+            base: std::time::Duration::from_millis(500),
+            cap: std::time::Duration::from_secs(30),
+        }
     }
 }
 
@@ -118,7 +122,9 @@ struct MemoryDelivery {
 }
 
 fn push_dead(dead: &DeadLetters, job: ReportJob, reason: &str) {
-    dead.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((job, reason.chars().take(256).collect()));
+    dead.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((job, reason.chars().take(256).collect()));
 }
 
 #[async_trait]
@@ -138,10 +144,14 @@ impl JobDelivery for MemoryDelivery {
             push_dead(&self.dead, self.job, reason);
             return Ok(());
         }
-        let exp = self.policy.base.saturating_mul(2u32.saturating_pow(self.attempt.min(20)));
+        let exp = self
+            .policy
+            .base
+            .saturating_mul(2u32.saturating_pow(self.attempt.min(20)));
         let delay = exp.min(self.policy.cap);
         let jitter = u64::try_from(delay.as_millis() / 2).unwrap_or(0);
-        let delay = delay / 2 + std::time::Duration::from_millis(if jitter == 0 { 0 } else { rand_ms(jitter) });
+        let delay = delay / 2
+            + std::time::Duration::from_millis(if jitter == 0 { 0 } else { rand_ms(jitter) });
         let tx = self.retry_tx.clone();
         let job = self.job;
         tokio::spawn(async move {
@@ -158,7 +168,12 @@ impl JobDelivery for MemoryDelivery {
 
 /// A pseudo-random number in `0..=max` (jitter only; not security relevant).
 fn rand_ms(max: u64) -> u64 {
-    let nanos = u64::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0));
+    let nanos = u64::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0),
+    );
     nanos % (max + 1)
 }
 
@@ -180,7 +195,13 @@ impl JobConsumer for MemoryJobConsumer {
                 None => return Ok(None),
             },
         };
-        Ok(Some(Box::new(MemoryDelivery { job, attempt, retry_tx: self.retry_tx.clone(), policy: self.policy, dead: self.dead.clone() })))
+        Ok(Some(Box::new(MemoryDelivery {
+            job,
+            attempt,
+            retry_tx: self.retry_tx.clone(),
+            policy: self.policy,
+            dead: self.dead.clone(),
+        })))
     }
 }
 

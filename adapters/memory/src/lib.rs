@@ -18,7 +18,9 @@ mod storage;
 mod store;
 
 pub use idempotency::MemoryIdempotencyStore;
-pub use jobs::{DeadLetters, MemoryJobConsumer, MemoryJobQueue, MemoryJobReceiver, MemoryRetryPolicy};
+pub use jobs::{
+    DeadLetters, MemoryJobConsumer, MemoryJobQueue, MemoryJobReceiver, MemoryRetryPolicy,
+};
 pub use publisher::MemoryPublisher;
 pub use storage::{MemoryObjectStorage, is_valid_object_key};
 pub use store::{DEADLINE_UNIQUENESS_RULE, MemoryStore};
