@@ -115,10 +115,10 @@ where
     Arc::new(move || Box::pin(f()))
 }
 
-fn data_sources(
-    config: &Config,
-    summary: &mut Vec<String>,
-) -> anyhow::Result<(Vec<Arc<dyn DataSource>>, Option<TempDirGuard>)> {
+/// Configured data sources and the example data directory guard.
+type Sources = (Vec<Arc<dyn DataSource>>, Option<TempDirGuard>);
+
+fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Sources> {
     let mut sources: Vec<Arc<dyn DataSource>> = Vec::new();
     let mut example_dir = None;
     if config.data_sources.example {

@@ -165,11 +165,13 @@ pub struct CreateReportInput {
 
 impl Example for CreateReportInput {
     fn example() -> Self {
-        let mut cond = FilterConditionDto::default();
-        cond.between = Some(vec![
-            serde_json::json!("2024-01-01"),
-            serde_json::json!("2024-03-31"),
-        ]);
+        let cond = FilterConditionDto {
+            between: Some(vec![
+                serde_json::json!("2024-01-01"),
+                serde_json::json!("2024-03-31"),
+            ]),
+            ..Default::default()
+        };
         Self {
             template_id: Some("8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33".into()),
             filters: Some(BTreeMap::from([(

@@ -14,6 +14,9 @@ use tokio::sync::watch;
 
 use crate::app::EventIdentity;
 
+/// The tables of one section, or why it failed.
+type SectionResult = Result<serde_json::Map<String, serde_json::Value>, SectionError>;
+
 /// Why a section (one data source) failed. The code is what the API and events show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SectionError {
@@ -248,10 +251,7 @@ impl Worker {
                 (ds, result)
             });
         }
-        let results: Vec<(
-            String,
-            Result<serde_json::Map<String, serde_json::Value>, SectionError>,
-        )> = futures_util::stream::iter(tasks)
+        let results: Vec<(String, SectionResult)> = futures_util::stream::iter(tasks)
             .buffer_unordered(self.settings.section_concurrency.max(1))
             .collect()
             .await;
