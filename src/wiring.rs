@@ -319,6 +319,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         }
     };
 
+    let engine: Arc<dyn reporter_ports::ports::TemplateEngine> = Arc::new(MiniJinjaEngine::new());
     let store_arc = Arc::new(store.clone());
     let ports = Ports {
         templates: store_arc.clone(),
@@ -329,6 +330,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         storage: storage.clone(),
         idempotency: Arc::new(MemoryIdempotencyStore::new()),
         jobs,
+        engine: engine.clone(),
         clock: Arc::new(SystemClock),
     };
     let settings = Settings {
@@ -363,7 +365,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             Some(Worker {
                 app: app.clone(),
                 consumer,
-                engine: Arc::new(MiniJinjaEngine::new()),
+                engine: engine.clone(),
                 pdf: pdf.clone(),
                 settings: config.worker.settings.clone(),
             })

@@ -27,7 +27,7 @@ pub use templates::{
 
 use reporter_ports::ports::{
     DeadlineRepository, IdempotencyStore, JobQueue, ObjectStorage, Outbox, ReportRepository,
-    TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    TemplateEngine, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::{Clock, StoreError, TenantId};
 use std::sync::Arc;
@@ -51,6 +51,8 @@ pub struct Ports {
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// Report jobs (manager → worker).
     pub jobs: Arc<dyn JobQueue>,
+    /// Template engine (syntax check at upload; the worker renders with it).
+    pub engine: Arc<dyn TemplateEngine>,
     /// Time.
     pub clock: Arc<dyn Clock>,
 }

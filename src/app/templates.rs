@@ -128,6 +128,10 @@ impl App {
             AppError::new(Code::TemplateSyntax, format!("template syntax error: {e}"))
                 .field("template", e.to_string())
         })?;
+        self.ports.engine.check_syntax(text).map_err(|e| {
+            AppError::new(Code::TemplateSyntax, "the template does not parse")
+                .field("template", e.to_string())
+        })?;
         let warnings = self.check_mapped_fields(&mapped).await?;
         let sha256 = hex::encode(Sha256::digest(&file.bytes));
         Ok((

@@ -22,6 +22,7 @@ fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
         storage: Arc::new(storage),
         idempotency: Arc::new(MemoryIdempotencyStore::new()),
         jobs: Arc::new(reporter_adapter_memory::MemoryJobQueue::new(16).0),
+        engine: Arc::new(reporter_adapter_minijinja::MiniJinjaEngine::new()),
         clock: Arc::new(SystemClock),
     };
     App::new(

@@ -134,15 +134,102 @@ impl DataSourceConfig {
                         continue;
                     }
                 },
+                "postgresql" | "postgres" => {
+                    let port = match settings.get("PORT").map(|p| p.trim()) {
+                        None | Some("") => 5432,
+                        Some(p) => match p.parse::<u16>() {
+                            Ok(p) if p > 0 => p,
+                            _ => {
+                                problems.push(problem(
+                                    &var("PORT"),
+                                    format!("'{p}' is not a port"),
+                                    "1-65535",
+                                ));
+                                continue;
+                            }
+                        },
+                    };
+                    if let Some(mode) = settings
+                        .get("SSLMODE")
+                        .map(|m| m.trim().to_ascii_lowercase())
+                        .filter(|m| !m.is_empty())
+                        && mode != "disable"
+                        && mode != "prefer"
+                    {
+                        problems.push(problem(
+                            &var("SSLMODE"),
+                            format!("'{mode}' is not supported yet"),
+                            "disable",
+                        ));
+                        continue;
+                    }
+                    let Some(database) = settings
+                        .get("DATABASE")
+                        .map(|d| d.trim().to_owned())
+                        .filter(|d| !d.is_empty())
+                    else {
+                        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
+                        continue;
+                    };
+                    let schemas: Vec<String> = settings
+                        .get("SCHEMAS")
+                        .map(|s| {
+                            s.split(',')
+                                .map(|x| x.trim().to_owned())
+                                .filter(|x| !x.is_empty())
+                                .collect()
+                        })
+                        .filter(|v: &Vec<String>| !v.is_empty())
+                        .unwrap_or_else(|| vec!["public".to_owned()]);
+                    DataSourceSpec::Postgresql {
+                        host: settings
+                            .get("HOST")
+                            .map(|h| h.trim().to_owned())
+                            .filter(|h| !h.is_empty())
+                            .unwrap_or_else(|| "127.0.0.1".into()),
+                        port,
+                        user: settings
+                            .get("USER")
+                            .map(|u| u.trim().to_owned())
+                            .filter(|u| !u.is_empty())
+                            .unwrap_or_else(|| "postgres".into()),
+                        password: settings.get("PASSWORD").cloned().filter(|p| !p.is_empty()),
+                        database,
+                        schemas,
+                    }
+                }
+                "mongodb" | "mongo" => {
+                    let Some(uri) = settings
+                        .get("URI")
+                        .map(|u| u.trim().to_owned())
+                        .filter(|u| u.starts_with("mongodb://") || u.starts_with("mongodb+srv://"))
+                    else {
+                        problems.push(problem(
+                            &var("URI"),
+                            "missing or not a MongoDB connection string",
+                            "mongodb://host:port or mongodb+srv://…",
+                        ));
+                        continue;
+                    };
+                    let Some(database) = settings
+                        .get("DATABASE")
+                        .map(|d| d.trim().to_owned())
+                        .filter(|d| !d.is_empty())
+                    else {
+                        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
+                        continue;
+                    };
+                    DataSourceSpec::Mongodb { uri, database }
+                }
                 "" => {
-                    problems.push(problem(&var("TYPE"), "missing", "file"));
+                    problems.push(problem(&var("TYPE"), "missing", "file|postgresql|mongodb"));
                     continue;
                 }
                 other => {
                     problems.push(problem(
                         &var("TYPE"),
                         format!("'{other}' is not a supported data source type"),
-                        "file",
+                        "file|postgresql|mongodb",
                     ));
                     continue;
                 }

@@ -1,0 +1,781 @@
+//! Report generation end to end, in memory: request over HTTP, the embedded worker generates,
+//! poll until terminal, download and compare byte for byte.
+mod common;
+
+use common::*;
+use poem::http::StatusCode;
+use reporter_ports::events::EventKey;
+use reporter_ports::ports::ReportJob;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A small, fully known data source `ledger`.
+fn ledger_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reporter-ledger-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("entries.csv"),
+        "id,account,amount,kind\n1,A,10.50,credit\n2,B,3.25,debit\n3,A,1.00,debit\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn env_for(dir: &std::path::Path, down: bool) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("DATASOURCE_LEDGER_TYPE".into(), "file".into()),
+        ("DATASOURCE_LEDGER_PATH".into(), dir.display().to_string()),
+    ];
+    if down {
+        // A PostgreSQL source nobody listens for: every query fails as unavailable.
+        env.extend([
+            ("DATASOURCE_DOWN_TYPE".into(), "postgresql".into()),
+            ("DATASOURCE_DOWN_HOST".into(), "127.0.0.1".into()),
+            ("DATASOURCE_DOWN_PORT".into(), "1".into()),
+            ("DATASOURCE_DOWN_DATABASE".into(), "nothing".into()),
+        ]);
+    }
+    env
+}
+
+async fn instance(
+    down: bool,
+    tweak: Option<fn(&mut reporter::config::RawConfig)>,
+) -> (TestApp, PathBuf) {
+    let dir = ledger_dir();
+    let t = start_with(Options {
+        env: env_for(&dir, down),
+        streaming: true,
+        tweak,
+        ..Default::default()
+    })
+    .await;
+    (t, dir)
+}
+
+async fn upload(t: &TestApp, format: &str, source: &str) -> String {
+    let resp = t
+        .upload(
+            &token(),
+            Form::new()
+                .file("template", "t.tpl", source.as_bytes())
+                .text("outputFormat", format)
+                .text("description", "e2e"),
+        )
+        .await;
+    let status = resp.0.status();
+    let body = json(resp).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+async fn request(t: &TestApp, template: &str, filters: Value) -> String {
+    let resp = t
+        .post_json(
+            &token(),
+            "/v1/reports",
+            json!({"templateId": template, "filters": filters}),
+        )
+        .await;
+    let status = resp.0.status();
+    let body = json(resp).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"], "Processing");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+async fn wait_terminal(t: &TestApp, id: &str) -> Value {
+    for _ in 0..600 {
+        let r = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
+        if r["status"] != "Processing" {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("report {id} never finished");
+}
+
+async fn download(t: &TestApp, id: &str) -> (String, String, Vec<u8>) {
+    let resp = t.get(&token(), &format!("/v1/reports/{id}/download")).await;
+    resp.assert_status_is_ok();
+    let ct = resp
+        .0
+        .headers()
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let cd = resp
+        .0
+        .headers()
+        .get("content-disposition")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (ct, cd, resp.0.into_body().into_vec().await.unwrap())
+}
+
+const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum(\"amount\") }}";
+
+#[tokio::test]
+async fn text_formats_render_byte_for_byte_with_and_without_filters() {
+    let (t, dir) = instance(false, None).await;
+    let cases = [
+        (
+            "txt",
+            TXT,
+            json!({}),
+            "1 A 10.50\n2 B 3.25\n3 A 1.00\ntotal=14.75",
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "txt",
+            TXT,
+            json!({"ledger": {"entries": {"account": {"eq": ["A"]}}}}),
+            "1 A 10.50\n3 A 1.00\ntotal=11.50",
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "csv",
+            "id,amount\n{% for e in ledger.entries %}{{ e.id }},{{ e.amount }}\n{% endfor %}",
+            json!({"ledger": {"entries": {"kind": {"in": ["debit"]}}}}),
+            "id,amount\n2,3.25\n3,1.00\n",
+            "text/csv; charset=utf-8",
+        ),
+        (
+            "xml",
+            "<?xml version=\"1.0\"?><entries>{% for e in ledger.entries %}<entry id=\"{{ e.id }}\">{{ e.amount }}</entry>{% endfor %}</entries>",
+            json!({"ledger": {"entries": {"id": {"between": [2, 3]}}}}),
+            "<?xml version=\"1.0\"?><entries><entry id=\"2\">3.25</entry><entry id=\"3\">1.00</entry></entries>",
+            "application/xml",
+        ),
+        (
+            "html",
+            "<html><body><table>{% for e in ledger.entries %}<tr><td>{{ e.account }}</td><td>{{ e.amount }}</td></tr>{% endfor %}</table></body></html>",
+            json!({"ledger": {"entries": {"amount": {"nin": ["3.25"]}}}}),
+            "<html><body><table><tr><td>A</td><td>10.50</td></tr><tr><td>A</td><td>1.00</td></tr></table></body></html>",
+            "text/html; charset=utf-8",
+        ),
+    ];
+    for (format, source, filters, expected, content_type) in cases {
+        let tpl = upload(&t, format, source).await;
+        let id = request(&t, &tpl, filters.clone()).await;
+        let r = wait_terminal(&t, &id).await;
+        assert_eq!(r["status"], "Finished", "{format} {filters}: {r}");
+        assert_eq!(r["metadata"]["sections"]["ledger"]["ok"], true);
+        assert!(r["completedAt"].is_string());
+        assert_eq!(r["templateOutputFormat"], format);
+        let (ct, cd, bytes) = download(&t, &id).await;
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            expected,
+            "{format} {filters}"
+        );
+        assert_eq!(ct, content_type);
+        assert_eq!(cd, format!("attachment; filename=\"{id}.{format}\""));
+        // The artifact lives exactly at reports/<templateId>/<reportId>.<ext>.
+        assert!(
+            t.app
+                .ports
+                .storage
+                .get(&format!("reports/{tpl}/{id}.{format}"))
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn pdftotext(pdf: &[u8]) -> Option<String> {
+    let Some(_) =
+        reporter_contract::services::service_url("PDFTOTEXT", "pdftotext (poppler-utils)").or_else(
+            || {
+                std::process::Command::new("pdftotext")
+                    .arg("-v")
+                    .output()
+                    .ok()
+                    .map(|_| "pdftotext".to_owned())
+            },
+        )
+    else {
+        return None;
+    };
+    let path = std::env::temp_dir().join(format!("report-{}.pdf", uuid::Uuid::now_v7()));
+    std::fs::write(&path, pdf).unwrap();
+    let out = std::process::Command::new("pdftotext")
+        .arg("-layout")
+        .arg(&path)
+        .arg("-")
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(&path);
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+async fn pdf_flow(t: &TestApp) {
+    let source = "<html><body><h1>Ledger ✓</h1><table border=1>{% for e in ledger.entries %}<tr><td>{{ e.account }}</td><td>{{ e.amount }}</td></tr>{% endfor %}</table></body></html>";
+    let tpl = upload(t, "pdf", source).await;
+    let id = request(t, &tpl, json!({})).await;
+    let r = wait_terminal(t, &id).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let (ct, _, bytes) = download(t, &id).await;
+    assert_eq!(ct, "application/pdf");
+    assert!(bytes.starts_with(b"%PDF-"));
+    if let Some(text) = pdftotext(&bytes) {
+        for needle in ["Ledger", "10.50", "3.25", "1.00"] {
+            assert!(
+                text.contains(needle),
+                "{needle} missing from the PDF text:\n{text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn pdf_with_the_native_renderer() {
+    let (t, dir) = instance(false, None).await;
+    pdf_flow(&t).await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn pdf_with_the_chromium_renderer() {
+    let Some(path) = reporter_contract::services::service_url("CHROMIUM_PATH", "Chromium") else {
+        return;
+    };
+    let dir = ledger_dir();
+    let mut env = env_for(&dir, false);
+    env.push(("PDF_CHROMIUM_PATH".into(), path));
+    let t = start_with(Options {
+        env,
+        tweak: Some(|r| r.pdf_renderer = "chromium".into()),
+        ..Default::default()
+    })
+    .await;
+    pdf_flow(&t).await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn one_source_down_is_partial_and_not_downloadable() {
+    let (t, dir) = instance(true, None).await;
+    let resp = t
+        .upload(
+            &token(),
+            Form::new()
+                .file(
+                    "template",
+                    "t.tpl",
+                    b"{{ ledger.entries.amount }} {{ down.t.f }}",
+                )
+                .text("outputFormat", "txt"),
+        )
+        .await;
+    resp.assert_status(StatusCode::CREATED);
+    let body = json(resp).await;
+    assert_eq!(
+        body["warnings"][0]["code"], "DATA_SOURCE_UNAVAILABLE",
+        "{body}"
+    );
+    let tpl = body["id"].as_str().unwrap().to_owned();
+    let id = request(&t, &tpl, json!({})).await;
+    let r = wait_terminal(&t, &id).await;
+    assert_eq!(r["status"], "Partial", "{r}");
+    assert_eq!(r["metadata"]["sections"]["ledger"]["ok"], true);
+    assert_eq!(
+        r["metadata"]["sections"]["down"],
+        json!({"ok": false, "errorCode": "data_source_unavailable"})
+    );
+    expect_error(
+        t.get(&token(), &format!("/v1/reports/{id}/download")).await,
+        422,
+        "TPL-0029",
+    )
+    .await;
+    // The artifact exists, rendered from the section that succeeded.
+    let stored = t
+        .app
+        .ports
+        .storage
+        .get(&format!("reports/{tpl}/{id}.txt"))
+        .await
+        .unwrap()
+        .expect("partial artifact");
+    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "10.50 ");
+    let events = t.broker.as_ref().unwrap().deliveries();
+    let partial = events
+        .iter()
+        .find(|e| e.key == EventKey::ReportPartial)
+        .expect("report.partial");
+    assert_eq!(partial.payload["status"], "Partial");
+    assert_eq!(partial.payload["failed_section_count"], 1);
+    assert_eq!(
+        partial.payload["section_failures"],
+        json!([{"section": "down", "error_code": "data_source_unavailable"}])
+    );
+    assert_eq!(
+        partial.payload["artifact_object_key"],
+        format!("reports/{tpl}/{id}.txt")
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+async fn expect_errored(t: &TestApp, tpl: &str, code: &str) -> Value {
+    let id = request(t, tpl, json!({})).await;
+    let r = wait_terminal(t, &id).await;
+    assert_eq!(r["status"], "Errored", "{r}");
+    assert_eq!(r["metadata"]["errorCode"], code, "{r}");
+    let text = r.to_string().to_lowercase();
+    for leak in [
+        "fuel",
+        "recursion",
+        "127.0.0.1",
+        "connection",
+        "minijinja",
+        "panic",
+        "syntax",
+    ] {
+        assert!(!text.contains(leak), "raw error text '{leak}' leaked: {r}");
+    }
+    expect_error(
+        t.get(&token(), &format!("/v1/reports/{id}/download")).await,
+        422,
+        "TPL-0029",
+    )
+    .await;
+    r
+}
+
+#[tokio::test]
+async fn every_section_down_render_errors_and_malicious_templates_end_errored() {
+    let (t, dir) = instance(
+        true,
+        Some(|r| {
+            r.engine_render_fuel = "2000000".into();
+            r.engine_max_output_bytes = "1048576".into();
+        }),
+    )
+    .await;
+    let all_down = upload(&t, "txt", "{{ down.t.f }}").await;
+    let r = expect_errored(&t, &all_down, "report_generation_failed").await;
+    assert_eq!(
+        r["metadata"]["sections"]["down"]["errorCode"],
+        "data_source_unavailable"
+    );
+    let render_error = upload(&t, "txt", "{{ ledger.entries.amount|no_such_filter }}").await;
+    expect_errored(&t, &render_error, "report_generation_failed").await;
+    let endless = upload(&t, "txt", "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}{{ ledger.entries.id }}").await;
+    expect_errored(&t, &endless, "report_generation_failed").await;
+    let huge = upload(&t, "txt", "{% for a in range(90000) %}{{ \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" }}{% endfor %}{{ ledger.entries.id }}").await;
+    expect_errored(&t, &huge, "report_generation_failed").await;
+    let deep = upload(
+        &t,
+        "txt",
+        "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}{{ ledger.entries.id }}",
+    )
+    .await;
+    expect_errored(&t, &deep, "report_generation_failed").await;
+    // The process is fine: a normal report still finishes.
+    let ok = upload(&t, "txt", TXT).await;
+    let id = request(&t, &ok, json!({})).await;
+    assert_eq!(wait_terminal(&t, &id).await["status"], "Finished");
+    let errored: Vec<_> = t
+        .broker
+        .as_ref()
+        .unwrap()
+        .deliveries()
+        .into_iter()
+        .filter(|e| e.key == EventKey::ReportErrored)
+        .collect();
+    assert_eq!(errored.len(), 5);
+    for e in errored {
+        assert_eq!(e.payload["error_code"], "report_generation_failed");
+        assert_eq!(e.payload["error_summary"], "Report generation failed");
+        assert!(e.payload.get("artifact_object_key").is_none());
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A data source that answers slowly (a PostgreSQL view over pg_sleep) makes the whole job
+/// exceed ENGINE_TIMEOUT_SEC while each query stays within its own deadline.
+#[tokio::test]
+async fn a_job_over_its_deadline_ends_timed_out() {
+    let Some(url) = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL") else {
+        return;
+    };
+    let db = reporter_contract::services::unique_name("reporter_slow");
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
+    let cfg: tokio_postgres::Config = url.parse().unwrap();
+    let host = match cfg.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_owned(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    let user = cfg.get_user().unwrap_or("postgres").to_owned();
+    {
+        let mut c2 = cfg.clone();
+        c2.dbname(&db);
+        let (client, conn) = c2.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute("CREATE VIEW slow AS SELECT 1 AS id, pg_sleep(1.5)::text AS nap")
+            .await
+            .unwrap();
+    }
+    let dir = ledger_dir();
+    let mut env = env_for(&dir, false);
+    env.extend([
+        ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
+        ("DATASOURCE_SLOW_HOST".into(), host),
+        ("DATASOURCE_SLOW_PORT".into(), port.to_string()),
+        ("DATASOURCE_SLOW_USER".into(), user),
+        ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
+    ]);
+    let t = start_with(Options {
+        env,
+        tweak: Some(|r| r.engine_timeout_sec = "1".into()),
+        ..Default::default()
+    })
+    .await;
+    let tpl = upload(&t, "txt", "{{ slow.slow.id }}{{ ledger.entries.id }}").await;
+    let r = expect_errored(&t, &tpl, "report_generation_timeout").await;
+    assert_eq!(r["metadata"]["errorSummary"], "Report generation timed out");
+    drop(t);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
+    let (t, dir) = instance(false, None).await;
+    let tpl = upload(&t, "txt", TXT).await;
+    let id = request(&t, &tpl, json!({})).await;
+    let done = wait_terminal(&t, &id).await;
+    let finished_events = |t: &TestApp| {
+        t.broker
+            .as_ref()
+            .unwrap()
+            .deliveries()
+            .iter()
+            .filter(|e| e.key == EventKey::ReportFinished)
+            .count()
+    };
+    for _ in 0..50 {
+        if finished_events(&t) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let job = ReportJob {
+        tenant: reporter_ports::TenantId::default_tenant(),
+        report_id: id.parse().unwrap(),
+        request_id: None,
+    };
+    t.app.ports.jobs.enqueue(&job).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
+    assert_eq!(again, done, "nothing changed");
+    assert_eq!(finished_events(&t), 1, "no second report.finished");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn downloads_survive_template_deletion_and_lists_filter() {
+    let (t, dir) = instance(false, None).await;
+    let tpl = upload(&t, "txt", TXT).await;
+    let id = request(&t, &tpl, json!({})).await;
+    wait_terminal(&t, &id).await;
+    t.delete(&token(), &format!("/v1/templates/{tpl}"))
+        .await
+        .assert_status_is_ok();
+    let (_, _, bytes) = download(&t, &id).await;
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        "1 A 10.50\n2 B 3.25\n3 A 1.00\ntotal=14.75"
+    );
+    // Lists
+    let other = upload(&t, "txt", TXT).await;
+    request(&t, &other, json!({})).await;
+    let all = json(t.get(&token(), "/v1/reports").await).await;
+    assert_eq!(all["total"], 2);
+    let by_template = json(
+        t.get(&token(), &format!("/v1/reports?templateId={tpl}"))
+            .await,
+    )
+    .await;
+    assert_eq!(by_template["total"], 1);
+    assert_eq!(by_template["items"][0]["id"], id);
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(
+        json(
+            t.get(&token(), &format!("/v1/reports?createdAt={today}"))
+                .await
+        )
+        .await["total"],
+        2
+    );
+    assert_eq!(
+        json(t.get(&token(), "/v1/reports?createdAt=2001-01-01").await).await["total"],
+        0
+    );
+    expect_error(
+        t.get(&token(), "/v1/reports?status=Done").await,
+        400,
+        "TPL-0019",
+    )
+    .await;
+    expect_error(
+        t.get(&token(), "/v1/reports?templateId=nope").await,
+        400,
+        "TPL-0012",
+    )
+    .await;
+    expect_error(
+        t.get(&token(), "/v1/reports/0198a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b")
+            .await,
+        404,
+        "TPL-0011",
+    )
+    .await;
+    expect_error(
+        t.get(&token(), "/v1/reports/nope/download").await,
+        400,
+        "TPL-0009",
+    )
+    .await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn report_requests_are_validated() {
+    let (t, dir) = instance(false, None).await;
+    let tpl = upload(&t, "txt", TXT).await;
+    let tok = token();
+    let post = |body: Value| t.post_json(&tok, "/v1/reports", body);
+    expect_error(post(json!({"filters": {}})).await, 400, "TPL-0001").await;
+    expect_error(post(json!({"templateId": tpl})).await, 400, "TPL-0001").await;
+    expect_error(
+        post(json!({"templateId": "x", "filters": {}})).await,
+        400,
+        "TPL-0012",
+    )
+    .await;
+    expect_error(
+        post(json!({"templateId": "0198a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b", "filters": {}})).await,
+        404,
+        "TPL-0011",
+    )
+    .await;
+    expect_error(
+        post(json!({"templateId": tpl, "filters": {}, "extra": 1})).await,
+        400,
+        "TPL-0015",
+    )
+    .await;
+    expect_error(
+        post(json!({"templateId": tpl, "filters": {"nope": {"t": {"f": {"eq": [1]}}}}})).await,
+        400,
+        "TPL-0031",
+    )
+    .await;
+    expect_error(
+        post(json!({"templateId": tpl, "filters": {"ledger": {"nope": {"f": {"eq": [1]}}}}})).await,
+        400,
+        "TPL-0030",
+    )
+    .await;
+    let b = expect_error(
+        post(json!({"templateId": tpl, "filters": {"ledger": {"entries": {"nope": {"eq": [1]}}}}}))
+            .await,
+        400,
+        "TPL-0014",
+    )
+    .await;
+    assert!(b["fields"]["ledger.entries.nope"].is_string(), "{b}");
+    expect_error(post(json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {"between": [1]}}}}})).await, 400, "TPL-0068").await;
+    expect_error(
+        post(
+            json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {"gt": [1, 2]}}}}}),
+        )
+        .await,
+        400,
+        "TPL-0068",
+    )
+    .await;
+    expect_error(post(json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {"eq": [{"x": 1}]}}}}})).await, 400, "TPL-0068").await;
+    expect_error(
+        post(json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {}}}}})).await,
+        400,
+        "TPL-0068",
+    )
+    .await;
+    expect_error(
+        post(
+            json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {"like": ["%"]}}}}}),
+        )
+        .await,
+        400,
+        "TPL-0015",
+    )
+    .await;
+    expect_error(
+        post(json!({"templateId": tpl, "filters": {"ledger": {"entries": {"id": {"eq": 1}}}}}))
+            .await,
+        400,
+        "TPL-0017",
+    )
+    .await;
+    expect_error(
+        t.post_json(
+            &token_for(Some("default"), &["reports:read"]),
+            "/v1/reports",
+            json!({"templateId": tpl, "filters": {}}),
+        )
+        .await,
+        403,
+        "TPL-0403",
+    )
+    .await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn idempotent_report_requests_replay() {
+    let (t, dir) = instance(false, None).await;
+    let tpl = upload(&t, "txt", TXT).await;
+    let send = || {
+        t.client
+            .post("/v1/reports")
+            .header("authorization", bearer(&token()))
+            .header("x-idempotency", "r-1")
+            .body_json(&json!({"templateId": tpl, "filters": {}}))
+            .send()
+    };
+    let a = json(send().await).await;
+    let b = send().await;
+    b.assert_header("x-idempotency-replayed", "true");
+    assert_eq!(json(b).await, a);
+    assert_eq!(json(t.get(&token(), "/v1/reports").await).await["total"], 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// One scenario that produces every event definition; the keys observed equal the manifest's.
+#[tokio::test]
+async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
+    let (t, dir) = instance(true, None).await;
+    let tok = token();
+    let tpl = upload(&t, "txt", TXT).await;
+    let form = Form::new().text("description", "v2");
+    let ct = form.content_type();
+    t.client
+        .patch(format!("/v1/templates/{tpl}"))
+        .header("authorization", bearer(&tok))
+        .content_type(ct)
+        .body(form.into_body())
+        .send()
+        .await
+        .assert_status_is_ok();
+    let finished = request(&t, &tpl, json!({})).await;
+    wait_terminal(&t, &finished).await;
+    let partial_tpl = upload(&t, "txt", "{{ ledger.entries.id }}{{ down.t.f }}").await;
+    wait_terminal(&t, &request(&t, &partial_tpl, json!({})).await).await;
+    let errored_tpl = upload(&t, "txt", "{{ down.t.f }}").await;
+    wait_terminal(&t, &request(&t, &errored_tpl, json!({})).await).await;
+    let d = t.create_deadline(&tok, deadline_body(4)).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    t.patch_json(&tok, &format!("/v1/deadlines/{d}"), json!({"name": "x"}))
+        .await
+        .assert_status_is_ok();
+    t.patch_json(
+        &tok,
+        &format!("/v1/deadlines/{d}/deliver"),
+        json!({"delivered": true}),
+    )
+    .await
+    .assert_status_is_ok();
+    t.patch_json(
+        &tok,
+        &format!("/v1/deadlines/{d}/deliver"),
+        json!({"delivered": false}),
+    )
+    .await
+    .assert_status_is_ok();
+    t.delete(&tok, &format!("/v1/deadlines/{d}"))
+        .await
+        .assert_status(StatusCode::NO_CONTENT);
+    t.delete(&tok, &format!("/v1/templates/{tpl}"))
+        .await
+        .assert_status_is_ok();
+    let manifest: BTreeSet<String> = reporter::streaming::manifest::manifest()
+        .events
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    let mut seen = BTreeSet::new();
+    for _ in 0..300 {
+        seen = t
+            .broker
+            .as_ref()
+            .unwrap()
+            .deliveries()
+            .iter()
+            .map(|e| e.key.key())
+            .collect();
+        if seen == manifest {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, manifest);
+    // Every payload validates against its schema, and the terminal report facts carry
+    // deterministic ids that consumers can recompute.
+    for e in t.broker.as_ref().unwrap().deliveries() {
+        let schema = e.key.payload_schema();
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let errs: Vec<String> = v.iter_errors(&e.payload).map(|x| x.to_string()).collect();
+        assert!(
+            errs.is_empty(),
+            "{}: {errs:?} in {}",
+            e.key.key(),
+            e.payload
+        );
+        if matches!(
+            e.key,
+            EventKey::ReportFinished | EventKey::ReportPartial | EventKey::ReportErrored
+        ) {
+            assert_eq!(
+                e.id,
+                reporter_ports::events::deterministic_event_id(e.key, &e.tenant, &e.subject, "")
+            );
+        }
+        if e.key == EventKey::ReportFinished {
+            assert_eq!(
+                e.payload["artifact_object_key"],
+                format!("reports/{tpl}/{finished}.txt")
+            );
+            assert_eq!(
+                e.payload["artifact_content_type"],
+                "text/plain; charset=utf-8"
+            );
+            assert_eq!(e.payload["section_count"], 1);
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
