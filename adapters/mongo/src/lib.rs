@@ -1,6 +1,7 @@
 //! MongoDB adapters (placeholder docs, expanded below).
 mod docs;
 mod error;
+mod outbox;
 mod store;
 mod time;
 
