@@ -422,6 +422,9 @@ pub(crate) struct OutboxDoc {
     pub created_at: BsonDateTime,
     /// Set when published; the TTL index deletes the row `retention` after it.
     pub published_at: Option<BsonDateTime>,
+    /// Revision: 0 on insert, + 1 on every update (claims compare-and-set on it).
+    #[serde(default)]
+    pub rev: i64,
 }
 
 impl OutboxDoc {
@@ -458,6 +461,7 @@ impl OutboxDoc {
             lease_until: r.lease.as_ref().map(|l| floor_ms(l.until)),
             created_at: floor_ms(r.created_at),
             published_at: opt(r.published_at),
+            rev: 0,
         })
     }
 

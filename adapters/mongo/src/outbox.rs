@@ -2,9 +2,10 @@
 //! [`UnitOfWorkPort::commit`](reporter_ports::ports::UnitOfWorkPort::commit).
 //!
 //! Claims are lease-based and safe with any number of dispatcher processes: every row is
-//! taken with its own atomic `find_one_and_update` whose filter re-checks that the row is
-//! pending, available and not validly leased, so two claimers can never both win a row while
-//! a lease holds. Settling (`mark_published`, `mark_failed`, `park`) is a conditional update on
+//! taken with its own atomic compare-and-set on the row's revision (`update_one` on
+//! `{_id, rev}`), which fails when anything changed the row since it was read as claimable, so
+//! two claimers can never both win a row while a lease holds. Every update of a row bumps
+//! `rev`. Settling (`mark_published`, `mark_failed`, `park`) is a conditional update on
 //! `{_id, status: pending, lease_token}`.
 use crate::docs::{OutboxDoc, status_name};
 use crate::error::unavailable;
@@ -14,7 +15,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
-use mongodb::options::ReturnDocument;
 use reporter_ports::ids::OutboxId;
 use reporter_ports::ports::{Outbox, OutboxRecord, OutboxStats, OutboxStatus};
 use reporter_ports::{StoreError, TenantId};
@@ -27,6 +27,19 @@ fn released() -> Document {
     doc! { "lease_token": Bson::Null, "lease_owner": Bson::Null, "lease_until": Bson::Null }
 }
 
+/// Adds `rev + 1` to an update, so a concurrent claim's compare-and-set on the revision fails.
+fn bump(mut update: Document) -> Document {
+    match update.get_document_mut("$inc") {
+        Ok(inc) => {
+            inc.insert("rev", 1i64);
+        }
+        Err(_) => {
+            update.insert("$inc", doc! { "rev": 1i64 });
+        }
+    }
+    update
+}
+
 impl MongoStore {
     /// Runs a settling update on a row held by `token`; `NotFound` for an unknown id,
     /// `VersionConflict` when the row is not pending or `token` is not its lease token.
@@ -35,7 +48,7 @@ impl MongoStore {
         let res = coll
             .update_one(
                 doc! { "_id": id.to_string(), "status": PENDING, "lease_token": token.to_string() },
-                update,
+                bump(update),
             )
             .await
             .map_err(|e| unavailable("outbox settle", &e))?;
@@ -59,16 +72,19 @@ impl MongoStore {
 impl Outbox for MongoStore {
     /// Walks claimable rows (pending, `available_at <= now`, no lease or a lease ending at or
     /// before `now`) oldest first — by `created_at`, then position in the unit of work, then
-    /// id — in windows, and takes each row with an atomic `find_one_and_update` that re-checks
-    /// claimability, giving it a fresh token.
+    /// id — in windows, and takes each row with an atomic compare-and-set `update_one` on
+    /// `{_id, rev}` (the revision it was read at, so the row is taken only if nothing touched
+    /// it since it was seen claimable), giving it a fresh token and lease.
     ///
     /// Per-aggregate order: before taking a row it checks that no *pending* row of its
     /// aggregate with a smaller `agg_seq` (commit order) exists other than rows taken earlier
     /// in this same claim; otherwise the aggregate is held back for the rest of the claim. A
     /// leased, delayed or concurrently taken older row therefore blocks its successors;
     /// published and parked rows do not. At most `limit + claim_scan_limit` rows are inspected.
-    /// Returned rows are in the walk order and read back after the update (instants in
-    /// milliseconds).
+    ///
+    /// The taken rows are read back in one query and returned in walk order (instants in
+    /// milliseconds); a row whose lease was already lost again by then (a lease ending before
+    /// the read) is left out.
     async fn claim(
         &self,
         owner: &str,
@@ -80,27 +96,27 @@ impl Outbox for MongoStore {
             return Ok(Vec::new());
         }
         let nf = floor_ms(now);
+        // No `$or`: `$not: {$gt}` also matches a null lease, and keeps the filter one
+        // predicate per field.
         let claimable = doc! {
             "status": PENDING,
             "available_at": { "$lte": nf },
-            "$or": [ { "lease_until": Bson::Null }, { "lease_until": { "$lte": nf } } ],
+            "lease_until": { "$not": { "$gt": nf } },
         };
         let coll = self.coll::<OutboxDoc>(OUTBOX);
+        let raw = self.coll::<Document>(OUTBOX);
         let window = i64::try_from(limit.saturating_mul(2).clamp(16, 256)).unwrap_or(256);
         let budget = limit.saturating_add(self.config.claim_scan_limit);
 
-        let mut out: Vec<OutboxRecord> = Vec::new();
+        // (row id, token) in walk order.
+        let mut taken: Vec<(String, Uuid)> = Vec::new();
         let mut mine: HashMap<String, Vec<String>> = HashMap::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut blocked: HashSet<String> = HashSet::new();
-        let mut skipped: Vec<String> = Vec::new();
         let mut scanned = 0usize;
 
-        'walk: while out.len() < limit && scanned < budget {
+        'walk: while taken.len() < limit && scanned < budget {
             let mut filter = claimable.clone();
-            let taken: Vec<&String> = mine.values().flatten().chain(&skipped).collect();
-            if !taken.is_empty() {
-                filter.insert("_id", doc! { "$nin": taken });
-            }
             if !blocked.is_empty() {
                 filter.insert(
                     "aggregate",
@@ -116,18 +132,15 @@ impl Outbox for MongoStore {
                 .try_collect()
                 .await
                 .map_err(|e| unavailable("outbox cursor", &e))?;
-            if candidates.is_empty() {
-                break;
-            }
+            let mut progressed = false;
             for c in candidates {
-                scanned += 1;
-                if blocked.contains(&c.aggregate) {
-                    skipped.push(c.id);
+                if !seen.insert(c.id.clone()) || blocked.contains(&c.aggregate) {
                     continue;
                 }
+                progressed = true;
+                scanned += 1;
                 let ahead: Vec<&String> = mine.get(&c.aggregate).into_iter().flatten().collect();
-                let older = self
-                    .coll::<Document>(OUTBOX)
+                let older = raw
                     .count_documents(doc! {
                         "aggregate": &c.aggregate,
                         "status": PENDING,
@@ -139,43 +152,61 @@ impl Outbox for MongoStore {
                     .map_err(|e| unavailable("outbox order check", &e))?;
                 if older > 0 {
                     blocked.insert(c.aggregate);
-                    skipped.push(c.id);
                     continue;
                 }
-                let mut row_filter = claimable.clone();
-                row_filter.insert("_id", &c.id);
                 let token = Uuid::new_v4();
-                let got = coll
-                    .find_one_and_update(
-                        row_filter,
-                        doc! { "$set": {
-                            "lease_token": token.to_string(),
-                            "lease_owner": owner,
-                            "lease_until": floor_ms(lease_until),
-                        } },
+                let res = raw
+                    .update_one(
+                        doc! { "_id": &c.id, "rev": c.rev },
+                        doc! {
+                            "$set": {
+                                "lease_token": token.to_string(),
+                                "lease_owner": owner,
+                                "lease_until": floor_ms(lease_until),
+                            },
+                            "$inc": { "rev": 1i64 },
+                        },
                     )
-                    .return_document(ReturnDocument::After)
                     .await
                     .map_err(|e| unavailable("outbox claim", &e))?;
-                match got {
-                    Some(d) => {
-                        mine.entry(d.aggregate.clone())
-                            .or_default()
-                            .push(d.id.clone());
-                        out.push(d.into_record()?);
-                        if out.len() >= limit {
-                            break 'walk;
-                        }
+                if res.matched_count == 1 {
+                    mine.entry(c.aggregate).or_default().push(c.id.clone());
+                    taken.push((c.id, token));
+                    if taken.len() >= limit {
+                        break 'walk;
                     }
-                    None => {
-                        // Another claimer took it: its successors must wait for it.
-                        blocked.insert(c.aggregate);
-                        skipped.push(c.id);
-                    }
+                } else {
+                    // Changed since it was read (most likely taken by another claimer): its
+                    // successors must wait for it.
+                    blocked.insert(c.aggregate);
                 }
                 if scanned >= budget {
                     break 'walk;
                 }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if taken.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&String> = taken.iter().map(|(id, _)| id).collect();
+        let mut rows: HashMap<String, OutboxDoc> = coll
+            .find(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(|e| unavailable("outbox read back", &e))?
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| unavailable("outbox cursor", &e))?
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        let mut out = Vec::with_capacity(taken.len());
+        for (id, token) in taken {
+            let Some(d) = rows.remove(&id) else { continue };
+            if d.lease_token.as_deref() == Some(token.to_string().as_str()) {
+                out.push(d.into_record()?);
             }
         }
         Ok(out)
@@ -239,7 +270,7 @@ impl Outbox for MongoStore {
         set.insert("available_at", floor_ms(now));
         let res = self
             .coll::<Document>(OUTBOX)
-            .update_many(filter, doc! { "$set": set })
+            .update_many(filter, bump(doc! { "$set": set }))
             .await
             .map_err(|e| unavailable("outbox redrive", &e))?;
         Ok(res.modified_count)

@@ -257,6 +257,10 @@ impl MongoStore {
                         "outbox_claim",
                     ),
                     idx(
+                        doc! { "status": 1, "created_at": 1, "pos": 1, "_id": 1 },
+                        "outbox_claim_order",
+                    ),
+                    idx(
                         doc! { "aggregate": 1, "status": 1, "agg_seq": 1 },
                         "outbox_aggregate_order",
                     ),
