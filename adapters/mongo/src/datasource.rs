@@ -10,7 +10,7 @@ use reporter_ports::datasource::{
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
 use reporter_ports::report::FilterCondition;
 use serde_json::{Number, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// MongoDB's `MaxTimeMSExpired`.
@@ -311,12 +311,11 @@ impl DataSource for MongoDataSource {
         Ok(docs
             .iter()
             .map(|d| {
-                let row: BTreeMap<&String, Value> = query
+                query
                     .fields
                     .iter()
-                    .map(|f| (f, d.get(f).map_or(Value::Null, to_json)))
-                    .collect();
-                row.into_iter().map(|(k, v)| (k.clone(), v)).collect()
+                    .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
+                    .collect::<Row>()
             })
             .collect())
     }

@@ -50,10 +50,10 @@ fn version_of(f: &FilesCollectionDocument) -> (i64, Option<ObjectId>) {
 /// MongoDB implementation of [`ObjectStorage`] over GridFS.
 ///
 /// An object is a GridFS file whose `filename` is the key, with
-/// `metadata: {content_type}`. `put` uploads a new file and then deletes the older versions
-/// of the key (ordered by `uploadDate`, then file id), so a reader never sees the key absent
-/// during an overwrite and concurrent puts leave exactly the newest; `get` reads the newest
-/// version. Keys are checked like every adapter's ([`is_valid_object_key`]): an invalid key
+/// `metadata: {content_type}`. `put` uploads a new file and then deletes every version of
+/// the key but the newest it can see (ordered by `uploadDate`, then file id), so a reader never
+/// sees the key absent during an overwrite, and once concurrent puts are done exactly one
+/// version — the newest — is left (last writer wins); `get` reads the newest version. Keys are checked like every adapter's ([`is_valid_object_key`]): an invalid key
 /// is `Unavailable`, and `put` answers the key unchanged.
 #[derive(Debug, Clone)]
 pub struct GridFsStorage {
@@ -119,7 +119,6 @@ impl ObjectStorage for GridFsStorage {
             .metadata(doc! { "content_type": content_type })
             .await
             .map_err(|e| unavailable("gridfs open upload", &e))?;
-        let mine = upload.id().clone();
         if let Err(e) = upload.write_all(&bytes).await {
             let _ = upload.abort().await;
             return Err(StoreError::Unavailable(format!("gridfs write: {e}")));
@@ -128,12 +127,9 @@ impl ObjectStorage for GridFsStorage {
             .close()
             .await
             .map_err(|e| StoreError::Unavailable(format!("gridfs close: {e}")))?;
-        let versions = self.versions(key).await?;
-        let Some(me) = versions.iter().find(|f| f.id == mine).map(version_of) else {
-            // A concurrent newer put already replaced (and deleted) this version.
-            return Ok(key.to_owned());
-        };
-        for old in versions.into_iter().filter(|f| version_of(f) < me) {
+        // Keep only the newest version this put can see (its own, or a concurrent newer
+        // one): whichever put lists last sees every version and leaves exactly one.
+        for old in self.versions(key).await?.into_iter().skip(1) {
             self.delete_file(old.id).await?;
         }
         Ok(key.to_owned())
@@ -142,6 +138,7 @@ impl ObjectStorage for GridFsStorage {
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
         check_key(key)?;
         // A version deleted by a concurrent put between listing and reading: list again.
+        let mut last_error = String::new();
         for _ in 0..3 {
             let Some(file) = self.versions(key).await?.into_iter().next() else {
                 return Ok(None);
@@ -154,7 +151,10 @@ impl ObjectStorage for GridFsStorage {
                 .to_owned();
             let mut stream = match self.bucket.open_download_stream(file.id.clone()).await {
                 Ok(s) => s,
-                Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::GridFs(_)) => continue,
+                Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::GridFs(_)) => {
+                    last_error = e.to_string();
+                    continue;
+                }
                 Err(e) => return Err(unavailable("gridfs open download", &e)),
             };
             let mut buf = Vec::with_capacity(usize::try_from(file.length).unwrap_or(0));
@@ -165,12 +165,12 @@ impl ObjectStorage for GridFsStorage {
                         content_type,
                     }));
                 }
-                Err(_) if buf.len() as u64 != file.length => continue,
-                Err(e) => return Err(StoreError::Unavailable(format!("gridfs read: {e}"))),
+                // Chunks deleted under the reader by a concurrent overwrite: read again.
+                Err(e) => last_error = e.to_string(),
             }
         }
         Err(StoreError::Unavailable(format!(
-            "gridfs get {key:?}: the object kept changing while being read"
+            "gridfs get {key:?} failed three times: {last_error}"
         )))
     }
 

@@ -840,8 +840,8 @@ impl TemplateRepository for MongoStore {
             .transpose()
     }
 
-    /// The description filter is a case-insensitive regex over the escaped text
-    /// ([`escape_regex`]), never the caller's pattern.
+    /// The description filter is a case-insensitive regex over the text with every regex
+    /// metacharacter escaped, never the caller's pattern.
     async fn list(
         &self,
         tenant: &TenantId,
@@ -884,7 +884,9 @@ impl DeadlineRepository for MongoStore {
     }
 
     /// Status and due-date filters run in the database on the stored `due_date`,
-    /// `next_due_date` and `delivered_at` ([`deadline_view_filter`]), so `total` is exact.
+    /// `next_due_date` and `delivered_at`, answering exactly what [`DeadlineQuery::matches`]
+    /// answers on the stored records at `now` (status derived as in
+    /// [`Deadline::view`]), so `total` is exact.
     async fn list(
         &self,
         tenant: &TenantId,

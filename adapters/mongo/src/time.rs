@@ -21,7 +21,7 @@ pub(crate) fn floor_ms(t: DateTime<Utc>) -> BsonDateTime {
 /// instant has no sub-millisecond part).
 pub(crate) fn ceil_ms(t: DateTime<Utc>) -> BsonDateTime {
     let ms = t.timestamp_millis();
-    let exact = t.timestamp_subsec_nanos() % 1_000_000 == 0;
+    let exact = t.timestamp_subsec_nanos().is_multiple_of(1_000_000);
     BsonDateTime::from_millis(if exact { ms } else { ms.saturating_add(1) })
 }
 
