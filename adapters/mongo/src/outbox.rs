@@ -154,6 +154,18 @@ impl Outbox for MongoStore {
                     blocked.insert(c.aggregate);
                     continue;
                 }
+                // A cheap read first: under contention most candidates were just taken by
+                // another claimer, and a failed conditional write costs far more than a read.
+                let unchanged = raw
+                    .find_one(doc! { "_id": &c.id, "rev": c.rev })
+                    .projection(doc! { "_id": 1 })
+                    .await
+                    .map_err(|e| unavailable("outbox recheck", &e))?
+                    .is_some();
+                if !unchanged {
+                    blocked.insert(c.aggregate);
+                    continue;
+                }
                 let token = Uuid::new_v4();
                 let res = raw
                     .update_one(
