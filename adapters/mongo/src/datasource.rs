@@ -1,0 +1,403 @@
+//! [`MongoDataSource`]: a MongoDB database as a report data source.
+use crate::error::code;
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use mongodb::bson::{Bson, Document, doc};
+use mongodb::{Client, Database};
+use reporter_ports::datasource::{
+    DataSourceDescriptor, DataSourceId, DataSourceKind, SourceSchema, TableSchema,
+};
+use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::report::FilterCondition;
+use serde_json::{Number, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// MongoDB's `MaxTimeMSExpired`.
+const MAX_TIME_EXPIRED: i32 = 50;
+
+/// Tuning of a [`MongoDataSource`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MongoDataSourceConfig {
+    /// Documents read per collection to discover its fields. Default 100.
+    pub sample_size: u32,
+    /// Server-side time limit of one query (`maxTimeMS`); exceeding it is
+    /// [`DataSourceError::Timeout`]. Default 30 s.
+    pub query_timeout: Duration,
+}
+
+impl Default for MongoDataSourceConfig {
+    fn default() -> Self {
+        Self {
+            sample_size: 100,
+            query_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A MongoDB database as a read-only [`DataSource`].
+///
+/// - **Tables** are the database's collections (except `system.*`), sorted by name.
+/// - **Fields** of a table are the union of the top-level keys of its first `sample_size`
+///   documents (natural order), sorted. `_id` is not a field (it is MongoDB's internal key:
+///   keep business ids in a field of their own), and neither are keys that are empty, start
+///   with `$` or contain `.`, which a projection or filter could not address literally. A
+///   field that appears only in documents past the sample is unknown.
+/// - **Queries** project exactly the requested fields (a document without the field answers
+///   `null`), filter in the database, and read at most `max_rows + 1` documents: more than
+///   `max_rows` matches is [`DataSourceError::RowLimit`]. Row order is unspecified.
+/// - **Filters** (all must hold): `eq` and `in` → `$in`, `nin` → `$nin`, `gt`/`gte`/`lt`/`lte`
+///   → the same operator on the first value, `between [a, b]` → `$gte a, $lte b`. Values go as
+///   BSON (integers as Int64, other numbers as Double, strings, booleans, null). Ordered
+///   operators take a number or a string, `between` exactly two of the same kind; non-scalar
+///   values are [`DataSourceError::InvalidFilter`]. MongoDB's comparison rules apply: numbers
+///   compare numerically across int/long/double, a string never compares with a number, `null`
+///   is in no range, `nin` and `eq null` also match a missing field — the same answers as the
+///   file data source on flat documents. (Unlike it, an array field matches `eq` when an
+///   element matches.)
+/// - Values come back as JSON: Int32/Int64 as integers, Double as a number (NaN and infinities
+///   as `null`), Decimal128 as a string, DateTime as RFC 3339 text, ObjectId as hex, embedded
+///   documents and arrays recursively.
+#[derive(Debug, Clone)]
+pub struct MongoDataSource {
+    id: DataSourceId,
+    db: Database,
+    config: MongoDataSourceConfig,
+}
+
+fn unavailable(what: &str, e: &mongodb::error::Error) -> DataSourceError {
+    if code(e) == Some(MAX_TIME_EXPIRED) {
+        return DataSourceError::Timeout;
+    }
+    DataSourceError::Unavailable(format!("mongodb {what}: {e}"))
+}
+
+fn is_addressable(key: &str) -> bool {
+    !key.is_empty() && key != "_id" && !key.starts_with('$') && !key.contains('.')
+}
+
+/// A JSON scalar as BSON.
+fn to_bson(v: &Value) -> Bson {
+    match v {
+        Value::Null => Bson::Null,
+        Value::Bool(b) => Bson::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Bson::Int64(i),
+            None => Bson::Double(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Bson::String(s.clone()),
+        // Refused before conversion; kept total for safety.
+        Value::Array(_) | Value::Object(_) => Bson::Null,
+    }
+}
+
+/// A stored BSON value as JSON.
+pub(crate) fn to_json(v: &Bson) -> Value {
+    match v {
+        Bson::Null | Bson::Undefined => Value::Null,
+        Bson::Boolean(b) => Value::Bool(*b),
+        Bson::Int32(i) => Value::from(*i),
+        Bson::Int64(i) => Value::from(*i),
+        Bson::Double(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Bson::String(s) | Bson::Symbol(s) => Value::String(s.clone()),
+        Bson::Decimal128(d) => Value::String(d.to_string()),
+        Bson::DateTime(dt) => {
+            let ms = dt.timestamp_millis();
+            chrono::DateTime::from_timestamp_millis(ms).map_or(Value::from(ms), |t| {
+                Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            })
+        }
+        Bson::ObjectId(o) => Value::String(o.to_hex()),
+        Bson::Array(a) => Value::Array(a.iter().map(to_json).collect()),
+        Bson::Document(d) => {
+            Value::Object(d.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+        }
+        other => Value::String(other.to_string()),
+    }
+}
+
+fn invalid(field: &str, op: &str, why: &str) -> DataSourceError {
+    DataSourceError::InvalidFilter(format!("{field}: {op} {why}"))
+}
+
+fn ordered_bound(field: &str, op: &str, v: &Value) -> Result<Bson, DataSourceError> {
+    match v {
+        Value::Number(_) | Value::String(_) => Ok(to_bson(v)),
+        _ => Err(invalid(field, op, "needs a number or a string")),
+    }
+}
+
+/// The clauses of one field's condition (empty when the condition has no operator).
+pub(crate) fn condition_clauses(
+    field: &str,
+    cond: &FilterCondition,
+) -> Result<Vec<Document>, DataSourceError> {
+    let all = [
+        ("eq", &cond.eq),
+        ("gt", &cond.gt),
+        ("gte", &cond.gte),
+        ("lt", &cond.lt),
+        ("lte", &cond.lte),
+        ("between", &cond.between),
+        ("in", &cond.in_),
+        ("nin", &cond.nin),
+    ];
+    for (op, values) in all {
+        if values.iter().any(|v| v.is_array() || v.is_object()) {
+            return Err(invalid(field, op, "values must be scalars"));
+        }
+    }
+    let list = |vs: &[Value]| vs.iter().map(to_bson).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    if !cond.eq.is_empty() {
+        out.push(doc! { field: { "$in": list(&cond.eq) } });
+    }
+    if !cond.in_.is_empty() {
+        out.push(doc! { field: { "$in": list(&cond.in_) } });
+    }
+    if !cond.nin.is_empty() {
+        out.push(doc! { field: { "$nin": list(&cond.nin) } });
+    }
+    for (op, mongo_op, values) in [
+        ("gt", "$gt", &cond.gt),
+        ("gte", "$gte", &cond.gte),
+        ("lt", "$lt", &cond.lt),
+        ("lte", "$lte", &cond.lte),
+    ] {
+        if let Some(first) = values.first() {
+            out.push(doc! { field: { mongo_op: ordered_bound(field, op, first)? } });
+        }
+    }
+    match cond.between.as_slice() {
+        [] => {}
+        [low, high] => {
+            let (lo, hi) = (
+                ordered_bound(field, "between", low)?,
+                ordered_bound(field, "between", high)?,
+            );
+            if low.is_number() != high.is_number() {
+                return Err(invalid(field, "between", "bounds must have the same type"));
+            }
+            out.push(doc! { field: { "$gte": lo, "$lte": hi } });
+        }
+        _ => return Err(invalid(field, "between", "takes exactly two values")),
+    }
+    Ok(out)
+}
+
+impl MongoDataSource {
+    /// Connects to `uri` and serves database `db_name` as data source `id`.
+    pub async fn connect(
+        id: DataSourceId,
+        uri: &str,
+        db_name: &str,
+    ) -> Result<Self, DataSourceError> {
+        let client = Client::with_uri_str(uri)
+            .await
+            .map_err(|e| DataSourceError::Unavailable(format!("mongodb connect: {e}")))?;
+        Ok(Self::new(id, client.database(db_name)))
+    }
+
+    /// Serves `db` as data source `id` with the default configuration.
+    pub fn new(id: DataSourceId, db: Database) -> Self {
+        Self::with_config(id, db, MongoDataSourceConfig::default())
+    }
+
+    /// Serves `db` as data source `id`.
+    pub fn with_config(id: DataSourceId, db: Database, config: MongoDataSourceConfig) -> Self {
+        Self { id, db, config }
+    }
+
+    async fn tables(&self, only: Option<&str>) -> Result<Vec<String>, DataSourceError> {
+        let mut action = self.db.list_collection_names();
+        if let Some(name) = only {
+            action = action.filter(doc! { "name": name });
+        }
+        let mut names: Vec<String> = action
+            .await
+            .map_err(|e| unavailable("list collections", &e))?
+            .into_iter()
+            .filter(|n| !n.starts_with("system."))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    async fn fields(&self, table: &str) -> Result<Vec<String>, DataSourceError> {
+        let docs: Vec<Document> = self
+            .db
+            .collection::<Document>(table)
+            .find(doc! {})
+            .limit(i64::from(self.config.sample_size))
+            .max_time(self.config.query_timeout)
+            .await
+            .map_err(|e| unavailable("sample", &e))?
+            .try_collect()
+            .await
+            .map_err(|e| unavailable("sample cursor", &e))?;
+        let keys: BTreeSet<String> = docs
+            .iter()
+            .flat_map(|d| d.keys())
+            .filter(|k| is_addressable(k))
+            .cloned()
+            .collect();
+        Ok(keys.into_iter().collect())
+    }
+}
+
+#[async_trait]
+impl DataSource for MongoDataSource {
+    fn descriptor(&self) -> DataSourceDescriptor {
+        DataSourceDescriptor {
+            id: self.id.clone(),
+            external_name: self.db.name().to_owned(),
+            kind: DataSourceKind::Mongodb,
+        }
+    }
+
+    async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
+        let mut tables = Vec::new();
+        for name in self.tables(None).await? {
+            let fields = self.fields(&name).await?;
+            tables.push(TableSchema { name, fields });
+        }
+        Ok(SourceSchema { tables })
+    }
+
+    async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
+        if query.table.starts_with("system.") || self.tables(Some(&query.table)).await?.is_empty() {
+            return Err(DataSourceError::UnknownTable(query.table.clone()));
+        }
+        let known: BTreeSet<String> = self.fields(&query.table).await?.into_iter().collect();
+        let unknown = |field: &String| DataSourceError::UnknownField {
+            table: query.table.clone(),
+            field: field.clone(),
+        };
+        if let Some(f) = query.fields.iter().find(|f| !known.contains(*f)) {
+            return Err(unknown(f));
+        }
+        if let Some(f) = query.filters.keys().find(|f| !known.contains(*f)) {
+            return Err(unknown(f));
+        }
+        let mut clauses = Vec::new();
+        for (field, cond) in &query.filters {
+            clauses.extend(condition_clauses(field, cond)?);
+        }
+        let filter = if clauses.is_empty() {
+            doc! {}
+        } else {
+            doc! { "$and": clauses }
+        };
+        let mut projection = doc! { "_id": 0 };
+        for f in &query.fields {
+            projection.insert(f.as_str(), 1);
+        }
+        let limit = i64::try_from(query.max_rows.saturating_add(1)).unwrap_or(i64::MAX);
+        let docs: Vec<Document> = self
+            .db
+            .collection::<Document>(&query.table)
+            .find(filter)
+            .projection(projection)
+            .limit(limit)
+            .max_time(self.config.query_timeout)
+            .await
+            .map_err(|e| unavailable("find", &e))?
+            .try_collect()
+            .await
+            .map_err(|e| unavailable("cursor", &e))?;
+        if docs.len() > query.max_rows {
+            return Err(DataSourceError::RowLimit(query.max_rows));
+        }
+        Ok(docs
+            .iter()
+            .map(|d| {
+                query
+                    .fields
+                    .iter()
+                    .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
+                    .collect::<Row>()
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cond(v: Value) -> FilterCondition {
+        serde_json::from_value(v).expect("condition")
+    }
+
+    #[test]
+    fn operators_translate() {
+        let c = condition_clauses(
+            "x",
+            &cond(json!({"eq": [1, "a"], "nin": [null], "gt": [2.5]})),
+        )
+        .expect("valid");
+        assert_eq!(
+            c,
+            vec![
+                doc! { "x": { "$in": [1i64, "a"] } },
+                doc! { "x": { "$nin": [Bson::Null] } },
+                doc! { "x": { "$gt": 2.5 } },
+            ]
+        );
+        let b = condition_clauses("d", &cond(json!({"between": ["2021-01-01", "2021-12-31"]})))
+            .expect("valid");
+        assert_eq!(
+            b,
+            vec![doc! { "d": { "$gte": "2021-01-01", "$lte": "2021-12-31" } }]
+        );
+        assert!(
+            condition_clauses("x", &cond(json!({})))
+                .expect("empty")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn invalid_conditions() {
+        for bad in [
+            json!({"between": [1]}),
+            json!({"between": [1, 2, 3]}),
+            json!({"between": [1, "2"]}),
+            json!({"between": [true, false]}),
+            json!({"gt": [null]}),
+            json!({"eq": [[1]]}),
+            json!({"nin": [{"a": 1}]}),
+        ] {
+            assert!(
+                matches!(
+                    condition_clauses("x", &cond(bad.clone())),
+                    Err(DataSourceError::InvalidFilter(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn bson_to_json() {
+        assert_eq!(to_json(&Bson::Int32(3)), json!(3));
+        assert_eq!(to_json(&Bson::Double(f64::NAN)), Value::Null);
+        assert_eq!(
+            to_json(&Bson::Document(doc! { "a": [1i64, "b"] })),
+            json!({"a": [1, "b"]})
+        );
+        assert_eq!(
+            to_json(&Bson::DateTime(mongodb::bson::DateTime::from_millis(0))),
+            json!("1970-01-01T00:00:00.000Z")
+        );
+    }
+
+    #[test]
+    fn addressable_keys() {
+        assert!(is_addressable("name"));
+        for k in ["", "_id", "$x", "a.b"] {
+            assert!(!is_addressable(k), "{k}");
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The [`Outbox`] side of [`MongoStore`]: collection `outbox`, rows inserted by
+//! [`UnitOfWorkPort::commit`](reporter_ports::ports::UnitOfWorkPort::commit).
+//!
+//! Claims are lease-based and safe with any number of dispatcher processes: every row is
+//! taken with its own atomic compare-and-set on the row's revision (`update_one` on
+//! `{_id, rev}`), which fails when anything changed the row since it was read as claimable, so
+//! two claimers can never both win a row while a lease holds. Every update of a row bumps
+//! `rev`. Settling (`mark_published`, `mark_failed`, `park`) is a conditional update on
+//! `{_id, status: pending, lease_token}`.
+use crate::docs::{OutboxDoc, status_name};
+use crate::error::unavailable;
+use crate::store::{MongoStore, OUTBOX};
+use crate::time::{ceil_ms, floor_ms, from_bson};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
+use mongodb::bson::{Bson, Document, doc};
+use reporter_ports::ids::OutboxId;
+use reporter_ports::ports::{Outbox, OutboxRecord, OutboxStats, OutboxStatus};
+use reporter_ports::{StoreError, TenantId};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+const PENDING: &str = "pending";
+
+fn released() -> Document {
+    doc! { "lease_token": Bson::Null, "lease_owner": Bson::Null, "lease_until": Bson::Null }
+}
+
+/// Adds `rev + 1` to an update, so a concurrent claim's compare-and-set on the revision fails.
+fn bump(mut update: Document) -> Document {
+    match update.get_document_mut("$inc") {
+        Ok(inc) => {
+            inc.insert("rev", 1i64);
+        }
+        Err(_) => {
+            update.insert("$inc", doc! { "rev": 1i64 });
+        }
+    }
+    update
+}
+
+impl MongoStore {
+    /// Runs a settling update on a row held by `token`; `NotFound` for an unknown id,
+    /// `VersionConflict` when the row is not pending or `token` is not its lease token.
+    async fn settle(&self, id: OutboxId, token: Uuid, update: Document) -> Result<(), StoreError> {
+        let coll = self.coll::<Document>(OUTBOX);
+        let res = coll
+            .update_one(
+                doc! { "_id": id.to_string(), "status": PENDING, "lease_token": token.to_string() },
+                bump(update),
+            )
+            .await
+            .map_err(|e| unavailable("outbox settle", &e))?;
+        if res.matched_count == 1 {
+            return Ok(());
+        }
+        let exists = coll
+            .find_one(doc! { "_id": id.to_string() })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(|e| unavailable("outbox find", &e))?;
+        Err(if exists.is_some() {
+            StoreError::VersionConflict
+        } else {
+            StoreError::NotFound
+        })
+    }
+}
+
+#[async_trait]
+impl Outbox for MongoStore {
+    /// Walks claimable rows (pending, `available_at <= now`, no lease or a lease ending at or
+    /// before `now`) oldest first — by `created_at`, then position in the unit of work, then
+    /// id — in windows, and takes each row with an atomic compare-and-set `update_one` on
+    /// `{_id, rev}` (the revision it was read at, so the row is taken only if nothing touched
+    /// it since it was seen claimable), giving it a fresh token and lease.
+    ///
+    /// Per-aggregate order: before taking a row it checks that no *pending* row of its
+    /// aggregate with a smaller `agg_seq` (commit order) exists other than rows taken earlier
+    /// in this same claim; otherwise the aggregate is held back for the rest of the claim. A
+    /// leased, delayed or concurrently taken older row therefore blocks its successors;
+    /// published and parked rows do not. At most `limit + claim_scan_limit` rows are inspected.
+    ///
+    /// The taken rows are read back in one query and returned in walk order (instants in
+    /// milliseconds); a row whose lease was already lost again by then (a lease ending before
+    /// the read) is left out.
+    async fn claim(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxRecord>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let nf = floor_ms(now);
+        // No `$or`: `$not: {$gt}` also matches a null lease, and keeps the filter one
+        // predicate per field.
+        let claimable = doc! {
+            "status": PENDING,
+            "available_at": { "$lte": nf },
+            "lease_until": { "$not": { "$gt": nf } },
+        };
+        let coll = self.coll::<OutboxDoc>(OUTBOX);
+        let raw = self.coll::<Document>(OUTBOX);
+        let window = i64::try_from(limit.saturating_mul(2).clamp(16, 256)).unwrap_or(256);
+        let budget = limit.saturating_add(self.config.claim_scan_limit);
+
+        // (row id, token) in walk order.
+        let mut taken: Vec<(String, Uuid)> = Vec::new();
+        let mut mine: HashMap<String, Vec<String>> = HashMap::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut blocked: HashSet<String> = HashSet::new();
+        let mut scanned = 0usize;
+
+        'walk: while taken.len() < limit && scanned < budget {
+            let mut filter = claimable.clone();
+            if !blocked.is_empty() {
+                filter.insert(
+                    "aggregate",
+                    doc! { "$nin": blocked.iter().collect::<Vec<_>>() },
+                );
+            }
+            let candidates: Vec<OutboxDoc> = coll
+                .find(filter)
+                .sort(doc! { "created_at": 1, "pos": 1, "_id": 1 })
+                .limit(window)
+                .await
+                .map_err(|e| unavailable("outbox find", &e))?
+                .try_collect()
+                .await
+                .map_err(|e| unavailable("outbox cursor", &e))?;
+            let mut progressed = false;
+            for c in candidates {
+                if !seen.insert(c.id.clone()) || blocked.contains(&c.aggregate) {
+                    continue;
+                }
+                progressed = true;
+                scanned += 1;
+                let ahead: Vec<&String> = mine.get(&c.aggregate).into_iter().flatten().collect();
+                let older = raw
+                    .count_documents(doc! {
+                        "aggregate": &c.aggregate,
+                        "status": PENDING,
+                        "agg_seq": { "$lt": c.agg_seq },
+                        "_id": { "$nin": ahead },
+                    })
+                    .limit(1)
+                    .await
+                    .map_err(|e| unavailable("outbox order check", &e))?;
+                if older > 0 {
+                    blocked.insert(c.aggregate);
+                    continue;
+                }
+                // A cheap read first: under contention most candidates were just taken by
+                // another claimer, and a failed conditional write costs far more than a read.
+                let unchanged = raw
+                    .find_one(doc! { "_id": &c.id, "rev": c.rev })
+                    .projection(doc! { "_id": 1 })
+                    .await
+                    .map_err(|e| unavailable("outbox recheck", &e))?
+                    .is_some();
+                if !unchanged {
+                    blocked.insert(c.aggregate);
+                    continue;
+                }
+                let token = Uuid::new_v4();
+                let res = raw
+                    .update_one(
+                        doc! { "_id": &c.id, "rev": c.rev },
+                        doc! {
+                            "$set": {
+                                "lease_token": token.to_string(),
+                                "lease_owner": owner,
+                                "lease_until": floor_ms(lease_until),
+                            },
+                            "$inc": { "rev": 1i64 },
+                        },
+                    )
+                    .await
+                    .map_err(|e| unavailable("outbox claim", &e))?;
+                if res.matched_count == 1 {
+                    mine.entry(c.aggregate).or_default().push(c.id.clone());
+                    taken.push((c.id, token));
+                    if taken.len() >= limit {
+                        break 'walk;
+                    }
+                } else {
+                    // Changed since it was read (most likely taken by another claimer): its
+                    // successors must wait for it.
+                    blocked.insert(c.aggregate);
+                }
+                if scanned >= budget {
+                    break 'walk;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if taken.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&String> = taken.iter().map(|(id, _)| id).collect();
+        let mut rows: HashMap<String, OutboxDoc> = coll
+            .find(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(|e| unavailable("outbox read back", &e))?
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| unavailable("outbox cursor", &e))?
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        let mut out = Vec::with_capacity(taken.len());
+        for (id, token) in taken {
+            let Some(d) = rows.remove(&id) else { continue };
+            if d.lease_token.as_deref() == Some(token.to_string().as_str()) {
+                out.push(d.into_record()?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `NotFound` for an unknown id; `VersionConflict` unless the row is pending and `token`
+    /// is its current lease token (an expired lease nobody re-claimed still counts as held).
+    async fn mark_published(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut set = released();
+        set.insert("status", status_name(OutboxStatus::Published));
+        set.insert("published_at", floor_ms(now));
+        self.settle(id, token, doc! { "$set": set }).await
+    }
+
+    /// Same errors as `mark_published`. `attempts + 1`, `last_error`, lease released,
+    /// `available_at = retry_at`.
+    async fn mark_failed(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        error: &str,
+        retry_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut set = released();
+        set.insert("last_error", error);
+        set.insert("available_at", floor_ms(retry_at));
+        self.settle(
+            id,
+            token,
+            doc! { "$set": set, "$inc": { "attempts": 1i64 } },
+        )
+        .await
+    }
+
+    /// Same errors as `mark_published`. The reason goes to `last_error`.
+    async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
+        let mut set = released();
+        set.insert("status", status_name(OutboxStatus::Parked));
+        set.insert("last_error", reason);
+        self.settle(id, token, doc! { "$set": set }).await
+    }
+
+    /// One `update_many`; redriven rows are claimable at `now`, `last_error` is kept.
+    async fn redrive(
+        &self,
+        tenant: Option<TenantId>,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let mut filter = doc! { "status": status_name(OutboxStatus::Parked) };
+        if let Some(t) = tenant {
+            filter.insert("tenant", t.as_str());
+        }
+        let mut set = released();
+        set.insert("status", PENDING);
+        set.insert("attempts", 0i64);
+        set.insert("available_at", floor_ms(now));
+        let res = self
+            .coll::<Document>(OUTBOX)
+            .update_many(filter, bump(doc! { "$set": set }))
+            .await
+            .map_err(|e| unavailable("outbox redrive", &e))?;
+        Ok(res.modified_count)
+    }
+
+    /// Pending counts leased rows too; the oldest age is `now - created_at` in whole seconds,
+    /// never negative.
+    async fn stats(&self, now: DateTime<Utc>) -> Result<OutboxStats, StoreError> {
+        let coll = self.coll::<OutboxDoc>(OUTBOX);
+        let count = |status: &'static str| {
+            let coll = coll.clone();
+            async move {
+                coll.count_documents(doc! { "status": status })
+                    .await
+                    .map_err(|e| unavailable("outbox count", &e))
+            }
+        };
+        let pending = count(PENDING).await?;
+        let parked = count(status_name(OutboxStatus::Parked)).await?;
+        let oldest = coll
+            .find_one(doc! { "status": PENDING })
+            .sort(doc! { "created_at": 1 })
+            .await
+            .map_err(|e| unavailable("outbox oldest", &e))?;
+        Ok(OutboxStats {
+            pending,
+            parked,
+            oldest_pending_age_secs: oldest
+                .map(|d| (now - from_bson(d.created_at)).num_seconds().max(0)),
+        })
+    }
+
+    /// Deletes published rows with `published_at < before`. The TTL index does the same on
+    /// its own after the configured retention.
+    async fn purge_published(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let res = self
+            .coll::<Document>(OUTBOX)
+            .delete_many(doc! {
+                "status": status_name(OutboxStatus::Published),
+                "published_at": { "$lt": ceil_ms(before) },
+            })
+            .await
+            .map_err(|e| unavailable("outbox purge", &e))?;
+        Ok(res.deleted_count)
+    }
+
+    async fn get(&self, id: OutboxId) -> Result<Option<OutboxRecord>, StoreError> {
+        self.coll::<OutboxDoc>(OUTBOX)
+            .find_one(doc! { "_id": id.to_string() })
+            .await
+            .map_err(|e| unavailable("outbox get", &e))?
+            .map(OutboxDoc::into_record)
+            .transpose()
+    }
+}

@@ -1,0 +1,86 @@
+//! The data source contract suite against a MongoDB database holding the `people` fixture.
+mod common;
+
+use common::with_mongo;
+use mongodb::bson::{Bson, Document, doc};
+use reporter_adapter_mongo::MongoDataSource;
+use reporter_contract::datasource::{PEOPLE_TABLE, people_rows};
+use reporter_ports::datasource::DataSourceId;
+use reporter_ports::ports::{DataSource, TableQuery};
+
+fn fixture_docs() -> Vec<Document> {
+    people_rows()
+        .into_iter()
+        .map(|row| {
+            let bson = Bson::try_from(serde_json::Value::Object(row)).expect("row as BSON");
+            match bson {
+                Bson::Document(d) => d,
+                other => panic!("row is not a document: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datasource_contract_suite() {
+    with_mongo(|dbs| async move {
+        let name = dbs.fresh_name();
+        let db = dbs.client.database(&name);
+        db.collection::<Document>(PEOPLE_TABLE)
+            .insert_many(fixture_docs())
+            .await
+            .expect("insert people");
+        // Another table, so the schema has more than one (sorted) table.
+        db.collection::<Document>("accounts")
+            .insert_one(doc! { "number": "001", "balance": 10.5 })
+            .await
+            .expect("insert accounts");
+        let id = DataSourceId::parse("people_db").expect("id");
+        reporter_contract::datasource::run_data_source_suite(|| {
+            let db = db.clone();
+            let id = id.clone();
+            async move { MongoDataSource::new(id, db) }
+        })
+        .await;
+
+        let source = MongoDataSource::new(id, db.clone());
+        let d = source.descriptor();
+        assert_eq!(d.external_name, name);
+        assert_eq!(d.kind.as_str(), "mongodb");
+    })
+    .await;
+}
+
+/// Fields seen only beyond the sample are unknown; `_id` is never a field.
+#[tokio::test]
+async fn fields_come_from_a_bounded_sample() {
+    with_mongo(|dbs| async move {
+        let db = dbs.client.database(&dbs.fresh_name());
+        let coll = db.collection::<Document>("wide");
+        let mut docs: Vec<Document> = (0..5).map(|i| doc! { "n": i }).collect();
+        docs.push(doc! { "n": 99, "late": true });
+        coll.insert_many(docs).await.expect("insert");
+        let config = reporter_adapter_mongo::MongoDataSourceConfig {
+            sample_size: 5,
+            ..Default::default()
+        };
+        let source =
+            MongoDataSource::with_config(DataSourceId::parse("w").expect("id"), db, config);
+        let schema = source.schema().await.expect("schema");
+        assert_eq!(
+            schema.table("wide").map(|t| t.fields.clone()),
+            Some(vec!["n".to_owned()])
+        );
+        let q = TableQuery {
+            table: "wide".into(),
+            fields: vec!["late".into()],
+            filters: Default::default(),
+            max_rows: 10,
+        };
+        assert!(
+            source.query(&q).await.is_err(),
+            "late is outside the sample"
+        );
+    })
+    .await;
+}

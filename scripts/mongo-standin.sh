@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A MongoDB-compatible server for the MongoDB adapter's tests: SecantusDB (PyPI `secantusdb`,
+# a single-node replica set with transactions, GridFS and TTL; see
+# ../shared/reference/mongo-standin.md). No Docker, no mongod download.
+#
+#   scripts/mongo-standin.sh start   # idempotent: does nothing when something answers a ping
+#   scripts/mongo-standin.sh stop    # stops the server this script started (by its PID)
+#
+# Environment: MONGO_PORT (default 27017), PYTHON (default python3).
+# The venv, the PID file, the log and the data directory live in .cache/mongo-standin/
+# (gitignored). Then:  export MONGODB_URI=mongodb://127.0.0.1:${MONGO_PORT}
+set -euo pipefail
+
+VERSION="0.7.0b3" # exact pin: a pre-release; earlier 0.6.0b builds were yanked
+PORT="${MONGO_PORT:-27017}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="$ROOT/.cache/mongo-standin"
+VENV="$DIR/venv"
+PIDFILE="$DIR/pid"
+LOG="$DIR/server.log"
+
+ping_server() {
+    local py="${1:-$VENV/bin/python}"
+    [ -x "$py" ] || return 1
+    "$py" - "$PORT" <<'PY' >/dev/null 2>&1
+import sys
+from pymongo import MongoClient
+c = MongoClient(f"mongodb://127.0.0.1:{sys.argv[1]}", serverSelectionTimeoutMS=500,
+                directConnection=True)
+c.admin.command("ping")
+PY
+}
+
+hint() {
+    echo "export MONGODB_URI=mongodb://127.0.0.1:${PORT}"
+}
+
+ensure_venv() {
+    mkdir -p "$DIR"
+    if [ ! -x "$VENV/bin/secantusd-py" ]; then
+        echo "mongo-standin: installing secantusdb==${VERSION} into $VENV"
+        "${PYTHON:-python3}" -m venv "$VENV"
+        "$VENV/bin/pip" install -q "secantusdb==${VERSION}"
+    fi
+}
+
+start() {
+    # The venv carries pymongo, which the ping needs, so it comes first (a no-op when present).
+    ensure_venv
+    if ping_server; then
+        echo "mongo-standin: something already answers on 127.0.0.1:${PORT}; leaving it alone"
+        hint
+        return 0
+    fi
+    local data
+    data="$(mktemp -d "${TMPDIR:-/tmp}/mongo-standin-data.XXXXXX")"
+    echo "$data" >"$DIR/data-dir"
+    "$VENV/bin/secantusd-py" --host 127.0.0.1 --port "$PORT" --storage-path "$data" \
+        --enable-test-commands --log-level WARNING >"$LOG" 2>&1 &
+    echo $! >"$PIDFILE"
+    for _ in $(seq 1 150); do
+        if ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+            echo "mongo-standin: the server exited; log:" >&2
+            cat "$LOG" >&2
+            rm -f "$PIDFILE"
+            return 1
+        fi
+        if ping_server; then
+            echo "mongo-standin: SecantusDB ${VERSION} up on 127.0.0.1:${PORT} (pid $(cat "$PIDFILE"))"
+            hint
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "mongo-standin: no ping answer within 30 s; log: $LOG" >&2
+    return 1
+}
+
+stop() {
+    if [ ! -f "$PIDFILE" ]; then
+        echo "mongo-standin: no PID file ($PIDFILE); nothing started by this script"
+        return 0
+    fi
+    local pid
+    pid="$(cat "$PIDFILE")"
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid"
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        echo "mongo-standin: stopped pid $pid"
+    fi
+    rm -f "$PIDFILE"
+    if [ -f "$DIR/data-dir" ]; then
+        rm -rf "$(cat "$DIR/data-dir")"
+        rm -f "$DIR/data-dir"
+    fi
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+*)
+    echo "usage: $0 start|stop" >&2
+    exit 2
+    ;;
+esac
