@@ -126,6 +126,22 @@ pub struct FilterCondition {
     pub nin: Vec<serde_json::Value>,
 }
 
+impl FilterCondition {
+    /// Every operator with its values, in a fixed order, named as on the wire (`in`, not `in_`).
+    pub fn operators(&self) -> [(&'static str, &Vec<serde_json::Value>); 8] {
+        [
+            ("eq", &self.eq),
+            ("gt", &self.gt),
+            ("gte", &self.gte),
+            ("lt", &self.lt),
+            ("lte", &self.lte),
+            ("between", &self.between),
+            ("in", &self.in_),
+            ("nin", &self.nin),
+        ]
+    }
+}
+
 /// Report filters: data source → table → field → condition.
 pub type ReportFilters = BTreeMap<String, BTreeMap<String, BTreeMap<String, FilterCondition>>>;
 

@@ -33,16 +33,7 @@ pub struct Artifact {
 }
 
 fn check_condition(path: &str, c: &FilterCondition, problems: &mut BTreeMap<String, String>) {
-    let ops: [(&str, &Vec<serde_json::Value>); 8] = [
-        ("eq", &c.eq),
-        ("gt", &c.gt),
-        ("gte", &c.gte),
-        ("lt", &c.lt),
-        ("lte", &c.lte),
-        ("between", &c.between),
-        ("in", &c.in_),
-        ("nin", &c.nin),
-    ];
+    let ops = c.operators();
     let mut any = false;
     for (name, values) in ops {
         if values.is_empty() {

@@ -45,16 +45,7 @@ impl FieldFilter {
     /// ordered operator whose first value is not a number or string, or a `between` that is
     /// not exactly two numbers or two strings.
     pub(crate) fn compile(field: &str, cond: &FilterCondition) -> Result<Self, DataSourceError> {
-        let all = [
-            ("eq", &cond.eq),
-            ("gt", &cond.gt),
-            ("gte", &cond.gte),
-            ("lt", &cond.lt),
-            ("lte", &cond.lte),
-            ("between", &cond.between),
-            ("in", &cond.in_),
-            ("nin", &cond.nin),
-        ];
+        let all = cond.operators();
         for (op, values) in all {
             if values.iter().any(|v| v.is_array() || v.is_object()) {
                 return Err(invalid(field, op, "values must be scalars"));

@@ -132,16 +132,7 @@ pub(crate) fn condition_clauses(
     field: &str,
     cond: &FilterCondition,
 ) -> Result<Vec<Document>, DataSourceError> {
-    let all = [
-        ("eq", &cond.eq),
-        ("gt", &cond.gt),
-        ("gte", &cond.gte),
-        ("lt", &cond.lt),
-        ("lte", &cond.lte),
-        ("between", &cond.between),
-        ("in", &cond.in_),
-        ("nin", &cond.nin),
-    ];
+    let all = cond.operators();
     for (op, values) in all {
         if values.iter().any(|v| v.is_array() || v.is_object()) {
             return Err(invalid(field, op, "values must be scalars"));
