@@ -12,7 +12,7 @@
 use super::metrics::{Outcome, StreamingMetrics};
 use chrono::{DateTime, Utc};
 use rand::Rng;
-use reporter_ports::ports::{EventPublisher, Outbox, OutboxRecord};
+use reporter_ports::ports::{EventPublisher, Outbox, OutboxRecord, PublishError};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,8 +35,10 @@ pub struct DispatcherSettings {
     pub retention: chrono::Duration,
     /// First retry delay.
     pub backoff_base: Duration,
-    /// Largest retry delay.
+    /// Largest retry delay of a row the broker refused (unroutable).
     pub backoff_cap: Duration,
+    /// Largest retry delay while the broker is unreachable, slow or nacking.
+    pub transient_backoff_cap: Duration,
 }
 
 /// Retry delay after `attempts` failures: exponential from the base, capped, with jitter in
@@ -111,7 +113,12 @@ impl Dispatcher {
                 tokio::select! {
                     () = self.wake.notified() => {}
                     () = tokio::time::sleep(self.settings.poll) => {}
-                    _ = shutdown.changed() => {}
+                    changed = shutdown.changed() => {
+                        // A dropped sender means the owner is gone: stop too.
+                        if changed.is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -188,7 +195,7 @@ impl Dispatcher {
                     }
                     Err(e) => {
                         failed_aggregates.insert(row.aggregate.clone());
-                        self.fail(row, token, &e.to_string(), now).await;
+                        self.fail(row, token, &e, now).await;
                     }
                 }
             }
@@ -196,11 +203,22 @@ impl Dispatcher {
         Ok(claimed)
     }
 
-    async fn fail(&self, row: &OutboxRecord, token: uuid::Uuid, error: &str, now: DateTime<Utc>) {
+    /// Settles a failed publish. Broker-side trouble (unreachable, timed out, nacked) says
+    /// nothing about the row: it is retried until delivered, with a short capped backoff so
+    /// delivery resumes within seconds of the broker's return. Only a failure of the row itself
+    /// (the broker returned it as unroutable) counts toward parking.
+    async fn fail(
+        &self,
+        row: &OutboxRecord,
+        token: uuid::Uuid,
+        error: &PublishError,
+        now: DateTime<Utc>,
+    ) {
         let attempts = row.attempts + 1;
         let key = row.event.key.key();
-        let reason: String = error.chars().take(500).collect();
-        if attempts >= self.settings.max_attempts {
+        let reason: String = error.to_string().chars().take(500).collect();
+        let row_specific = matches!(error, PublishError::Unroutable(_));
+        if row_specific && attempts >= self.settings.max_attempts {
             tracing::error!(event = %key, ce_id = %row.event.id, attempts, reason = %reason, "event parked after too many attempts; redrive it with `reporter outbox redrive`");
             self.metrics.count(&key, Outcome::Parked);
             if let Err(e) = self.outbox.park(row.id, token, &reason).await {
