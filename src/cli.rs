@@ -222,26 +222,46 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let listener = match tokio::net::TcpListener::bind(config.server_address).await {
+    let bind = if role == wiring::Role::Worker {
+        config.health_address
+    } else {
+        config.server_address
+    };
+    let listener = match tokio::net::TcpListener::bind(bind).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("cannot bind SERVER_ADDRESS={}: {e}", config.server_address);
+            eprintln!(
+                "cannot bind {}={bind}: {e}",
+                if role == wiring::Role::Worker {
+                    "HEALTH_ADDRESS"
+                } else {
+                    "SERVER_ADDRESS"
+                }
+            );
             return ExitCode::FAILURE;
         }
     };
     let addr = listener
         .local_addr()
         .map(|a| a.to_string())
-        .unwrap_or_else(|_| config.server_address.to_string());
+        .unwrap_or_else(|_| bind.to_string());
     drop(listener);
     print_banner(&addr, &built);
     let endpoint = match http::endpoint(built.app.clone(), built.http) {
+        // The worker serves only its ops endpoints.
+        Ok(e) if role == wiring::Role::Worker => http::ops_only(e),
         Ok(e) => e,
         Err(e) => {
             eprintln!("metrics registry: {e}");
             return ExitCode::FAILURE;
         }
     };
+    // Background work: the outbox dispatcher (publication on) and the worker (serve, worker).
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let dispatcher = built
+        .dispatcher
+        .map(|d| tokio::spawn(d.run(stop_rx.clone())));
+    let worker = built.worker.map(|w| tokio::spawn(w.run(stop_rx.clone())));
     let server = poem::Server::new(poem::listener::TcpListener::bind(addr.clone()));
     let result = server
         .run_with_graceful_shutdown(
@@ -252,6 +272,15 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
             Some(std::time::Duration::from_secs(10)),
         )
         .await;
+    // Stop taking work, let in-flight jobs drain (then cancel), stop the dispatcher last so
+    // the terminal events of drained jobs are still published.
+    let _ = stop_tx.send(true);
+    if let Some(w) = worker {
+        let _ = w.await;
+    }
+    if let Some(d) = dispatcher {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), d).await;
+    }
     drop(built.example_dir);
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -156,3 +156,24 @@ pub fn endpoint(
         }))
         .boxed())
 }
+
+/// Restricts an endpoint to the public ops paths (`/health`, `/readyz`, `/version`,
+/// `/metrics`); everything else answers 404 `TPL-0404`. Used by `reporter worker`.
+pub fn ops_only(
+    ep: poem::endpoint::BoxEndpoint<'static, Response>,
+) -> poem::endpoint::BoxEndpoint<'static, Response> {
+    ep.around(|ep, req| async move {
+        if matches!(
+            req.uri().path(),
+            "/health" | "/readyz" | "/version" | "/metrics"
+        ) {
+            ep.call(req).await
+        } else {
+            Ok(error::error_response(&crate::app::AppError::new(
+                crate::app::Code::RouteNotFound,
+                "the worker serves only /health, /readyz, /version and /metrics",
+            )))
+        }
+    })
+    .boxed()
+}
