@@ -19,6 +19,10 @@ use reporter_adapter_memory::{
     MemoryPublisher, MemoryRetryPolicy, MemoryStore,
 };
 use reporter_adapter_minijinja::MiniJinjaEngine;
+use reporter_adapter_mongo::{
+    GridFsStorage, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
+    MongoTenantRouter,
+};
 use reporter_adapter_pdf::{
     ChromiumOptions, ChromiumPdfRenderer, NativePdfOptions, NativePdfRenderer,
 };
@@ -118,7 +122,7 @@ where
 /// Configured data sources and the example data directory guard.
 type Sources = (Vec<Arc<dyn DataSource>>, Option<TempDirGuard>);
 
-fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Sources> {
+async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Sources> {
     let mut sources: Vec<Arc<dyn DataSource>> = Vec::new();
     let mut example_dir = None;
     if config.data_sources.example {
@@ -155,8 +159,12 @@ fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<So
                     "data source '{id}': PostgreSQL {host}:{port}/{database}"
                 ));
             }
-            DataSourceSpec::Mongodb { .. } => {
-                anyhow::bail!("data source '{id}': MongoDB data sources need the MongoDB adapter")
+            DataSourceSpec::Mongodb { uri, database } => {
+                let source = MongoDataSource::connect(id.clone(), uri, database)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
+                sources.push(Arc::new(source));
+                summary.push(format!("data source '{id}': MongoDB database '{database}'"));
             }
         }
     }
@@ -165,9 +173,18 @@ fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<So
 
 fn object_storage(
     config: &Config,
+    mongo_db: Option<&mongodb::Database>,
     summary: &mut Vec<String>,
 ) -> anyhow::Result<Arc<dyn ObjectStorage>> {
     Ok(match &config.object_storage {
+        ObjectStorageChoice::GridFs => {
+            let db = mongo_db.context("OBJECT_STORAGE_BACKEND=gridfs needs MONGO_URI")?;
+            summary.push(format!(
+                "object storage: GridFS in database '{}'",
+                db.name()
+            ));
+            Arc::new(GridFsStorage::new(db.clone()))
+        }
         ObjectStorageChoice::Memory => {
             summary.push("object storage: in memory".to_owned());
             Arc::new(MemoryObjectStorage::new())
@@ -221,6 +238,7 @@ fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
             queue,
             key,
             dlq,
+            dlx,
             prefetch,
         } => {
             let mut c = RabbitJobsConfig::new(uri.clone());
@@ -228,6 +246,8 @@ fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
             c.queue = queue.clone();
             c.routing_key = key.clone();
             c.dlq = dlq.clone();
+            c.dead_letter_exchange = dlx.clone();
+            c.retry_queue = format!("{queue}.retry");
             c.prefetch = *prefetch;
             c.max_retries = config.worker.max_attempts.saturating_sub(1);
             Some(c)
@@ -245,15 +265,14 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             if role == Role::Api { "api" } else { "worker" }
         );
     }
-    let store = MemoryStore::new();
-    if role != Role::Serve {
+    let stores = stores(config, &mut summary).await?;
+    if role != Role::Serve && matches!(stores.kind, StoreKind::Memory) {
         anyhow::bail!(
-            "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI (this build keeps state in memory)"
+            "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI"
         );
     }
-    summary.push("state, outbox: in memory (lost on exit)".to_owned());
-    let storage = object_storage(config, &mut summary)?;
-    let (sources, example_dir) = data_sources(config, &mut summary)?;
+    let storage = object_storage(config, stores.database.as_ref(), &mut summary)?;
+    let (sources, example_dir) = data_sources(config, &mut summary).await?;
     let catalog = DataSourceCatalog::new(sources);
 
     let (generated_secret, dev_token) = match (&config.auth.key, config.auth.enabled) {
@@ -320,15 +339,14 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     };
 
     let engine: Arc<dyn reporter_ports::ports::TemplateEngine> = Arc::new(MiniJinjaEngine::new());
-    let store_arc = Arc::new(store.clone());
     let ports = Ports {
-        templates: store_arc.clone(),
-        deadlines: store_arc.clone(),
-        reports: store_arc.clone(),
-        uow: store_arc.clone(),
-        outbox: store_arc.clone(),
+        templates: stores.templates,
+        deadlines: stores.deadlines,
+        reports: stores.reports,
+        uow: stores.uow,
+        outbox: stores.outbox.clone(),
         storage: storage.clone(),
-        idempotency: Arc::new(MemoryIdempotencyStore::new()),
+        idempotency: stores.idempotency,
         jobs,
         engine: engine.clone(),
         clock: Arc::new(SystemClock),
@@ -340,7 +358,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         },
     };
     let registry = prometheus::Registry::new();
-    let outbox: Arc<dyn Outbox> = store_arc;
+    let outbox: Arc<dyn Outbox> = stores.outbox;
     let (emitter, dispatcher, memory_broker) =
         streaming(config, outbox.clone(), &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
@@ -529,7 +547,108 @@ async fn streaming(
             retention: s.outbox_retention,
             backoff_base: std::time::Duration::from_millis(500),
             backoff_cap: std::time::Duration::from_secs(300),
+            transient_backoff_cap: std::time::Duration::from_secs(5),
         },
     };
     Ok((Emitter::enabled_with(hook), Some(dispatcher), memory))
+}
+
+enum StoreKind {
+    Memory,
+    Mongo,
+}
+
+/// The record stores, the outbox and the idempotency store, all on one backend.
+struct Stores {
+    kind: StoreKind,
+    templates: Arc<dyn reporter_ports::ports::TemplateRepository>,
+    deadlines: Arc<dyn reporter_ports::ports::DeadlineRepository>,
+    reports: Arc<dyn reporter_ports::ports::ReportRepository>,
+    uow: Arc<dyn reporter_ports::ports::UnitOfWorkPort>,
+    outbox: Arc<dyn Outbox>,
+    idempotency: Arc<dyn reporter_ports::ports::IdempotencyStore>,
+    /// The deployment database (GridFS lives there).
+    database: Option<mongodb::Database>,
+}
+
+async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Stores> {
+    let Some(m) = &config.mongo else {
+        let store = Arc::new(MemoryStore::new());
+        summary.push("state, outbox: in memory (lost on exit)".to_owned());
+        return Ok(Stores {
+            kind: StoreKind::Memory,
+            templates: store.clone(),
+            deadlines: store.clone(),
+            reports: store.clone(),
+            uow: store.clone(),
+            outbox: store,
+            idempotency: Arc::new(MemoryIdempotencyStore::new()),
+            database: None,
+        });
+    };
+    let client = mongodb::Client::with_uri_str(&m.uri)
+        .await
+        .map_err(|e| anyhow::anyhow!("MONGO_URI: {e}"))?;
+    let config_m = MongoStoreConfig {
+        outbox_retention: config
+            .streaming
+            .outbox_retention
+            .to_std()
+            .unwrap_or(std::time::Duration::from_secs(86_400)),
+        ..Default::default()
+    };
+    let database = client.database(&m.database);
+    match &config.tenancy {
+        Tenancy::Single(_) => {
+            let store = Arc::new(
+                MongoStore::from_client(client.clone(), &m.database, config_m)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?,
+            );
+            let idem = MongoIdempotencyStore::new(&database)
+                .await
+                .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?;
+            summary.push(format!("state, outbox: MongoDB database '{}'", m.database));
+            Ok(Stores {
+                kind: StoreKind::Mongo,
+                templates: store.clone(),
+                deadlines: store.clone(),
+                reports: store.clone(),
+                uow: store.clone(),
+                outbox: store,
+                idempotency: Arc::new(idem),
+                database: Some(database),
+            })
+        }
+        Tenancy::Multi => {
+            // Refuse a standalone server now rather than on the first request.
+            let hello = client
+                .database("admin")
+                .run_command(mongodb::bson::doc! { "hello": 1 })
+                .await
+                .map_err(|e| anyhow::anyhow!("MONGO_URI: {e}"))?;
+            reporter_adapter_mongo::check_transaction_support(&hello)
+                .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?;
+            let router = Arc::new(MongoTenantRouter::new(
+                client.clone(),
+                &m.tenant_prefix,
+                &m.database,
+                config_m,
+            ));
+            summary.push(format!(
+                "state, outbox: MongoDB, one database per tenant ('{}_t_…'), registry in '{}'",
+                m.tenant_prefix, m.database
+            ));
+            Ok(Stores {
+                kind: StoreKind::Mongo,
+                templates: router.clone(),
+                deadlines: router.clone(),
+                reports: router.clone(),
+                uow: router.clone(),
+                outbox: router.clone(),
+                idempotency: router,
+                database: Some(database),
+            })
+        }
+    }
 }

@@ -19,6 +19,9 @@ pub struct RawConfig {
     /// Address the HTTP API binds to.
     #[arg(long, env = "SERVER_ADDRESS", default_value = "127.0.0.1:4005")]
     pub server_address: String,
+    /// Address `reporter worker` serves /health, /readyz, /version and /metrics on.
+    #[arg(long, env = "HEALTH_ADDRESS", default_value = "127.0.0.1:4006")]
+    pub health_address: String,
     /// Deployment environment name; `production` enables strict checks.
     #[arg(long, env = "ENV_NAME", default_value = "development")]
     pub env_name: String,
@@ -123,6 +126,16 @@ pub struct RawConfig {
     /// Seconds a dispatcher's claim on outbox rows lasts.
     #[arg(long, env = "STREAMING_OUTBOX_LEASE_S", default_value = "30")]
     pub streaming_outbox_lease_s: String,
+    /// MongoDB for durable state, outbox and idempotency (a replica set: transactions are
+    /// required). Unset: everything in memory.
+    #[arg(long, env = "MONGO_URI", hide_env_values = true)]
+    pub mongo_uri: Option<String>,
+    /// Database of single-tenant mode (and the tenant registry in multi-tenant mode).
+    #[arg(long, env = "MONGO_NAME", default_value = "reporter-db")]
+    pub mongo_name: String,
+    /// Prefix of the per-tenant databases in multi-tenant mode.
+    #[arg(long, env = "MONGO_TENANT_DB_PREFIX", default_value = "reporter")]
+    pub mongo_tenant_prefix: String,
     /// RabbitMQ for the report job queue (`reporter api` + `reporter worker` as two processes).
     /// Unset: `reporter serve` uses an in-process queue.
     #[arg(long, env = "RABBITMQ_URI", hide_env_values = true)]
@@ -151,6 +164,9 @@ pub struct RawConfig {
     /// Dead-letter queue of jobs that failed for good.
     #[arg(long, env = "RABBITMQ_DLQ_QUEUE", default_value = "reporter.dlq")]
     pub rabbitmq_dlq: String,
+    /// Dead-letter exchange of the job queues.
+    #[arg(long, env = "RABBITMQ_DLX", default_value = "reporter.dlx")]
+    pub rabbitmq_dlx: String,
     /// Jobs a worker prefetches.
     #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "4")]
     pub rabbitmq_prefetch: String,
@@ -302,6 +318,8 @@ pub enum ObjectStorageChoice {
     Filesystem(PathBuf),
     /// S3-compatible storage.
     S3(Box<S3Settings>),
+    /// GridFS in the MongoDB deployment database (needs MONGO_URI).
+    GridFs,
 }
 
 /// S3 settings (reference names `OBJECT_STORAGE_*`).
@@ -328,6 +346,8 @@ pub struct S3Settings {
 pub struct Config {
     /// Bind address.
     pub server_address: SocketAddr,
+    /// Bind address of the worker's ops endpoints.
+    pub health_address: SocketAddr,
     /// True when `ENV_NAME=production`.
     pub production: bool,
     /// Log filter.
@@ -356,6 +376,19 @@ pub struct Config {
     pub streaming: StreamingSettings,
     /// Report jobs and generation.
     pub worker: WorkerConfig,
+    /// MongoDB, when configured.
+    pub mongo: Option<MongoSettings>,
+}
+
+/// MongoDB settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MongoSettings {
+    /// Connection string.
+    pub uri: String,
+    /// Single-tenant database / tenant registry.
+    pub database: String,
+    /// Per-tenant database prefix.
+    pub tenant_prefix: String,
 }
 
 /// Where report jobs travel.
@@ -375,6 +408,8 @@ pub enum JobQueueChoice {
         key: String,
         /// Dead-letter queue.
         dlq: String,
+        /// Dead-letter exchange.
+        dlx: String,
         /// Prefetch.
         prefetch: u16,
     },
@@ -562,6 +597,7 @@ impl RawConfig {
     pub fn defaults() -> Self {
         RawConfig {
             server_address: "127.0.0.1:4005".into(),
+            health_address: "127.0.0.1:4006".into(),
             env_name: "development".into(),
             log_level: "info".into(),
             log_format: "text".into(),
@@ -595,12 +631,16 @@ impl RawConfig {
             streaming_dispatch_batch: "256".into(),
             streaming_dispatch_poll_ms: "1000".into(),
             streaming_outbox_lease_s: "30".into(),
+            mongo_uri: None,
+            mongo_name: "reporter-db".into(),
+            mongo_tenant_prefix: "reporter".into(),
             rabbitmq_uri: None,
             rabbitmq_exchange: "reporter.generate-report.exchange".into(),
             rabbitmq_queue: "reporter.generate-report.queue".into(),
             rabbitmq_key: "reporter.generate-report.key".into(),
             rabbitmq_dlq: "reporter.dlq".into(),
             rabbitmq_prefetch: "4".into(),
+            rabbitmq_dlx: "reporter.dlx".into(),
             worker_max_attempts: "5".into(),
             worker_concurrency: "4".into(),
             worker_drain_timeout_sec: "20".into(),
@@ -641,6 +681,18 @@ impl RawConfig {
                     "host:port with an IP host, e.g. 127.0.0.1:4005 or 0.0.0.0:4005",
                 ));
                 SocketAddr::from(([127, 0, 0, 1], 4005))
+            });
+        let health_address = self
+            .health_address
+            .trim()
+            .parse::<SocketAddr>()
+            .unwrap_or_else(|_| {
+                c.problems.push(problem(
+                    "HEALTH_ADDRESS",
+                    format!("'{}' is not a socket address", self.health_address),
+                    "host:port with an IP host, e.g. 127.0.0.1:4006",
+                ));
+                SocketAddr::from(([127, 0, 0, 1], 4006))
             });
         let production = self.env_name.trim().eq_ignore_ascii_case("production");
         let log_json = match self.log_format.trim().to_ascii_lowercase().as_str() {
@@ -805,6 +857,7 @@ impl RawConfig {
                 }
                 ObjectStorageChoice::Filesystem(PathBuf::from(self.object_storage_path.trim()))
             }
+            "gridfs" => ObjectStorageChoice::GridFs,
             "s3" => ObjectStorageChoice::S3(Box::new(S3Settings {
                 bucket: self.s3_bucket.trim().to_owned(),
                 endpoint: self.s3_endpoint.clone().filter(|e| !e.trim().is_empty()),
@@ -876,12 +929,58 @@ impl RawConfig {
 
         let streaming = self.streaming(&mut c);
         let worker = self.worker(&mut c);
+        let mongo = match self
+            .mongo_uri
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => None,
+            Some(uri) => {
+                if !(uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://")) {
+                    c.problems.push(problem(
+                        "MONGO_URI",
+                        format!("'{}' is not a MongoDB connection string", redact(uri)),
+                        "mongodb://host:port/?replicaSet=rs0 or mongodb+srv://…",
+                    ));
+                }
+                let name = self.mongo_name.trim();
+                if name.is_empty()
+                    || name.len() > 63
+                    || name.chars().any(|ch| {
+                        matches!(
+                            ch,
+                            '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?'
+                        )
+                    })
+                {
+                    c.problems.push(problem(
+                        "MONGO_NAME",
+                        format!("'{name}' is not a valid database name"),
+                        "1-63 characters without / \\ . space \" $ * < > : | ?",
+                    ));
+                }
+                Some(MongoSettings {
+                    uri: uri.to_owned(),
+                    database: name.to_owned(),
+                    tenant_prefix: self.mongo_tenant_prefix.trim().to_owned(),
+                })
+            }
+        };
+        if matches!(object_storage, ObjectStorageChoice::GridFs) && mongo.is_none() {
+            c.problems.push(problem(
+                "OBJECT_STORAGE_BACKEND",
+                "gridfs without MONGO_URI",
+                "set MONGO_URI to use GridFS",
+            ));
+        }
 
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
         Ok(Config {
             server_address,
+            health_address,
             production,
             log_level: self.log_level.clone(),
             log_json,
@@ -908,6 +1007,7 @@ impl RawConfig {
             max_request_body_bytes,
             streaming,
             worker,
+            mongo,
         })
     }
 
@@ -933,6 +1033,7 @@ impl RawConfig {
                     queue: self.rabbitmq_queue.trim().to_owned(),
                     key: self.rabbitmq_key.trim().to_owned(),
                     dlq: self.rabbitmq_dlq.trim().to_owned(),
+                    dlx: self.rabbitmq_dlx.trim().to_owned(),
                     prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
                 }
             }

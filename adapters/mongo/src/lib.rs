@@ -88,6 +88,7 @@ mod error;
 mod gridfs;
 mod idempotency;
 mod outbox;
+mod router;
 mod store;
 mod tenant;
 mod time;
@@ -97,6 +98,7 @@ pub use gridfs::{
     GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage, is_valid_object_key,
 };
 pub use idempotency::{IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore};
+pub use router::MongoTenantRouter;
 pub use store::{
     DEADLINE_UNIQUE_INDEX, DEADLINE_UNIQUENESS_RULE, MongoStore, MongoStoreConfig,
     OUTBOX_TTL_INDEX, check_transaction_support,
