@@ -1,4 +1,6 @@
 //! The `reporter` binary: help, config check, spec output and start-up banner.
+mod common;
+
 use std::process::Command;
 
 /// Fails with the first differing line instead of dumping two whole documents.
@@ -185,11 +187,67 @@ fn serve_with_no_configuration_prints_a_working_token() {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let _ = child.kill();
-    let _ = child.wait();
     let (status, body) = result.expect("server answered");
     assert!(status.contains("200"), "{status} {body}");
     assert!(body.contains("\"transactions\""), "{body}");
+    // The embedded worker generates a report from the bundled data set.
+    let form = common::Form::new()
+        .file(
+            "template",
+            "t.tpl",
+            b"{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}",
+        )
+        .text("outputFormat", "txt");
+    let ct = form.content_type();
+    let (code, body) = common::request(
+        &addr,
+        "POST",
+        "/v1/templates",
+        &token,
+        &ct,
+        &form.into_body(),
+    );
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let tpl: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let req = serde_json::json!({"templateId": tpl["id"], "filters": {}}).to_string();
+    let (code, body) = common::request(
+        &addr,
+        "POST",
+        "/v1/reports",
+        &token,
+        "application/json",
+        req.as_bytes(),
+    );
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let id = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut status = String::new();
+    for _ in 0..100 {
+        let (_, body) = common::request(
+            &addr,
+            "GET",
+            &format!("/v1/reports/{id}"),
+            &token,
+            "application/json",
+            b"",
+        );
+        status = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if status != "Processing" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        status, "Finished",
+        "reporter serve runs its embedded worker"
+    );
 }
 
 #[test]

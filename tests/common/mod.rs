@@ -8,6 +8,7 @@ use poem::test::{TestClient, TestResponse};
 use reporter::app::App;
 use reporter::config::RawConfig;
 use reporter::http::auth::{Claims, Scope, mint_hs256};
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 /// The HS256 secret every test instance uses.
@@ -23,6 +24,7 @@ pub struct TestApp {
     pub broker: Option<reporter_adapter_memory::MemoryPublisher>,
     _example: Option<reporter::wiring::TempDirGuard>,
     _stop: tokio::sync::watch::Sender<bool>,
+    _mongo: Option<MongoCleanup>,
 }
 
 /// Options of an instance.
@@ -68,26 +70,59 @@ pub async fn start_with(opts: Options) -> TestApp {
     if let Some(t) = opts.tweak {
         t(&mut raw);
     }
-    let config = raw.validate(&opts.env).expect("valid test configuration");
-    let built = reporter::wiring::build(&config, reporter::wiring::Role::Serve)
-        .await
-        .expect("wiring");
-    let app = built.app.clone();
-    let broker = built.http.streaming.memory_broker.clone();
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    if let Some(d) = built.dispatcher {
-        tokio::spawn(d.run(stop_rx.clone()));
+    start_raw(raw, opts.env).await
+}
+
+/// With `REPORTER_E2E_BACKEND=mongo` the same suites run on MongoDB (`MONGODB_URI`): state,
+/// outbox and idempotency in a database of this instance's own (one per tenant in
+/// multi-tenant mode), artifacts in GridFS. The databases are dropped afterwards.
+fn mongo_backend(raw: &mut RawConfig) -> Option<MongoCleanup> {
+    if std::env::var("REPORTER_E2E_BACKEND").as_deref() != Ok("mongo") {
+        return None;
     }
-    if let Some(w) = built.worker {
-        tokio::spawn(w.run(stop_rx));
-    }
-    let endpoint = reporter::http::endpoint(built.app, built.http).expect("endpoint");
-    TestApp {
-        client: TestClient::new(endpoint),
-        app,
-        broker,
-        _example: built.example_dir,
-        _stop: stop,
+    let uri = reporter_contract::services::service_url("MONGODB_URI", "MongoDB")
+        .unwrap_or_else(|| panic!("REPORTER_E2E_BACKEND=mongo needs MONGODB_URI"));
+    let name = reporter_contract::services::unique_name("e2e");
+    raw.mongo_uri = Some(uri.clone());
+    raw.mongo_name = name.clone();
+    raw.mongo_tenant_prefix = name.clone();
+    raw.object_storage_backend = "gridfs".into();
+    Some(MongoCleanup { uri, prefix: name })
+}
+
+/// Drops the databases of one test instance.
+pub struct MongoCleanup {
+    uri: String,
+    prefix: String,
+}
+
+impl Drop for MongoCleanup {
+    fn drop(&mut self) {
+        let uri = self.uri.clone();
+        let prefix = self.prefix.clone();
+        // Never block this runtime until the drop is done: the app's own tasks on it may hold
+        // the locks the drop waits for. Wait a bounded time, then let the thread finish alone.
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let _detached = std::thread::spawn(move || {
+            let _done = done_tx;
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(client) = mongodb::Client::with_uri_str(&uri).await else {
+                    return;
+                };
+                if let Ok(names) = client.list_database_names().await {
+                    for n in names.into_iter().filter(|n| n.starts_with(&prefix)) {
+                        let _ = client.database(&n).drop().await;
+                    }
+                }
+            });
+        });
+        let _ = done_rx.recv_timeout(std::time::Duration::from_secs(3));
     }
 }
 
@@ -289,4 +324,193 @@ pub fn deadline_body(days: i64) -> serde_json::Value {
         "color": "#1E88E5",
         "notifyDaysBefore": 5
     })
+}
+
+/// Starts an instance from a fully prepared raw configuration (e.g. publication to a real
+/// RabbitMQ on a per-test exchange). Mirrors [`start_with`]: the secret is set the same way.
+pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestApp {
+    if raw.auth_jwt_public_key.is_none() {
+        raw.auth_jwt_secret = Some(SECRET.into());
+    }
+    let mongo = mongo_backend(&mut raw);
+    if let Ok(filter) = std::env::var("REPORTER_TEST_LOG") {
+        reporter::telemetry::init_tracing(&filter, false);
+    }
+    let config = raw.validate(&env).expect("valid test configuration");
+    let built = reporter::wiring::build(&config, reporter::wiring::Role::Serve)
+        .await
+        .expect("wiring");
+    let app = built.app.clone();
+    let broker = built.http.streaming.memory_broker.clone();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some(d) = built.dispatcher {
+        tokio::spawn(d.run(stop_rx.clone()));
+    }
+    if let Some(w) = built.worker {
+        tokio::spawn(w.run(stop_rx));
+    }
+    let endpoint = reporter::http::endpoint(built.app, built.http).expect("endpoint");
+    TestApp {
+        client: TestClient::new(endpoint),
+        app,
+        broker,
+        _example: built.example_dir,
+        _stop: stop,
+        _mongo: mongo,
+    }
+}
+
+/// Raw configuration publishing events to the RabbitMQ at `uri`, on `exchange`, keeping
+/// unroutable events in the alternate exchange (and durable queue) `alternate`.
+pub fn rabbit_raw(uri: &str, exchange: &str, alternate: &str) -> RawConfig {
+    let mut raw = RawConfig::defaults();
+    raw.log_level = "warn".into();
+    raw.streaming_enabled = "true".into();
+    raw.events_exchange = Some(exchange.into());
+    raw.streaming_brokers = Some(uri.into());
+    raw.streaming_source = Some("reporter".into());
+    raw.streaming_alternate_exchange = Some(alternate.into());
+    raw.streaming_dispatch_poll_ms = "50".into();
+    raw
+}
+
+/// Runs `rabbitmqctl` on the local broker (blocking); `Err` carries stderr.
+pub fn rabbitmqctl(args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(args)
+        .output()
+        .map_err(|e| format!("rabbitmqctl {args:?}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "rabbitmqctl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Messages ready in `queue` of the default vhost, per `rabbitmqctl list_queues`; `None` when
+/// the queue does not exist.
+pub fn rabbit_queue_depth(queue: &str) -> Option<u64> {
+    let out = rabbitmqctl(&[
+        "list_queues",
+        "-q",
+        "--no-table-headers",
+        "name",
+        "messages",
+    ])
+    .ok()?;
+    out.lines().find_map(|l| {
+        let mut parts = l.split_whitespace();
+        (parts.next() == Some(queue))
+            .then(|| parts.next().and_then(|n| n.parse().ok()))
+            .flatten()
+    })
+}
+
+/// Declares (on the default vhost, through `rabbitmqctl eval`, the test crate has no AMQP
+/// client) a durable, non-exclusive classic `queue` bound to `exchange` with `pattern`.
+pub fn rabbit_declare_bound_queue(queue: &str, exchange: &str, pattern: &str) {
+    rabbitmqctl(&["eval", &format!(
+        r#"rabbit_amqqueue:declare(rabbit_misc:r(<<"/">>, queue, <<"{queue}">>), true, false, [], none, <<"reporter-tests">>)."#
+    )])
+    .expect("declare queue");
+    rabbitmqctl(&["eval", &format!(
+        r#"ok = rabbit_binding:add({{binding, rabbit_misc:r(<<"/">>, exchange, <<"{exchange}">>), <<"{pattern}">>, rabbit_misc:r(<<"/">>, queue, <<"{queue}">>), []}}, <<"reporter-tests">>)."#
+    )])
+    .expect("bind queue");
+}
+
+/// Declares a non-durable fanout `exchange` on the default vhost.
+pub fn rabbit_declare_fanout(exchange: &str) {
+    rabbitmqctl(&["eval", &format!(
+        r#"rabbit_exchange:declare(rabbit_misc:r(<<"/">>, exchange, <<"{exchange}">>), fanout, false, false, false, [], <<"reporter-tests">>)."#
+    )])
+    .expect("declare fanout exchange");
+}
+
+/// Moves every message of `queue` (now and later) to `exchange`, properties and headers
+/// intact: a policy with `max-length` 0 drops them from the head, dead-lettering them there
+/// (a `message-ttl` policy would not expire messages enqueued before it). The policy is named
+/// after the queue.
+pub fn rabbit_drain_queue_to(queue: &str, exchange: &str) {
+    rabbitmqctl(&[
+        "set_policy",
+        "--apply-to",
+        "queues",
+        "--priority",
+        "999",
+        &format!("drain-{queue}"),
+        &format!("^{queue}$"),
+        &format!(r#"{{"max-length":0,"dead-letter-exchange":"{exchange}"}}"#),
+    ])
+    .expect("drain policy");
+}
+
+/// Best-effort removal of what a test left on the broker (queues, exchanges, drain policies).
+pub fn rabbit_cleanup(queues: &[&str], exchanges: &[&str]) {
+    for q in queues {
+        let _ = rabbitmqctl(&["clear_policy", &format!("drain-{q}")]);
+        let _ = rabbitmqctl(&["delete_queue", q]);
+    }
+    for x in exchanges {
+        let _ = rabbitmqctl(&[
+            "eval",
+            &format!(
+                r#"rabbit_exchange:delete(rabbit_misc:r(<<"/">>, exchange, <<"{x}">>), false, <<"reporter-tests">>)."#
+            ),
+        ]);
+    }
+}
+
+/// One HTTP/1.1 request over a plain socket (tests of real processes): (status, body).
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("headers")
+        + 4;
+    let head = String::from_utf8_lossy(&buf[..split]).to_string();
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut body = buf[split..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let line_end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap().trim(), 16)
+                    .unwrap();
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[line_end + 2..line_end + 2 + size]);
+            rest = &rest[line_end + 2 + size + 2..];
+        }
+        body = out;
+    }
+    (status, body)
 }
