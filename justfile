@@ -25,6 +25,15 @@ services:
 services-stop:
     bash scripts/services.sh stop
 
+# The end-to-end suites against the MongoDB stand-in (CI's second pass); starts the services first.
+test-mongo:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    services_env="$(bash scripts/services.sh start)"
+    eval "$services_env"
+    REPORTER_E2E_BACKEND=mongo cargo test -p reporter \
+        --test e2e_templates --test e2e_deadlines --test e2e_platform --test e2e_streaming --test e2e_reports
+
 # What CI runs.
 ci:
     bash .ci/run

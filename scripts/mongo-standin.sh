@@ -7,8 +7,9 @@
 #   scripts/mongo-standin.sh stop    # stops the server this script started (by its PID)
 #
 # Environment: MONGO_PORT (default 27017), PYTHON (default python3).
-# The venv, the PID file, the log and the data directory live in .cache/mongo-standin/
-# (gitignored). Then:  export MONGODB_URI=mongodb://127.0.0.1:${MONGO_PORT}
+# The venv, and per port the PID file, the log and the data directory's name, live in
+# .cache/mongo-standin/ (gitignored), so a failed start on one port cannot clobber the state of a
+# server on another. Then:  export MONGODB_URI=mongodb://127.0.0.1:${MONGO_PORT}
 set -euo pipefail
 
 VERSION="0.7.0b3" # exact pin: a pre-release; earlier 0.6.0b builds were yanked
@@ -16,8 +17,9 @@ PORT="${MONGO_PORT:-27017}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="$ROOT/.cache/mongo-standin"
 VENV="$DIR/venv"
-PIDFILE="$DIR/pid"
-LOG="$DIR/server.log"
+PIDFILE="$DIR/pid-$PORT"
+DATAFILE="$DIR/data-dir-$PORT"
+LOG="$DIR/server-$PORT.log"
 
 ping_server() {
     local py="${1:-$VENV/bin/python}"
@@ -52,9 +54,14 @@ start() {
         hint
         return 0
     fi
+    if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+        echo "mongo-standin: pid $(cat "$PIDFILE") from an earlier start does not answer on" \
+            "127.0.0.1:${PORT}; run '$0 stop' first (log: $LOG)" >&2
+        return 1
+    fi
     local data
     data="$(mktemp -d "${TMPDIR:-/tmp}/mongo-standin-data.XXXXXX")"
-    echo "$data" >"$DIR/data-dir"
+    echo "$data" >"$DATAFILE"
     "$VENV/bin/secantusd-py" --host 127.0.0.1 --port "$PORT" --storage-path "$data" \
         --enable-test-commands --log-level WARNING >"$LOG" 2>&1 &
     echo $! >"$PIDFILE"
@@ -63,6 +70,8 @@ start() {
             echo "mongo-standin: the server exited; log:" >&2
             cat "$LOG" >&2
             rm -f "$PIDFILE"
+            rm -rf "$data"
+            rm -f "$DATAFILE"
             return 1
         fi
         if ping_server; then
@@ -92,9 +101,9 @@ stop() {
         echo "mongo-standin: stopped pid $pid"
     fi
     rm -f "$PIDFILE"
-    if [ -f "$DIR/data-dir" ]; then
-        rm -rf "$(cat "$DIR/data-dir")"
-        rm -f "$DIR/data-dir"
+    if [ -f "$DATAFILE" ]; then
+        rm -rf "$(cat "$DATAFILE")"
+        rm -f "$DATAFILE"
     fi
 }
 

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Every service the integration and end-to-end tests need, started if it does not answer.
+#
+#   scripts/services.sh start   # idempotent: check each service, start what does not answer, wait
+#                               # (bounded) until it does; progress on stderr, then the export
+#                               # lines on stdout. Exits non-zero, naming the service, when one
+#                               # never answers.
+#   scripts/services.sh env     # the export lines only, for: eval "$(bash scripts/services.sh env)"
+#   scripts/services.sh stop    # stop what `start` launched itself (MongoDB stand-in, moto), by PID;
+#                               # the machine's own PostgreSQL and RabbitMQ keep running
+#
+# Services (see README "Testing" and /work/.library/env/machines/rust-svc.md):
+#   PostgreSQL   127.0.0.1:5432   machine service; started with pg_ctlcluster if it does not answer
+#   RabbitMQ     127.0.0.1:5672   machine service; `rabbitmqctl start_app` if the node runs with the
+#                                 app stopped, `rabbitmq-server -detached` (loopback only) if not
+#   MongoDB      127.0.0.1:27017  SecantusDB stand-in, scripts/mongo-standin.sh (MONGO_PORT)
+#   S3           127.0.0.1:5000   moto, scripts/moto.sh (MOTO_HOST, MOTO_PORT)
+#   chromium, pdftotext           Debian packages chromium and poppler-utils, installed if missing
+#
+# SERVICES_TIMEOUT (seconds, default 60) bounds each wait. State lives in .cache/services
+# (git-ignored): the export lines, and a marker per service this script launched.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+STATE="$ROOT/.cache/services"
+ENV_FILE="$STATE/env"
+TIMEOUT="${SERVICES_TIMEOUT:-60}"
+MONGO_PORT="${MONGO_PORT:-27017}"
+MOTO_PORT="${MOTO_PORT:-5000}"
+
+POSTGRES_URL_VALUE="postgres://postgres@127.0.0.1:5432/postgres"
+RABBITMQ_URI_VALUE="amqp://guest:guest@127.0.0.1:5672/%2f"
+MONGODB_URI_VALUE="mongodb://127.0.0.1:${MONGO_PORT}"
+
+log() { echo "services: $*" >&2; }
+
+# tcp_open PORT: something accepts a connection on 127.0.0.1:PORT.
+tcp_open() {
+    timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# wait_for NAME CHECK...: poll CHECK every 0.5 s for up to $TIMEOUT seconds.
+wait_for() {
+    local name="$1"
+    shift
+    local deadline=$((SECONDS + TIMEOUT))
+    while ((SECONDS < deadline)); do
+        if "$@"; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    log "ERROR: $name did not answer within ${TIMEOUT} s"
+    return 1
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+
+pg_answers() {
+    if command -v pg_isready >/dev/null; then
+        pg_isready -q -h 127.0.0.1 -p 5432 -t 2
+    else
+        tcp_open 5432
+    fi
+}
+
+start_postgres() {
+    if pg_answers; then
+        log "PostgreSQL answers on 127.0.0.1:5432"
+        return 0
+    fi
+    local version
+    version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)"
+    if [[ -z "$version" ]] || ! command -v pg_ctlcluster >/dev/null; then
+        log "ERROR: PostgreSQL does not answer on 127.0.0.1:5432 and no cluster under /etc/postgresql to start"
+        return 1
+    fi
+    log "PostgreSQL does not answer; starting cluster $version/main"
+    # Exits 2 when the cluster is already running (e.g. still starting up): then just wait.
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start >&2 || log "pg_ctlcluster exited $?; waiting anyway"
+    wait_for "PostgreSQL on 127.0.0.1:5432" pg_answers || return 1
+    log "PostgreSQL up on 127.0.0.1:5432"
+}
+
+# ---------------------------------------------------------------- RabbitMQ
+
+# The broker answers: the AMQP port accepts connections and the rabbit app is fully booted.
+rabbit_answers() {
+    tcp_open 5672 && timeout 15 rabbitmq-diagnostics -q check_running >/dev/null 2>&1
+}
+
+# The Erlang node runs (its app may be stopped, e.g. after `rabbitmqctl stop_app`).
+rabbit_node_up() {
+    timeout 15 rabbitmqctl -q ping >/dev/null 2>&1
+}
+
+start_rabbitmq() {
+    if ! command -v rabbitmqctl >/dev/null; then
+        log "ERROR: rabbitmqctl not found (Debian package rabbitmq-server)"
+        return 1
+    fi
+    if rabbit_answers; then
+        log "RabbitMQ answers on 127.0.0.1:5672"
+        return 0
+    fi
+    if rabbit_node_up; then
+        log "RabbitMQ node runs but the app does not answer; rabbitmqctl start_app"
+        timeout "$TIMEOUT" rabbitmqctl -q start_app >&2 || log "rabbitmqctl start_app exited $?; waiting anyway"
+    else
+        log "RabbitMQ does not run; rabbitmq-server -detached (loopback only)"
+        # Keep it on loopback (../shared/reference/stack-probe.md section 4), unless the machine's
+        # own configuration already does: a second listener definition would clash with it.
+        local -a vars=()
+        if ! grep -qs '^ *listeners\.tcp' /etc/rabbitmq/rabbitmq.conf; then
+            vars+=(RABBITMQ_NODE_IP_ADDRESS=127.0.0.1)
+        fi
+        if ! grep -qs 'ERL_EPMD_ADDRESS' /etc/rabbitmq/rabbitmq-env.conf; then
+            vars+=(ERL_EPMD_ADDRESS=127.0.0.1)
+        fi
+        if ! grep -qs 'inet_dist_use_interface' /etc/rabbitmq/rabbitmq-env.conf; then
+            vars+=("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}")
+        fi
+        env "${vars[@]}" rabbitmq-server -detached >&2 || log "rabbitmq-server -detached exited $?; waiting anyway"
+    fi
+    # `await_startup` returns at once before the node exists, so poll (stack-probe.md section 4).
+    wait_for "RabbitMQ on 127.0.0.1:5672" rabbit_answers || {
+        log "last lines of the RabbitMQ log:"
+        tail -n 20 /var/log/rabbitmq/*.log 2>/dev/null >&2 || true
+        return 1
+    }
+    log "RabbitMQ up on 127.0.0.1:5672"
+}
+
+# ---------------------------------------------------------------- MongoDB stand-in, moto
+
+start_mongo() {
+    local was_open=0
+    tcp_open "$MONGO_PORT" && was_open=1
+    # Idempotent: leaves alone whatever answers a ping; progress to stderr.
+    if ! MONGO_PORT="$MONGO_PORT" bash "$ROOT/scripts/mongo-standin.sh" start >&2; then
+        log "ERROR: the MongoDB stand-in did not start on 127.0.0.1:$MONGO_PORT (log: .cache/mongo-standin/server-$MONGO_PORT.log)"
+        return 1
+    fi
+    if ((was_open == 0)); then
+        touch "$STATE/started-mongo"
+    fi
+}
+
+MOTO_URL=""
+start_moto() {
+    local was_open=0
+    tcp_open "$MOTO_PORT" && was_open=1
+    if ! MOTO_URL="$(MOTO_PORT="$MOTO_PORT" bash "$ROOT/scripts/moto.sh" start)"; then
+        log "ERROR: moto (S3) did not start on 127.0.0.1:$MOTO_PORT (log: .cache/moto/moto-$MOTO_PORT.log)"
+        return 1
+    fi
+    if ((was_open == 0)); then
+        touch "$STATE/started-moto"
+    fi
+}
+
+# ---------------------------------------------------------------- Chromium, pdftotext
+
+CHROMIUM_PATH_VALUE=""
+ensure_pdf_tools() {
+    if ! command -v chromium >/dev/null || ! command -v pdftotext >/dev/null; then
+        log "installing chromium and poppler-utils (apt-get)"
+        local sudo=()
+        if ((EUID != 0)); then
+            sudo=(sudo -n)
+        fi
+        if ! { "${sudo[@]}" apt-get update -qq &&
+            "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null; }; then
+            log "ERROR: apt-get install chromium poppler-utils failed"
+            return 1
+        fi
+    fi
+    CHROMIUM_PATH_VALUE="${CHROMIUM_PATH:-$(command -v chromium)}"
+    log "chromium at $CHROMIUM_PATH_VALUE, pdftotext at $(command -v pdftotext)"
+}
+
+# ---------------------------------------------------------------- subcommands
+
+export_line() { printf 'export %s=%q\n' "$1" "$2"; }
+
+cmd_start() {
+    mkdir -p "$STATE"
+    local failed=()
+    start_postgres || failed+=(PostgreSQL)
+    start_rabbitmq || failed+=(RabbitMQ)
+    start_mongo || failed+=("MongoDB stand-in")
+    start_moto || failed+=("moto (S3)")
+    ensure_pdf_tools || failed+=("chromium/pdftotext")
+    if ((${#failed[@]})); then
+        rm -f "$ENV_FILE"
+        log "FAILED: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g') (see the messages above)"
+        return 1
+    fi
+    {
+        export_line POSTGRES_URL "$POSTGRES_URL_VALUE"
+        export_line RABBITMQ_URI "$RABBITMQ_URI_VALUE"
+        export_line MONGODB_URI "$MONGODB_URI_VALUE"
+        export_line S3_ENDPOINT "$MOTO_URL"
+        export_line CHROMIUM_PATH "$CHROMIUM_PATH_VALUE"
+    } >"$ENV_FILE.tmp"
+    mv "$ENV_FILE.tmp" "$ENV_FILE"
+    log "all services answer (${SECONDS} s)"
+    cat "$ENV_FILE"
+}
+
+cmd_env() {
+    if [[ ! -f "$ENV_FILE" ]]; then
+        log "ERROR: no $ENV_FILE; run 'bash scripts/services.sh start' first"
+        return 1
+    fi
+    cat "$ENV_FILE"
+}
+
+cmd_stop() {
+    if [[ -f "$STATE/started-mongo" ]]; then
+        MONGO_PORT="$MONGO_PORT" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
+        rm -f "$STATE/started-mongo"
+    fi
+    if [[ -f "$STATE/started-moto" ]]; then
+        MOTO_PORT="$MOTO_PORT" bash "$ROOT/scripts/moto.sh" stop || true
+        rm -f "$STATE/started-moto"
+    fi
+    rm -f "$ENV_FILE"
+    log "stopped what this script started; PostgreSQL and RabbitMQ left running"
+}
+
+case "${1:-}" in
+start) cmd_start ;;
+env) cmd_env ;;
+stop) cmd_stop ;;
+*)
+    echo "usage: $0 start|env|stop" >&2
+    exit 2
+    ;;
+esac
