@@ -308,12 +308,43 @@ fn print_banner(addr: &str, built: &wiring::Built) {
 }
 
 async fn redrive(config: Config, tenant: Option<String>) -> ExitCode {
-    let _ = (&config, &tenant);
-    eprintln!(
-        "reporter outbox redrive: this deployment keeps its outbox in memory (no MONGO_URI), so only the running \
-         service can redrive it: POST /v1/streaming/outbox/redrive with a streaming:admin token."
-    );
-    ExitCode::from(2)
+    let tenant = match tenant
+        .as_deref()
+        .map(reporter_ports::TenantId::parse)
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("reporter outbox redrive: --tenant: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outbox = match wiring::durable_outbox(&config).await {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            eprintln!(
+                "reporter outbox redrive: this deployment keeps its outbox in memory (no MONGO_URI), so only the running \
+                 service can redrive it: POST /v1/streaming/outbox/redrive with a streaming:admin token."
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("reporter outbox redrive: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match outbox.redrive(tenant, chrono::Utc::now()).await {
+        Ok(n) => {
+            println!(
+                "redrove {n} parked event(s); the dispatcher publishes them with their original ce-id"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("reporter outbox redrive: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn tail(config: Config, exchange: Option<String>, pattern: String) -> ExitCode {
@@ -424,4 +455,43 @@ pub fn describe(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+    use reporter_adapter_rabbitmq::tail::TailedEvent;
+    use std::collections::{BTreeMap, HashSet};
+
+    fn event(id: &str, payload: &str) -> TailedEvent {
+        TailedEvent {
+            routing_key: "deadline.deleted".into(),
+            headers: BTreeMap::from([
+                ("ce-id".to_owned(), id.to_owned()),
+                ("ce-source".to_owned(), "reporter".to_owned()),
+            ]),
+            content_type: Some("application/json".into()),
+            delivery_mode: Some(2),
+            payload: payload.as_bytes().to_vec(),
+            event: Err("not decoded in this test".into()),
+        }
+    }
+
+    #[test]
+    fn tail_validates_payloads_and_flags_duplicates() {
+        let mut seen = HashSet::new();
+        let ok = r#"{"deadline_id":"d","template_id":null,"deleted_at":"2027-01-01T00:00:00.000Z","cascaded":false}"#;
+        let first = describe(&event("1", ok), &mut seen);
+        assert!(
+            first.contains("payload valid against its schema"),
+            "{first}"
+        );
+        assert!(!first.contains("DUPLICATE"));
+        let again = describe(&event("1", ok), &mut seen);
+        assert!(again.contains("DUPLICATE"), "{again}");
+        let bad = describe(&event("2", r#"{"deadline_id":"d","extra":1}"#), &mut seen);
+        assert!(bad.contains("SCHEMA VIOLATION"), "{bad}");
+        let not_json = describe(&event("3", "nope"), &mut seen);
+        assert!(not_json.contains("payload is not JSON"), "{not_json}");
+    }
 }

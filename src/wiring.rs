@@ -571,6 +571,16 @@ struct Stores {
     database: Option<mongodb::Database>,
 }
 
+/// The durable outbox of a MongoDB deployment (for `reporter outbox redrive`); `None` when
+/// state is in memory, where only the running service can reach its outbox.
+pub async fn durable_outbox(config: &Config) -> anyhow::Result<Option<Arc<dyn Outbox>>> {
+    if config.mongo.is_none() {
+        return Ok(None);
+    }
+    let mut summary = Vec::new();
+    Ok(Some(stores(config, &mut summary).await?.outbox))
+}
+
 async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Stores> {
     let Some(m) = &config.mongo else {
         let store = Arc::new(MemoryStore::new());

@@ -267,3 +267,110 @@ fn asyncapi_command_prints_the_committed_document() {
         Some("report.finished")
     );
 }
+
+/// `reporter serve` on MongoDB: data survives a restart, and `reporter outbox redrive` reaches
+/// the durable outbox.
+#[test]
+fn serve_on_mongodb_keeps_data_across_a_restart() {
+    let Some(mongo) = reporter_contract::services::service_url("MONGODB_URI", "MongoDB") else {
+        return;
+    };
+    let name = reporter_contract::services::unique_name("e2e_restart");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let start = || {
+        let mut c = reporter();
+        c.arg("serve")
+            .env("SERVER_ADDRESS", &addr)
+            .env("AUTH_JWT_SECRET", common::SECRET)
+            .env("MONGO_URI", &mongo)
+            .env("MONGO_NAME", &name)
+            .env("OBJECT_STORAGE_BACKEND", "gridfs")
+            .env("STREAMING_ENABLED", "true")
+            .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
+            .env("STREAMING_BROKERS", "memory://")
+            .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
+            .env("LOG_LEVEL", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let child = c.spawn().expect("spawn");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(&addr).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        child
+    };
+    let token = common::token();
+    let mut first = start();
+    let form = common::Form::new()
+        .file("template", "t.tpl", b"hello {{ bank.accounts.branch }}")
+        .text("outputFormat", "txt")
+        .text("description", "survives");
+    let ct = form.content_type();
+    let (code, body) = common::request(
+        &addr,
+        "POST",
+        "/v1/templates",
+        &token,
+        &ct,
+        &form.into_body(),
+    );
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let id = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let _ = first.kill();
+    let _ = first.wait();
+    let mut second = start();
+    let (code, body) = common::request(
+        &addr,
+        "GET",
+        &format!("/v1/templates/{id}"),
+        &token,
+        "application/json",
+        b"",
+    );
+    let _ = second.kill();
+    let _ = second.wait();
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()["description"],
+        "survives"
+    );
+    // The durable outbox is reachable from another process.
+    let out = reporter()
+        .args(["outbox", "redrive"])
+        .env("MONGO_URI", &mongo)
+        .env("MONGO_NAME", &name)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("redrove 0 parked event(s)"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        if let Ok(client) = mongodb::Client::with_uri_str(&mongo).await {
+            let _ = client.database(&name).drop().await;
+        }
+    });
+}
+
+#[test]
+fn outbox_redrive_without_mongodb_explains_itself() {
+    let out = reporter()
+        .args(["outbox", "redrive"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("POST /v1/streaming/outbox/redrive"));
+}
