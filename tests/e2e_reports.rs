@@ -777,3 +777,84 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Shutdown drains in-flight jobs for WORKER_DRAIN_TIMEOUT_SEC, then records the ones still
+/// running as canceled (`report_generation_canceled`), never leaving them Processing.
+#[tokio::test]
+async fn shutdown_cancels_jobs_that_outlive_the_drain() {
+    let Some(url) = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL") else {
+        return;
+    };
+    let db = reporter_contract::services::unique_name("reporter_drain");
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
+    let cfg: tokio_postgres::Config = url.parse().unwrap();
+    {
+        let mut c2 = cfg.clone();
+        c2.dbname(&db);
+        let (client, conn) = c2.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute("CREATE VIEW slow AS SELECT 1 AS id, pg_sleep(4)::text AS nap")
+            .await
+            .unwrap();
+    }
+    let host = match cfg.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_owned(),
+    };
+    let dir = ledger_dir();
+    let mut env = env_for(&dir, false);
+    env.extend([
+        ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
+        ("DATASOURCE_SLOW_HOST".into(), host),
+        (
+            "DATASOURCE_SLOW_PORT".into(),
+            cfg.get_ports().first().copied().unwrap_or(5432).to_string(),
+        ),
+        (
+            "DATASOURCE_SLOW_USER".into(),
+            cfg.get_user().unwrap_or("postgres").to_owned(),
+        ),
+        ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
+    ]);
+    let t = start_with(Options {
+        env,
+        tweak: Some(|r| r.worker_drain_timeout_sec = "1".into()),
+        ..Default::default()
+    })
+    .await;
+    let tpl = upload(&t, "txt", "{{ slow.slow.id }}{{ ledger.entries.id }}").await;
+    let id = request(&t, &tpl, json!({})).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    t.shutdown();
+    let mut r = Value::Null;
+    for _ in 0..200 {
+        r = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
+        if r["status"] != "Processing" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(r["status"], "Errored", "{r}");
+    assert_eq!(
+        r["metadata"]["errorCode"], "report_generation_canceled",
+        "{r}"
+    );
+    assert_eq!(
+        r["metadata"]["errorSummary"],
+        "Report generation was canceled"
+    );
+    drop(t);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await;
+    std::fs::remove_dir_all(dir).unwrap();
+}

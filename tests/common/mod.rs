@@ -235,6 +235,11 @@ pub const STATEMENT_TPL: &str = include_str!("../../examples/templates/statement
 pub const CSV_TPL: &str = include_str!("../../examples/templates/transactions.csv.tpl");
 
 impl TestApp {
+    /// Starts the shutdown of the background work (worker drain, dispatcher), as SIGINT does.
+    pub fn shutdown(&self) {
+        let _ = self._stop.send(true);
+    }
+
     /// Uploads a template; returns the raw response.
     pub async fn upload(&self, token: &str, form: Form) -> TestResponse {
         let ct = form.content_type();
