@@ -32,7 +32,7 @@ test-mongo:
     services_env="$(bash scripts/services.sh start)"
     eval "$services_env"
     REPORTER_E2E_BACKEND=mongo cargo test -p reporter \
-        --test e2e_templates --test e2e_deadlines --test e2e_platform --test e2e_streaming --test e2e_reports
+        --test e2e_templates --test e2e_deadlines --test e2e_platform --test e2e_streaming
 
 # What CI runs.
 ci:
