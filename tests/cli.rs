@@ -296,14 +296,27 @@ fn serve_on_mongodb_keeps_data_across_a_restart() {
             .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
             .env("LOG_LEVEL", "warn")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let child = c.spawn().expect("spawn");
-        for _ in 0..100 {
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        // Index creation on a busy MongoDB stand-in can take a while: wait up to a minute, and
+        // fail with the process's own words if it exits.
+        for _ in 0..600 {
             if std::net::TcpStream::connect(&addr).is_ok() {
                 break;
             }
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!("reporter serve exited with {status}: {err}");
+            }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        assert!(
+            std::net::TcpStream::connect(&addr).is_ok(),
+            "reporter serve did not listen within 60 s"
+        );
         child
     };
     let token = common::token();
