@@ -399,50 +399,80 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A scratch PostgreSQL database holding a view `slow` that sleeps `sleep_secs` per query,
+/// registered as data source `slow` next to `ledger`. `None` (test skipped) without a server.
+struct SlowPostgres {
+    admin: tokio_postgres::Client,
+    db: String,
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl SlowPostgres {
+    async fn create(prefix: &str, sleep_secs: f64) -> Option<Self> {
+        let url = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL")?;
+        let db = reporter_contract::services::unique_name(prefix);
+        let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        admin
+            .batch_execute(&format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
+        let mut cfg: tokio_postgres::Config = url.parse().unwrap();
+        let host = match cfg.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "127.0.0.1".to_owned(),
+        };
+        let port = cfg.get_ports().first().copied().unwrap_or(5432);
+        let user = cfg.get_user().unwrap_or("postgres").to_owned();
+        cfg.dbname(&db);
+        let (client, conn) = cfg.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!(
+                "CREATE VIEW slow AS SELECT 1 AS id, pg_sleep({sleep_secs})::text AS nap"
+            ))
+            .await
+            .unwrap();
+        let dir = ledger_dir();
+        let mut env = env_for(&dir, false);
+        env.extend([
+            ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
+            ("DATASOURCE_SLOW_HOST".into(), host),
+            ("DATASOURCE_SLOW_PORT".into(), port.to_string()),
+            ("DATASOURCE_SLOW_USER".into(), user),
+            ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
+        ]);
+        Some(Self {
+            admin,
+            db,
+            dir,
+            env,
+        })
+    }
+
+    /// Drops the database (after the instance using it is gone) and the ledger directory.
+    async fn remove(self) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = self
+            .admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
+            .await;
+        std::fs::remove_dir_all(&self.dir).unwrap();
+    }
+}
+
 /// A data source that answers slowly (a PostgreSQL view over pg_sleep) makes the whole job
 /// exceed ENGINE_TIMEOUT_SEC while each query stays within its own deadline.
 #[tokio::test]
 async fn a_job_over_its_deadline_ends_timed_out() {
-    let Some(url) = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL") else {
+    let Some(pg) = SlowPostgres::create("reporter_slow", 1.5).await else {
         return;
     };
-    let db = reporter_contract::services::unique_name("reporter_slow");
-    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .unwrap();
-    let cfg: tokio_postgres::Config = url.parse().unwrap();
-    let host = match cfg.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".to_owned(),
-    };
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
-    let user = cfg.get_user().unwrap_or("postgres").to_owned();
-    {
-        let mut c2 = cfg.clone();
-        c2.dbname(&db);
-        let (client, conn) = c2.connect(tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute("CREATE VIEW slow AS SELECT 1 AS id, pg_sleep(1.5)::text AS nap")
-            .await
-            .unwrap();
-    }
-    let dir = ledger_dir();
-    let mut env = env_for(&dir, false);
-    env.extend([
-        ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
-        ("DATASOURCE_SLOW_HOST".into(), host),
-        ("DATASOURCE_SLOW_PORT".into(), port.to_string()),
-        ("DATASOURCE_SLOW_USER".into(), user),
-        ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
-    ]);
     let t = start_with(Options {
-        env,
+        env: pg.env.clone(),
         tweak: Some(|r| r.engine_timeout_sec = "1".into()),
         ..Default::default()
     })
@@ -451,11 +481,7 @@ async fn a_job_over_its_deadline_ends_timed_out() {
     let r = expect_errored(&t, &tpl, "report_generation_timeout").await;
     assert_eq!(r["metadata"]["errorSummary"], "Report generation timed out");
     drop(t);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let _ = admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .await;
-    std::fs::remove_dir_all(dir).unwrap();
+    pg.remove().await;
 }
 
 #[tokio::test]
@@ -782,50 +808,11 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
 /// running as canceled (`report_generation_canceled`), never leaving them Processing.
 #[tokio::test]
 async fn shutdown_cancels_jobs_that_outlive_the_drain() {
-    let Some(url) = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL") else {
+    let Some(pg) = SlowPostgres::create("reporter_drain", 4.0).await else {
         return;
     };
-    let db = reporter_contract::services::unique_name("reporter_drain");
-    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .unwrap();
-    let cfg: tokio_postgres::Config = url.parse().unwrap();
-    {
-        let mut c2 = cfg.clone();
-        c2.dbname(&db);
-        let (client, conn) = c2.connect(tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute("CREATE VIEW slow AS SELECT 1 AS id, pg_sleep(4)::text AS nap")
-            .await
-            .unwrap();
-    }
-    let host = match cfg.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".to_owned(),
-    };
-    let dir = ledger_dir();
-    let mut env = env_for(&dir, false);
-    env.extend([
-        ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
-        ("DATASOURCE_SLOW_HOST".into(), host),
-        (
-            "DATASOURCE_SLOW_PORT".into(),
-            cfg.get_ports().first().copied().unwrap_or(5432).to_string(),
-        ),
-        (
-            "DATASOURCE_SLOW_USER".into(),
-            cfg.get_user().unwrap_or("postgres").to_owned(),
-        ),
-        ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
-    ]);
     let t = start_with(Options {
-        env,
+        env: pg.env.clone(),
         tweak: Some(|r| r.worker_drain_timeout_sec = "1".into()),
         ..Default::default()
     })
@@ -852,9 +839,5 @@ async fn shutdown_cancels_jobs_that_outlive_the_drain() {
         "Report generation was canceled"
     );
     drop(t);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let _ = admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .await;
-    std::fs::remove_dir_all(dir).unwrap();
+    pg.remove().await;
 }
