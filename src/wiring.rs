@@ -272,6 +272,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         );
     }
     let storage = object_storage(config, stores.database.as_ref(), &mut summary)?;
+    let mongo_database = stores.database.clone();
     let (sources, example_dir) = data_sources(config, &mut summary).await?;
     let catalog = DataSourceCatalog::new(sources);
 
@@ -403,6 +404,20 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             }
         }),
     );
+    if let Some(db) = mongo_database.clone() {
+        readiness = readiness.with(
+            "mongodb",
+            probe(move || {
+                let db = db.clone();
+                async move {
+                    db.run_command(mongodb::bson::doc! { "ping": 1 })
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }
+            }),
+        );
+    }
     let s = storage.clone();
     readiness = readiness.with(
         "objectStorage",
@@ -596,7 +611,9 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
             database: None,
         });
     };
-    let client = mongodb::Client::with_uri_str(&m.uri)
+    let client = m
+        .connection
+        .client()
         .await
         .map_err(|e| anyhow::anyhow!("MONGO_URI: {e}"))?;
     let config_m = MongoStoreConfig {

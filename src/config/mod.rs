@@ -4,8 +4,10 @@
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod datasources;
+mod mongo;
 
 pub use datasources::{DataSourceConfig, DataSourceSpec};
+pub use mongo::MongoSettings;
 
 use clap::Args;
 use reporter_ports::TenantId;
@@ -127,9 +129,44 @@ pub struct RawConfig {
     #[arg(long, env = "STREAMING_OUTBOX_LEASE_S", default_value = "30")]
     pub streaming_outbox_lease_s: String,
     /// MongoDB for durable state, outbox and idempotency (a replica set: transactions are
-    /// required). Unset: everything in memory.
+    /// required): a complete connection string, or only the scheme (`mongodb`,
+    /// `mongodb+srv`) with MONGO_HOST. Unset with MONGO_HOST unset: everything in memory.
     #[arg(long, env = "MONGO_URI", hide_env_values = true)]
     pub mongo_uri: Option<String>,
+    /// MongoDB host (or h1,h2,… for a replica set) when MONGO_URI is unset or only the scheme.
+    #[arg(long, env = "MONGO_HOST")]
+    pub mongo_host: Option<String>,
+    /// MongoDB port with MONGO_HOST (default 27017).
+    #[arg(long, env = "MONGO_PORT")]
+    pub mongo_port: Option<String>,
+    /// MongoDB user with MONGO_HOST.
+    #[arg(long, env = "MONGO_USER")]
+    pub mongo_user: Option<String>,
+    /// MongoDB password with MONGO_HOST.
+    #[arg(long, env = "MONGO_PASSWORD", hide_env_values = true)]
+    pub mongo_password: Option<String>,
+    /// Extra connection-string options, e.g. `replicaSet=rs0&authSource=admin`.
+    #[arg(long, env = "MONGO_PARAMETERS")]
+    pub mongo_parameters: Option<String>,
+    /// Most pooled connections (the driver's default: 10).
+    #[arg(long, env = "MONGO_MAX_POOL_SIZE")]
+    pub mongo_max_pool_size: Option<String>,
+    /// Connections the pool keeps open (default 0).
+    #[arg(long, env = "MONGO_MIN_POOL_SIZE")]
+    pub mongo_min_pool_size: Option<String>,
+    /// How long an idle pooled connection is kept: seconds, or 90s / 5m (default: forever).
+    #[arg(long, env = "MONGO_MAX_CONN_IDLE_TIME")]
+    pub mongo_max_conn_idle_time: Option<String>,
+    /// PEM file of the certificate authority; setting it turns TLS on.
+    #[arg(long, env = "MONGO_TLS_CA_CERT")]
+    pub mongo_tls_ca_cert: Option<String>,
+    /// How long a call waits for a reachable MongoDB before it answers 503.
+    #[arg(
+        long,
+        env = "MONGO_SERVER_SELECTION_TIMEOUT_MS",
+        default_value = "5000"
+    )]
+    pub mongo_server_selection_timeout_ms: String,
     /// Database of single-tenant mode (and the tenant registry in multi-tenant mode).
     #[arg(long, env = "MONGO_NAME", default_value = "reporter-db")]
     pub mongo_name: String,
@@ -380,17 +417,6 @@ pub struct Config {
     pub mongo: Option<MongoSettings>,
 }
 
-/// MongoDB settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MongoSettings {
-    /// Connection string.
-    pub uri: String,
-    /// Single-tenant database / tenant registry.
-    pub database: String,
-    /// Per-tenant database prefix.
-    pub tenant_prefix: String,
-}
-
 /// Where report jobs travel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobQueueChoice {
@@ -632,6 +658,16 @@ impl RawConfig {
             streaming_dispatch_poll_ms: "1000".into(),
             streaming_outbox_lease_s: "30".into(),
             mongo_uri: None,
+            mongo_host: None,
+            mongo_port: None,
+            mongo_user: None,
+            mongo_password: None,
+            mongo_parameters: None,
+            mongo_max_pool_size: None,
+            mongo_min_pool_size: None,
+            mongo_max_conn_idle_time: None,
+            mongo_tls_ca_cert: None,
+            mongo_server_selection_timeout_ms: "5000".into(),
             mongo_name: "reporter-db".into(),
             mongo_tenant_prefix: "reporter".into(),
             rabbitmq_uri: None,
@@ -929,44 +965,7 @@ impl RawConfig {
 
         let streaming = self.streaming(&mut c);
         let worker = self.worker(&mut c);
-        let mongo = match self
-            .mongo_uri
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            None => None,
-            Some(uri) => {
-                if !(uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://")) {
-                    c.problems.push(problem(
-                        "MONGO_URI",
-                        format!("'{}' is not a MongoDB connection string", redact(uri)),
-                        "mongodb://host:port/?replicaSet=rs0 or mongodb+srv://…",
-                    ));
-                }
-                let name = self.mongo_name.trim();
-                if name.is_empty()
-                    || name.len() > 63
-                    || name.chars().any(|ch| {
-                        matches!(
-                            ch,
-                            '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?'
-                        )
-                    })
-                {
-                    c.problems.push(problem(
-                        "MONGO_NAME",
-                        format!("'{name}' is not a valid database name"),
-                        "1-63 characters without / \\ . space \" $ * < > : | ?",
-                    ));
-                }
-                Some(MongoSettings {
-                    uri: uri.to_owned(),
-                    database: name.to_owned(),
-                    tenant_prefix: self.mongo_tenant_prefix.trim().to_owned(),
-                })
-            }
-        };
+        let mongo = self.mongo(&mut c);
         if matches!(object_storage, ObjectStorageChoice::GridFs) && mongo.is_none() {
             c.problems.push(problem(
                 "OBJECT_STORAGE_BACKEND",

@@ -2,6 +2,8 @@
 //! the real wiring) driven through poem's test client, and a token minter.
 #![allow(dead_code)]
 
+pub mod cut_proxy;
+
 use poem::Response;
 use poem::endpoint::BoxEndpoint;
 use poem::test::{TestClient, TestResponse};
@@ -22,6 +24,8 @@ pub struct TestApp {
     pub app: Arc<App>,
     /// The in-memory broker, when streaming is on with `memory://`.
     pub broker: Option<reporter_adapter_memory::MemoryPublisher>,
+    /// The MongoDB database of the instance (single-tenant), when on MongoDB.
+    pub mongo_database: Option<String>,
     _example: Option<reporter::wiring::TempDirGuard>,
     _stop: tokio::sync::watch::Sender<bool>,
     _mongo: Option<MongoCleanup>,
@@ -40,6 +44,10 @@ pub struct Options {
     pub tweak: Option<fn(&mut RawConfig)>,
     /// Publication on with the in-memory broker.
     pub streaming: bool,
+    /// State, outbox and idempotency in MongoDB at this connection string (a database of the
+    /// instance's own, named by [`TestApp::mongo_database`]; artifacts in GridFS), whatever
+    /// `REPORTER_E2E_BACKEND` says. The caller drops the database.
+    pub mongo_uri: Option<String>,
 }
 
 /// Starts an instance with default options.
@@ -67,6 +75,13 @@ pub async fn start_with(opts: Options) -> TestApp {
         raw.streaming_cb_min_requests = "4".into();
         raw.streaming_cb_timeout_s = "1".into();
     }
+    if let Some(uri) = opts.mongo_uri {
+        let name = reporter_contract::services::unique_name("e2e");
+        raw.mongo_uri = Some(uri);
+        raw.mongo_name = name.clone();
+        raw.mongo_tenant_prefix = name;
+        raw.object_storage_backend = "gridfs".into();
+    }
     if let Some(t) = opts.tweak {
         t(&mut raw);
     }
@@ -78,7 +93,7 @@ pub async fn start_with(opts: Options) -> TestApp {
 /// multi-tenant mode), artifacts in GridFS. The databases are dropped afterwards, unless
 /// `REPORTER_E2E_KEEP_DATABASES=1`.
 fn mongo_backend(raw: &mut RawConfig) -> Option<MongoCleanup> {
-    if std::env::var("REPORTER_E2E_BACKEND").as_deref() != Ok("mongo") {
+    if std::env::var("REPORTER_E2E_BACKEND").as_deref() != Ok("mongo") || raw.mongo_uri.is_some() {
         return None;
     }
     let uri = reporter_contract::services::service_url("MONGODB_URI", "MongoDB")
@@ -350,6 +365,7 @@ pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestAp
     if let Ok(filter) = std::env::var("REPORTER_TEST_LOG") {
         reporter::telemetry::init_tracing(&filter, false);
     }
+    let mongo_database = raw.mongo_uri.as_ref().map(|_| raw.mongo_name.clone());
     let config = raw.validate(&env).expect("valid test configuration");
     let built = reporter::wiring::build(&config, reporter::wiring::Role::Serve)
         .await
@@ -368,6 +384,7 @@ pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestAp
         client: TestClient::new(endpoint),
         app,
         broker,
+        mongo_database,
         _example: built.example_dir,
         _stop: stop,
         _mongo: mongo,

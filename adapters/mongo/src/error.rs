@@ -49,3 +49,9 @@ pub(crate) fn is_transient(e: &Error) -> bool {
 pub(crate) fn is_unknown_commit(e: &Error) -> bool {
     e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
 }
+
+/// True when no server could be selected: the driver already waited its server selection
+/// timeout, so retrying only multiplies the caller's wait during an outage.
+pub(crate) fn is_unreachable(e: &Error) -> bool {
+    matches!(e.kind.as_ref(), ErrorKind::ServerSelection { .. })
+}

@@ -9,6 +9,7 @@
 //! - [`MongoIdempotencyStore`]: idempotency reservations and stored responses.
 //! - [`GridFsStorage`]: object storage over GridFS.
 //! - [`MongoDataSource`]: a MongoDB database as a report data source.
+//! - [`MongoConnection`]: the client (pool, timeouts, TLS) every store of a process shares.
 //! - [`tenant_database_name`]: the database of a tenant when each tenant has its own.
 //!
 //! # Server requirements
@@ -82,6 +83,7 @@
 //! [`MongoStore::from_client`] on one shared [`mongodb::Client`] and
 //! [`tenant_database_name`]. The `tenant` field stays on every document, so a store over a
 //! shared database isolates tenants as well.
+mod connection;
 mod datasource;
 mod docs;
 mod error;
@@ -93,6 +95,7 @@ mod store;
 mod tenant;
 mod time;
 
+pub use connection::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_SERVER_SELECTION_TIMEOUT, MongoConnection};
 pub use datasource::{MongoDataSource, MongoDataSourceConfig};
 pub use gridfs::{
     GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage, is_valid_object_key,

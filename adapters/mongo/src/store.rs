@@ -1,7 +1,9 @@
 //! [`MongoStore`]: templates, deadlines, reports, units of work and the outbox in one MongoDB
 //! database. The outbox side lives in [`crate::outbox`].
 use crate::docs::{DeadlineDoc, OutboxDoc, ReportDoc, TemplateDoc};
-use crate::error::{duplicate_key_message, is_transient, is_unknown_commit, unavailable};
+use crate::error::{
+    duplicate_key_message, is_transient, is_unknown_commit, is_unreachable, unavailable,
+};
 use crate::time::{ceil_ms, floor_ms};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -328,7 +330,9 @@ enum TxError {
 }
 
 fn driver(what: &str, e: mongodb::error::Error) -> TxError {
-    if is_transient(&e) {
+    // The driver labels a failed server selection inside a transaction as transient, but
+    // with no reachable server another attempt would only wait the selection timeout again.
+    if is_transient(&e) && !is_unreachable(&e) {
         TxError::Retry(format!("{what}: {e}"))
     } else {
         TxError::Fail(unavailable(what, &e))
@@ -533,7 +537,11 @@ impl MongoStore {
         loop {
             match session.commit_transaction().await {
                 Ok(()) => return Ok(()),
-                Err(e) if is_unknown_commit(&e) && retries < self.config.max_commit_retries => {
+                Err(e)
+                    if is_unknown_commit(&e)
+                        && !is_unreachable(&e)
+                        && retries < self.config.max_commit_retries =>
+                {
                     retries += 1;
                     tracing::debug!(error = %e, retries, "retrying commitTransaction");
                 }
@@ -568,7 +576,10 @@ impl UnitOfWorkPort for MongoStore {
     /// `transaction_timeout`; `UnknownTransactionCommitResult` retries the commit alone. When
     /// retries run out the answer is `Unavailable` and nothing was applied, except after an
     /// exhausted `UnknownTransactionCommitResult`, when the outcome is unknown (the error text
-    /// says so).
+    /// says so). No server reachable (server selection timed out) MUST answer `Unavailable`
+    /// at once, without further attempts: during an outage a call fails within one server
+    /// selection timeout instead of `transaction_timeout`. Either way the records and their
+    /// outbox rows are committed together or not at all.
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
         let writes = plan(tenant, &uow)?;
         if writes.is_empty() && uow.outbox.is_empty() {
