@@ -1,4 +1,4 @@
-//! Outbox behaviour beyond the contract suite: racing claimers over 2,000 rows, lease expiry
+//! Outbox behaviour beyond the contract suite: racing claimers over 10,000 rows, lease expiry
 //! after an abandoned claim, and the indexes the outbox relies on.
 mod common;
 
@@ -14,14 +14,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const ROWS: usize = 2_000;
+const ROWS: usize = 10_000;
 const AGGREGATES: usize = 100;
 
-/// Two claimers race over 2,000 rows of 100 aggregates, publishing what they claim: every
+/// Two claimers race over 10,000 rows of 100 aggregates, publishing what they claim: every
 /// row is claimed exactly once (leases are long, so a second claim would be a double
 /// delivery), and every aggregate is published in commit order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_claimers_race_over_2000_rows() {
+async fn two_claimers_race_over_10000_rows() {
     with_mongo(|dbs| async move {
         let store = dbs.store().await;
         let a = tenant_a();
