@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 use futures_util::FutureExt;
 use mongodb::Client;
-use reporter_adapter_mongo::{MongoStore, MongoStoreConfig};
+use reporter_adapter_mongo::{MongoStore, MongoStoreConfig, MongoTenantRouter};
 use reporter_contract::services::{service_url, unique_name};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -39,11 +39,29 @@ impl Dbs {
             .expect("MongoStore::from_client")
     }
 
+    /// A database-per-tenant router whose databases (registry and tenants) all start with a
+    /// fresh name, dropped at the end of the test.
+    pub fn router(&self) -> MongoTenantRouter {
+        let prefix = self.fresh_name();
+        MongoTenantRouter::new(
+            self.client.clone(),
+            &prefix,
+            &prefix,
+            MongoStoreConfig::default(),
+        )
+    }
+
+    /// Drops every database named by [`Dbs::fresh_name`] and every database whose name
+    /// starts with one (a router's tenant databases).
     async fn drop_all(&self) {
         let names: Vec<String> = self.names.lock().expect("names lock").drain(..).collect();
-        for n in names {
-            if let Err(e) = self.client.database(&n).drop().await {
-                eprintln!("could not drop test database {n}: {e}");
+        let existing = self.client.list_database_names().await.unwrap_or_default();
+        for db in existing
+            .iter()
+            .filter(|db| names.iter().any(|n| db.starts_with(n.as_str())))
+        {
+            if let Err(e) = self.client.database(db).drop().await {
+                eprintln!("could not drop test database {db}: {e}");
             }
         }
     }
