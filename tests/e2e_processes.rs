@@ -152,3 +152,201 @@ fn api_and_worker_as_two_processes() {
     assert_eq!(status, 404);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A dispatcher process is killed (SIGKILL) while it holds leases on outbox rows; a second
+/// dispatcher process publishes every row, and the dead one's rows only after their lease
+/// ended. Nothing is lost: every row ends published and the durable queue bound to the
+/// exchange holds at least one message per row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
+    use mongodb::bson::{Document, doc};
+    use reporter_ports::ports::{UnitOfWork, UnitOfWorkPort};
+
+    let (Some(mongo), Some(rabbit)) = (
+        reporter_contract::services::service_url("MONGODB_URI", "MongoDB"),
+        reporter_contract::services::service_url("RABBITMQ_URI", "RabbitMQ"),
+    ) else {
+        return;
+    };
+    const ROWS: usize = 300;
+    let name = reporter_contract::services::unique_name("e2e_kill");
+    let (exchange, alternate, queue) = (
+        format!("{name}.events"),
+        format!("{name}.ae"),
+        format!("{name}.q"),
+    );
+    // The exchange, declared by the service's own publisher, and a durable queue bound to it.
+    drop(
+        common::start_raw(
+            common::rabbit_raw(&rabbit, &exchange, &alternate),
+            Vec::new(),
+        )
+        .await,
+    );
+    {
+        let (q, x) = (queue.clone(), exchange.clone());
+        tokio::task::spawn_blocking(move || common::rabbit_declare_bound_queue(&q, &x, "#"))
+            .await
+            .unwrap();
+    }
+    // The backlog: ROWS outbox rows over 30 aggregates, committed before any dispatcher runs.
+    let store = reporter_adapter_mongo::MongoStore::connect(&mongo, &name)
+        .await
+        .expect("MongoDB");
+    let tenant = reporter_contract::fixtures::tenant_a();
+    let now = chrono::Utc::now();
+    for chunk in 0..ROWS / 100 {
+        let rows: Vec<_> = (0..100)
+            .map(|i| {
+                reporter_contract::fixtures::outbox_row(
+                    &tenant,
+                    &format!("agg-{}", (chunk * 100 + i) % 30),
+                    now,
+                )
+            })
+            .collect();
+        store
+            .commit(&tenant, UnitOfWork::new().with_outbox(rows))
+            .await
+            .expect("commit backlog");
+    }
+    let outbox = store.database().collection::<Document>("outbox");
+
+    let spawn = |lease_s: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+        c.arg("worker")
+            .env("HEALTH_ADDRESS", format!("127.0.0.1:{}", free_port()))
+            .env("AUTH_JWT_SECRET", common::SECRET)
+            .env("MONGO_URI", &mongo)
+            .env("MONGO_NAME", &name)
+            .env("OBJECT_STORAGE_BACKEND", "gridfs")
+            .env("RABBITMQ_URI", &rabbit)
+            .env("RABBITMQ_EXCHANGE", format!("{name}.jobs"))
+            .env("RABBITMQ_GENERATE_REPORT_QUEUE", format!("{name}.jobq"))
+            .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{name}.key"))
+            .env("RABBITMQ_DLQ_QUEUE", format!("{name}.dlq"))
+            .env("RABBITMQ_DLX", format!("{name}.dlx"))
+            .env("STREAMING_ENABLED", "true")
+            .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", &exchange)
+            .env("STREAMING_ALTERNATE_EXCHANGE", &alternate)
+            .env("STREAMING_BROKERS", &rabbit)
+            .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
+            .env("STREAMING_DISPATCH_BATCH", "100")
+            .env("STREAMING_DISPATCH_POLL_MS", "50")
+            .env("STREAMING_OUTBOX_LEASE_S", lease_s)
+            .env(
+                "LOG_LEVEL",
+                std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        Kill(c.spawn().expect("spawn"))
+    };
+    let leased = doc! { "status": "pending", "lease_owner": { "$ne": null } };
+
+    // A claims with 5 s leases; it is killed as soon as it holds some.
+    let mut a = spawn("5");
+    let started = std::time::Instant::now();
+    loop {
+        if outbox.count_documents(leased.clone()).await.expect("count") > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "dispatcher A never claimed a row"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.0.kill().expect("SIGKILL");
+    let _ = a.0.wait();
+    let killed_at = chrono::Utc::now();
+    let held: Vec<Document> = {
+        use futures_util::TryStreamExt;
+        outbox
+            .find(leased.clone())
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("collect")
+    };
+    assert!(!held.is_empty(), "the killed dispatcher held no lease");
+    // (row id, lease end in ms since the epoch)
+    let held: Vec<(String, i64)> = held
+        .iter()
+        .map(|d| {
+            (
+                d.get_str("_id").expect("_id").to_owned(),
+                d.get_datetime("lease_until")
+                    .expect("lease_until")
+                    .timestamp_millis(),
+            )
+        })
+        .collect();
+
+    // B publishes everything, A's rows once their lease has ended.
+    let _b = spawn("30");
+    let started = std::time::Instant::now();
+    loop {
+        let left = outbox
+            .count_documents(doc! { "status": { "$ne": "published" } })
+            .await
+            .expect("count");
+        if left == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{left} rows still unpublished 120 s after dispatcher B started"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let drained = started.elapsed();
+    for (id, lease_until) in &held {
+        let row = outbox
+            .find_one(doc! { "_id": id })
+            .await
+            .expect("find")
+            .expect("row");
+        let published = row
+            .get_datetime("published_at")
+            .expect("published_at")
+            .timestamp_millis();
+        assert!(
+            published >= *lease_until,
+            "row {id} of the dead dispatcher was republished at {published} ms, inside its \
+             lease (until {lease_until} ms)"
+        );
+    }
+    let depth = {
+        let q = queue.clone();
+        tokio::task::spawn_blocking(move || common::rabbit_queue_depth(&q))
+            .await
+            .unwrap()
+    };
+    assert!(
+        depth.unwrap_or_default() >= ROWS as u64,
+        "the queue holds {depth:?} messages for {ROWS} rows"
+    );
+    eprintln!(
+        "killed dispatcher: {} rows leased at the kill ({killed_at}); B drained {ROWS} rows in \
+         {drained:?}; queue depth {depth:?} ({} duplicates from rows A published unsettled)",
+        held.len(),
+        depth.unwrap_or_default().saturating_sub(ROWS as u64)
+    );
+    drop(_b);
+    let _ = store.database().drop().await;
+    tokio::task::spawn_blocking(move || {
+        common::rabbit_cleanup(&[&queue, &alternate], &[&exchange, &alternate])
+    })
+    .await
+    .unwrap();
+}

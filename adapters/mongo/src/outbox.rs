@@ -145,15 +145,44 @@ impl Outbox for MongoStore {
                         "aggregate": &c.aggregate,
                         "status": PENDING,
                         "agg_seq": { "$lt": c.agg_seq },
-                        "_id": { "$nin": ahead },
+                        "_id": { "$nin": &ahead },
                     })
                     .limit(1)
                     .await
                     .map_err(|e| unavailable("outbox order check", &e))?;
-                if older > 0 {
-                    blocked.insert(c.aggregate);
-                    continue;
-                }
+                let c = if older == 0 {
+                    c
+                } else {
+                    // The walk goes by event time, which a later commit may carry earlier
+                    // than an older one: the aggregate's head (its oldest pending row not
+                    // taken by this claim) goes first, if it is claimable now; else the
+                    // aggregate waits. Blocking on `c` alone would hold the head back for
+                    // good, since the head comes after `c` in the walk.
+                    let head = coll
+                        .find_one(doc! {
+                            "aggregate": &c.aggregate,
+                            "status": PENDING,
+                            "_id": { "$nin": &ahead },
+                        })
+                        .sort(doc! { "agg_seq": 1 })
+                        .await
+                        .map_err(|e| unavailable("outbox head", &e))?;
+                    match head {
+                        Some(h)
+                            if h.available_at.timestamp_millis() <= nf.timestamp_millis()
+                                && h.lease_until.is_none_or(|u| {
+                                    u.timestamp_millis() <= nf.timestamp_millis()
+                                })
+                                && seen.insert(h.id.clone()) =>
+                        {
+                            h
+                        }
+                        _ => {
+                            blocked.insert(c.aggregate);
+                            continue;
+                        }
+                    }
+                };
                 // A cheap read first: under contention most candidates were just taken by
                 // another claimer, and a failed conditional write costs far more than a read.
                 let unchanged = raw

@@ -44,6 +44,7 @@ where
             stats_report_the_backlog,
             purge_published_removes_old_published_rows,
             per_aggregate_order_is_kept,
+            commit_order_wins_over_event_time,
             concurrent_claimers_never_share_a_row,
         ]
     );
@@ -524,6 +525,57 @@ fn assert_aggregate_order(what: &str, pending: &[OutboxRecord], claimed: &[Outbo
                 ),
             }
         }
+    }
+}
+
+/// Rows of a later commit may carry an earlier event time than rows of an earlier commit (a
+/// unit of work built before another but committed after it, or clocks of two processes that
+/// disagree). Commit order decides: every row is still handed out, each aggregate in commit
+/// order, and no aggregate is held back for good by its own younger rows.
+pub async fn commit_order_wins_over_event_time<S: OutboxUnderTest>(s: S) {
+    let a = tenant_a();
+    // Commit 1 at t=10 and commit 2 at t=5, both over x and y, interleaved.
+    let first = rows(&s, &a, &["x", "y", "x", "y"], at(10)).await;
+    let second = rows(&s, &a, &["y", "x", "y", "x"], at(5)).await;
+    let committed: Vec<OutboxRecord> = first.iter().chain(&second).cloned().collect();
+    let mut published: Vec<OutboxId> = Vec::new();
+    for round in 0..committed.len() {
+        let c = claim(&s, at(20), at(80), 3).await;
+        assert!(
+            !c.is_empty(),
+            "round {round}: nothing claimable with {} of {} rows unpublished",
+            committed.len() - published.len(),
+            committed.len()
+        );
+        let pending: Vec<OutboxRecord> = committed
+            .iter()
+            .filter(|r| !published.contains(&r.id))
+            .cloned()
+            .collect();
+        assert_aggregate_order(&format!("round {round}"), &pending, &c);
+        for g in &c {
+            s.mark_published(g.id, token(g), at(21))
+                .await
+                .expect("publish");
+            published.push(g.id);
+        }
+        if published.len() == committed.len() {
+            break;
+        }
+    }
+    assert_eq!(published.len(), committed.len(), "every row handed out");
+    for agg in ["x", "y"] {
+        let want: Vec<OutboxId> = committed
+            .iter()
+            .filter(|r| r.aggregate == agg)
+            .map(|r| r.id)
+            .collect();
+        let got: Vec<OutboxId> = published
+            .iter()
+            .copied()
+            .filter(|id| want.contains(id))
+            .collect();
+        assert_eq!(got, want, "aggregate {agg} out of commit order");
     }
 }
 
