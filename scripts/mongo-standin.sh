@@ -6,7 +6,9 @@
 #   scripts/mongo-standin.sh start   # idempotent: does nothing when something answers a ping
 #   scripts/mongo-standin.sh stop    # stops the server this script started (by its PID)
 #
-# Environment: MONGO_PORT (default 27017), PYTHON (default python3).
+# Environment: MONGO_PORT (default 27017), PYTHON (default python3), MONGO_STANDALONE=1 (the
+# server presents itself as a standalone mongod, without transactions: for the test that
+# `reporter serve` refuses such a deployment).
 # The venv, and per port the PID file, the log and the data directory's name, live in
 # .cache/mongo-standin/ (gitignored), so a failed start on one port cannot clobber the state of a
 # server on another. Then:  export MONGODB_URI=mongodb://127.0.0.1:${MONGO_PORT}
@@ -62,8 +64,12 @@ start() {
     local data
     data="$(mktemp -d "${TMPDIR:-/tmp}/mongo-standin-data.XXXXXX")"
     echo "$data" >"$DATAFILE"
+    local extra=()
+    if [ "${MONGO_STANDALONE:-0}" = "1" ]; then
+        extra=(--standalone)
+    fi
     "$VENV/bin/secantusd-py" --host 127.0.0.1 --port "$PORT" --storage-path "$data" \
-        --enable-test-commands --log-level WARNING >"$LOG" 2>&1 &
+        --enable-test-commands --log-level WARNING "${extra[@]}" >"$LOG" 2>&1 &
     echo $! >"$PIDFILE"
     for _ in $(seq 1 150); do
         if ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then

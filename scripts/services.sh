@@ -14,6 +14,8 @@
 #   RabbitMQ     127.0.0.1:5672   machine service; `rabbitmqctl start_app` if the node runs with the
 #                                 app stopped, `rabbitmq-server -detached` (loopback only) if not
 #   MongoDB      127.0.0.1:27017  SecantusDB stand-in, scripts/mongo-standin.sh (MONGO_PORT)
+#   MongoDB      127.0.0.1:27018  the same, presenting itself as a standalone server
+#                                 (MONGO_STANDALONE_PORT): `reporter serve` must refuse it
 #   S3           127.0.0.1:5000   moto, scripts/moto.sh (MOTO_HOST, MOTO_PORT)
 #   chromium, pdftotext           Debian packages chromium and poppler-utils, installed if missing
 #
@@ -26,11 +28,13 @@ STATE="$ROOT/.cache/services"
 ENV_FILE="$STATE/env"
 TIMEOUT="${SERVICES_TIMEOUT:-60}"
 MONGO_PORT="${MONGO_PORT:-27017}"
+MONGO_STANDALONE_PORT="${MONGO_STANDALONE_PORT:-27018}"
 MOTO_PORT="${MOTO_PORT:-5000}"
 
 POSTGRES_URL_VALUE="postgres://postgres@127.0.0.1:5432/postgres"
 RABBITMQ_URI_VALUE="amqp://guest:guest@127.0.0.1:5672/%2f"
 MONGODB_URI_VALUE="mongodb://127.0.0.1:${MONGO_PORT}"
+MONGODB_STANDALONE_URI_VALUE="mongodb://127.0.0.1:${MONGO_STANDALONE_PORT}/?directConnection=true"
 
 log() { echo "services: $*" >&2; }
 
@@ -146,6 +150,19 @@ start_mongo() {
     fi
 }
 
+start_mongo_standalone() {
+    local was_open=0
+    tcp_open "$MONGO_STANDALONE_PORT" && was_open=1
+    if ! MONGO_STANDALONE=1 MONGO_PORT="$MONGO_STANDALONE_PORT" \
+        bash "$ROOT/scripts/mongo-standin.sh" start >&2; then
+        log "ERROR: the standalone MongoDB stand-in did not start on 127.0.0.1:$MONGO_STANDALONE_PORT"
+        return 1
+    fi
+    if ((was_open == 0)); then
+        touch "$STATE/started-mongo-standalone"
+    fi
+}
+
 MOTO_URL=""
 start_moto() {
     local was_open=0
@@ -189,6 +206,7 @@ cmd_start() {
     start_postgres || failed+=(PostgreSQL)
     start_rabbitmq || failed+=(RabbitMQ)
     start_mongo || failed+=("MongoDB stand-in")
+    start_mongo_standalone || failed+=("standalone MongoDB stand-in")
     start_moto || failed+=("moto (S3)")
     ensure_pdf_tools || failed+=("chromium/pdftotext")
     if ((${#failed[@]})); then
@@ -200,6 +218,7 @@ cmd_start() {
         export_line POSTGRES_URL "$POSTGRES_URL_VALUE"
         export_line RABBITMQ_URI "$RABBITMQ_URI_VALUE"
         export_line MONGODB_URI "$MONGODB_URI_VALUE"
+        export_line MONGODB_STANDALONE_URI "$MONGODB_STANDALONE_URI_VALUE"
         export_line S3_ENDPOINT "$MOTO_URL"
         export_line CHROMIUM_PATH "$CHROMIUM_PATH_VALUE"
     } >"$ENV_FILE.tmp"
@@ -220,6 +239,10 @@ cmd_stop() {
     if [[ -f "$STATE/started-mongo" ]]; then
         MONGO_PORT="$MONGO_PORT" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
         rm -f "$STATE/started-mongo"
+    fi
+    if [[ -f "$STATE/started-mongo-standalone" ]]; then
+        MONGO_PORT="$MONGO_STANDALONE_PORT" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
+        rm -f "$STATE/started-mongo-standalone"
     fi
     if [[ -f "$STATE/started-moto" ]]; then
         MOTO_PORT="$MOTO_PORT" bash "$ROOT/scripts/moto.sh" stop || true

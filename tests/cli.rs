@@ -387,3 +387,64 @@ fn outbox_redrive_without_mongodb_explains_itself() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("POST /v1/streaming/outbox/redrive"));
 }
+
+/// A MongoDB without transactions (a standalone server) is refused at start-up, with the
+/// recipe for a single-node replica set, instead of failing on the first write.
+#[test]
+fn serve_refuses_a_standalone_mongodb_with_the_replica_set_recipe() {
+    let Some(uri) = reporter_contract::services::service_url(
+        "MONGODB_STANDALONE_URI",
+        "MongoDB presenting itself as a standalone server",
+    ) else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for mode in ["false", "true"] {
+        let mut c = reporter();
+        c.arg("serve")
+            .env("SERVER_ADDRESS", format!("127.0.0.1:{port}"))
+            .env(
+                "AUTH_JWT_SECRET",
+                "test-secret-test-secret-test-secret-0123",
+            )
+            .env("MULTI_TENANT_ENABLED", mode)
+            .env("MONGO_URI", &uri)
+            .env(
+                "MONGO_NAME",
+                reporter_contract::services::unique_name("standalone"),
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("serve (multi-tenant {mode}) kept running on a standalone MongoDB");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+            .expect("read stderr");
+        assert!(!status.success(), "multi-tenant {mode}: {stderr}");
+        for needle in [
+            "standalone",
+            "replica set",
+            "--replSet rs0",
+            "rs.initiate()",
+        ] {
+            assert!(
+                stderr.contains(needle),
+                "multi-tenant {mode}: the refusal does not say {needle:?}:\n{stderr}"
+            );
+        }
+    }
+}
