@@ -15,6 +15,18 @@ impl Drop for Kill {
 
 #[test]
 fn api_and_worker_as_two_processes() {
+    api_and_worker(false);
+}
+
+/// The same in multi-tenant mode: the api creates the tenant's own database and registers
+/// it; the worker process finds it through the registry, generates into it, and its
+/// dispatcher publishes from it.
+#[test]
+fn api_and_worker_as_two_processes_with_a_database_per_tenant() {
+    api_and_worker(true);
+}
+
+fn api_and_worker(multi_tenant: bool) {
     let (Some(mongo), Some(rabbit)) = (
         reporter_contract::services::service_url("MONGODB_URI", "MongoDB"),
         reporter_contract::services::service_url("RABBITMQ_URI", "RabbitMQ"),
@@ -56,6 +68,8 @@ fn api_and_worker_as_two_processes() {
             .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{name}.key"))
             .env("RABBITMQ_DLQ_QUEUE", format!("{name}.dlq"))
             .env("RABBITMQ_DLX", format!("{name}.dlx"))
+            .env("MONGO_TENANT_DB_PREFIX", &name)
+            .env("MULTI_TENANT_ENABLED", multi_tenant.to_string())
             .env("DATASOURCE_LEDGER_TYPE", "file")
             .env("DATASOURCE_LEDGER_PATH", &dir)
             .env(
@@ -68,7 +82,15 @@ fn api_and_worker_as_two_processes() {
     };
     let _api = spawn("api");
     let _worker = spawn("worker");
-    let token = common::token();
+    let token = if multi_tenant {
+        let all: Vec<&str> = reporter::http::auth::Scope::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        common::token_for(Some("acme-bank"), &all)
+    } else {
+        common::token()
+    };
     let mut up = false;
     for _ in 0..100 {
         if std::net::TcpStream::connect(&addr).is_ok() {
@@ -150,6 +172,39 @@ fn api_and_worker_as_two_processes() {
         b"",
     );
     assert_eq!(status, 404);
+    // Where the report lives: the tenant's own database in multi-tenant mode, else MONGO_NAME.
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            use mongodb::bson::{Document, doc};
+            let client = mongodb::Client::with_uri_str(&mongo).await.expect("client");
+            let home = if multi_tenant {
+                let tenant = reporter_ports::TenantId::parse("acme-bank").expect("tenant");
+                reporter_adapter_mongo::tenant_database_name(&name, &tenant)
+            } else {
+                name.clone()
+            };
+            let count = |db: String| {
+                let client = client.clone();
+                let id = id.clone();
+                async move {
+                    client
+                        .database(&db)
+                        .collection::<Document>("reports")
+                        .count_documents(doc! { "_id": id })
+                        .await
+                        .expect("count")
+                }
+            };
+            assert_eq!(count(home.clone()).await, 1, "the report is not in {home}");
+            if multi_tenant {
+                assert_eq!(
+                    count(name.clone()).await,
+                    0,
+                    "a tenant's report leaked into the registry database"
+                );
+            }
+        });
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -343,7 +398,8 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
         depth.unwrap_or_default().saturating_sub(ROWS as u64)
     );
     drop(_b);
-    let _ = store.database().drop().await;
+    // The databases stay: the stand-in's dropDatabase can stall while other tests run (see
+    // tests/common/mod.rs); CI throws the stand-in away.
     tokio::task::spawn_blocking(move || {
         common::rabbit_cleanup(&[&queue, &alternate], &[&exchange, &alternate])
     })
