@@ -518,6 +518,70 @@ async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A report committed as `Processing` whose job never reached the queue (the process died
+/// between the two) is picked up by the reconciliation sweep once it is stale, and finishes;
+/// a fresh `Processing` report and a terminal one are left alone.
+#[tokio::test]
+async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
+    use reporter_ports::ports::{Change, UnitOfWork};
+    let (t, dir) = instance(false, None).await;
+    let tpl = upload(&t, "txt", TXT).await;
+    let tenant = reporter_ports::TenantId::default_tenant();
+    let template_id: reporter_ports::TemplateId = tpl.parse().unwrap();
+    let now = t.app.now();
+    let stuck_since = now - chrono::Duration::hours(1);
+    let mut stuck = reporter_contract::fixtures::report(&tenant, template_id, stuck_since);
+    stuck.output_format = reporter_ports::template::OutputFormat::Txt;
+    let mut fresh = reporter_contract::fixtures::report(&tenant, template_id, now);
+    fresh.output_format = reporter_ports::template::OutputFormat::Txt;
+    // Committed without a job, as a crash after the commit would leave them.
+    t.app
+        .ports
+        .uow
+        .commit(
+            &tenant,
+            UnitOfWork::new()
+                .change(Change::Report {
+                    record: stuck.clone(),
+                    expected_version: None,
+                })
+                .change(Change::Report {
+                    record: fresh.clone(),
+                    expected_version: None,
+                }),
+        )
+        .await
+        .expect("commit");
+    let done_id = request(&t, &tpl, json!({})).await;
+    let done = wait_terminal(&t, &done_id).await;
+
+    let queued = t
+        .app
+        .requeue_stale_reports(Duration::from_secs(900), 100)
+        .await
+        .expect("sweep");
+    assert_eq!(queued, 1, "only the stale report is queued again");
+    let r = wait_terminal(&t, &stuck.id.to_string()).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let (_, _, body) = download(&t, &stuck.id.to_string()).await;
+    assert!(String::from_utf8(body).unwrap().contains("total="));
+    let f = json(t.get(&token(), &format!("/v1/reports/{}", fresh.id)).await).await;
+    assert_eq!(
+        f["status"], "Processing",
+        "the fresh report was left alone: {f}"
+    );
+    let again = json(t.get(&token(), &format!("/v1/reports/{done_id}")).await).await;
+    assert_eq!(again, done, "the terminal report was left alone");
+    // Nothing stale is left: a second sweep queues nothing.
+    let queued = t
+        .app
+        .requeue_stale_reports(Duration::from_secs(900), 100)
+        .await
+        .expect("sweep");
+    assert_eq!(queued, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn downloads_survive_template_deletion_and_lists_filter() {
     let (t, dir) = instance(false, None).await;

@@ -233,6 +233,71 @@ impl App {
         Ok(report)
     }
 
+    /// The reconciliation sweep: reports of every tenant still `Processing` whose last
+    /// change is older than `stale_after` get their job queued again (at most `limit` per
+    /// call). Covers a process that died between committing the request and queueing its job,
+    /// and jobs dead-lettered while the store was down. Answers how many were queued.
+    ///
+    /// Each report is first touched (`updated_at`, version + 1) with an optimistic write, so
+    /// among several sweeping processes one queues it, and it is not queued again before
+    /// another `stale_after`. A duplicate job is harmless: the worker ignores a job whose
+    /// report is already terminal. A report that finished meanwhile is left alone (the touch
+    /// conflicts). MUST NOT touch a terminal report.
+    #[tracing::instrument(skip_all)]
+    pub async fn requeue_stale_reports(
+        &self,
+        stale_after: std::time::Duration,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let now = self.now();
+        let before = now
+            - chrono::Duration::from_std(stale_after)
+                .map_err(|e| StoreError::Unavailable(format!("stale_after: {e}")))?;
+        let stale = self
+            .ports
+            .reports
+            .list_stale_processing(before, limit)
+            .await?;
+        let mut queued = 0;
+        for report in stale {
+            let mut touched = report.clone();
+            touched.updated_at = now;
+            touched.version = report.version + 1;
+            let uow = UnitOfWork::new().change(Change::Report {
+                record: touched,
+                expected_version: Some(report.version),
+            });
+            match self.commit(&report.tenant, uow).await {
+                Ok(()) => {}
+                // Finished, or touched by another sweeping process, since it was listed.
+                Err(StoreError::VersionConflict | StoreError::NotFound) => continue,
+                Err(e) => return Err(e),
+            }
+            let job = ReportJob {
+                tenant: report.tenant.clone(),
+                report_id: report.id,
+                request_id: None,
+            };
+            match self.ports.jobs.enqueue(&job).await {
+                Ok(()) => {
+                    queued += 1;
+                    tracing::warn!(
+                        tenant = %report.tenant,
+                        report_id = %report.id,
+                        unchanged_since = %report.updated_at,
+                        "report stuck in processing: its job was queued again"
+                    );
+                }
+                Err(e) => tracing::error!(
+                    error = %e,
+                    report_id = %report.id,
+                    "could not queue the job of a stuck report; the next sweep after the stale period tries again"
+                ),
+            }
+        }
+        Ok(queued)
+    }
+
     /// Records a report as `Errored` with `report.errored` (deterministic id). Returns the
     /// stored report; a report already terminal is returned unchanged.
     pub(crate) async fn finish_errored(

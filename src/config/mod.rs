@@ -219,6 +219,11 @@ pub struct RawConfig {
     /// Deadline of one report generation, in seconds.
     #[arg(long, env = "ENGINE_TIMEOUT_SEC", default_value = "300")]
     pub engine_timeout_sec: String,
+    /// Seconds after its last change a report still `Processing` counts as stuck (its job lost
+    /// before it was queued, or dead-lettered during an outage) and gets its job queued again;
+    /// above ENGINE_TIMEOUT_SEC. 0 turns the sweep off.
+    #[arg(long, env = "REPORT_REQUEUE_AFTER_SEC", default_value = "900")]
+    pub report_requeue_after_sec: String,
     /// Deadline of one data source query, in seconds.
     #[arg(long, env = "ENGINE_QUERY_TIMEOUT_SEC", default_value = "30")]
     pub engine_query_timeout_sec: String,
@@ -681,6 +686,7 @@ impl RawConfig {
             worker_concurrency: "4".into(),
             worker_drain_timeout_sec: "20".into(),
             engine_timeout_sec: "300".into(),
+            report_requeue_after_sec: "900".into(),
             engine_query_timeout_sec: "30".into(),
             engine_max_concurrency: "4".into(),
             engine_max_rows: "100000".into(),
@@ -1010,6 +1016,25 @@ impl RawConfig {
         })
     }
 
+    /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above the job
+    /// deadline, so a report being generated is never taken for a stuck one.
+    fn requeue_after(&self, c: &mut Checker) -> Option<std::time::Duration> {
+        let raw = self.report_requeue_after_sec.trim();
+        let after = c.number("REPORT_REQUEUE_AFTER_SEC", raw, 0u64, 30 * 86_400, 900);
+        if after == 0 {
+            return None;
+        }
+        let job = self.engine_timeout_sec.trim().parse::<u64>().unwrap_or(300);
+        if after < 60 || after <= job {
+            c.problems.push(problem(
+                "REPORT_REQUEUE_AFTER_SEC",
+                format!("{after} is not above ENGINE_TIMEOUT_SEC ({job}) and 60"),
+                "0 (off), or seconds above both ENGINE_TIMEOUT_SEC and 60",
+            ));
+        }
+        Some(std::time::Duration::from_secs(after))
+    }
+
     fn worker(&self, c: &mut Checker) -> WorkerConfig {
         let queue = match self
             .rabbitmq_uri
@@ -1128,6 +1153,7 @@ impl RawConfig {
                     3600,
                     20,
                 ),
+                requeue_after: self.requeue_after(c),
             },
             pdf,
             pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),

@@ -297,3 +297,35 @@ fn redact_hides_passwords() {
     );
     assert_eq!(redact("amqp://host"), "amqp://host");
 }
+
+#[test]
+fn report_requeue_after_is_off_or_above_the_job_deadline() {
+    let check = |after: &str, engine: &str| {
+        let mut raw = RawConfig::defaults();
+        raw.report_requeue_after_sec = after.into();
+        raw.engine_timeout_sec = engine.into();
+        raw.validate(&[])
+    };
+    let c = check("900", "300").expect("default");
+    assert_eq!(
+        c.worker.settings.requeue_after,
+        Some(std::time::Duration::from_secs(900))
+    );
+    assert_eq!(
+        check("0", "300")
+            .expect("off")
+            .worker
+            .settings
+            .requeue_after,
+        None
+    );
+    for (after, engine) in [("300", "300"), ("30", "10"), ("soon", "300")] {
+        let errs = check(after, engine).expect_err(after);
+        assert!(
+            errs.0
+                .iter()
+                .any(|p| p.variable == "REPORT_REQUEUE_AFTER_SEC"),
+            "{after}/{engine}: {errs:?}"
+        );
+    }
+}

@@ -36,6 +36,9 @@ pub struct WorkerSettings {
     pub render: RenderLimits,
     /// How long in-flight jobs may finish after shutdown starts.
     pub drain_timeout: Duration,
+    /// After how long without a change a `Processing` report counts as stuck and gets its job
+    /// queued again (the reconciliation sweep); `None`: no sweep.
+    pub requeue_after: Option<Duration>,
 }
 
 impl Default for WorkerSettings {
@@ -49,6 +52,7 @@ impl Default for WorkerSettings {
             max_section_bytes: 100 * 1024 * 1024,
             render: RenderLimits::default(),
             drain_timeout: Duration::from_secs(20),
+            requeue_after: Some(Duration::from_secs(900)),
         }
     }
 }
@@ -72,6 +76,13 @@ impl Worker {
     /// Consumes jobs until `shutdown` turns true, then drains in-flight jobs (canceling those
     /// still running after the drain timeout).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let sweep = self.settings.requeue_after.map(|after| {
+            tokio::spawn(sweep_stale_reports(
+                self.app.clone(),
+                after,
+                shutdown.clone(),
+            ))
+        });
         let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();
@@ -101,6 +112,9 @@ impl Worker {
             }
             while tasks.try_join_next().is_some() {}
         }
+        if let Some(s) = sweep {
+            s.abort();
+        }
         tracing::info!(
             in_flight = tasks.len(),
             "worker stopping; draining in-flight jobs"
@@ -115,5 +129,27 @@ impl Worker {
             while tasks.join_next().await.is_some() {}
         }
         tracing::info!("worker stopped");
+    }
+}
+
+/// Most stuck reports one sweep queues again.
+const SWEEP_BATCH: usize = 100;
+
+/// The reconciliation sweep: every `after / 4` (at most a minute), queue again the jobs of
+/// reports stuck in `Processing` for longer than `after` ([`App::requeue_stale_reports`]).
+/// Runs until `shutdown` turns true; a failed sweep is logged and tried again next time.
+async fn sweep_stale_reports(app: Arc<App>, after: Duration, mut shutdown: watch::Receiver<bool>) {
+    let every = (after / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+        if *shutdown.borrow() {
+            return;
+        }
+        if let Err(e) = app.requeue_stale_reports(after, SWEEP_BATCH).await {
+            tracing::warn!(error = %e, "stale report sweep failed; trying again later");
+        }
     }
 }

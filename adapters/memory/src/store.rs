@@ -9,7 +9,7 @@ use reporter_ports::ports::{
     Change, DeadlineQuery, DeadlineRepository, OutboxRecord, ReportQuery, ReportRepository,
     TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
-use reporter_ports::report::Report;
+use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::Template;
 use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -445,6 +445,26 @@ impl ReportRepository for MemoryStore {
             t.reports.values().filter(|r| query.matches(r)).count()
         });
         Ok(n as u64)
+    }
+
+    async fn list_stale_processing(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Report>, StoreError> {
+        let mut stale: Vec<Report> = {
+            let state = self.lock()?;
+            state
+                .tenants
+                .values()
+                .flat_map(|t| t.reports.values())
+                .filter(|r| r.status == ReportStatus::Processing && r.updated_at < before)
+                .cloned()
+                .collect()
+        };
+        stale.sort_by_key(|r| (r.updated_at, r.id.0));
+        stale.truncate(limit);
+        Ok(stale)
     }
 }
 

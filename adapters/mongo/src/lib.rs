@@ -53,6 +53,7 @@
 //! | `reports` | `reports_list` | `tenant, created_at, _id` | list order |
 //! | `reports` | `reports_by_template` | `tenant, template_id, created_at` | template filter |
 //! | `reports` | `reports_by_status` | `tenant, status, created_at` | status filter |
+//! | `reports` | `reports_stale` | `status, updated_at` | the reconciliation sweep (`list_stale_processing`) |
 //! | `outbox` | `outbox_claim` | `status, available_at, created_at` | claimable rows |
 //! | `outbox` | `outbox_claim_order` | `status, created_at, pos, _id` | claim walk order |
 //! | `outbox` | `outbox_aggregate_order` | `aggregate, status, agg_seq` | per-aggregate order check |

@@ -254,6 +254,25 @@ impl ReportRepository for MongoTenantRouter {
     async fn count(&self, tenant: &TenantId, query: &ReportQuery) -> Result<u64, StoreError> {
         ReportRepository::count(&self.store(tenant).await?, tenant, query).await
     }
+    /// Every registered tenant's database, merged least recently changed first.
+    async fn list_stale_processing(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Report>, StoreError> {
+        let mut all = Vec::new();
+        for tenant in self.tenants().await? {
+            all.extend(
+                self.store(&tenant)
+                    .await?
+                    .list_stale_processing(before, limit)
+                    .await?,
+            );
+        }
+        all.sort_by_key(|r| (r.updated_at, r.id.0));
+        all.truncate(limit);
+        Ok(all)
+    }
 }
 
 #[async_trait]

@@ -17,7 +17,7 @@ use reporter_ports::ports::{
     Change, DeadlineQuery, DeadlineRepository, ReportQuery, ReportRepository, TemplateQuery,
     TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
-use reporter_ports::report::Report;
+use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::Template;
 use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
 use serde::de::DeserializeOwned;
@@ -249,6 +249,7 @@ impl MongoStore {
                         doc! { "tenant": 1, "status": 1, "created_at": 1 },
                         "reports_by_status",
                     ),
+                    idx(doc! { "status": 1, "updated_at": 1 }, "reports_stale"),
                 ],
             ),
             (
@@ -1013,6 +1014,27 @@ impl ReportRepository for MongoStore {
             .count_documents(report_filter(tenant, query))
             .await
             .map_err(|e| unavailable("count", &e))
+    }
+
+    async fn list_stale_processing(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Report>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let cursor = self
+            .coll::<ReportDoc>(REPORTS)
+            .find(doc! {
+                "status": ReportStatus::Processing.as_str(),
+                "updated_at": { "$lt": ceil_ms(before) },
+            })
+            .sort(doc! { "updated_at": 1, "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await
+            .map_err(|e| unavailable("find stale reports", &e))?;
+        collect(cursor, ReportDoc::into_record).await
     }
 }
 

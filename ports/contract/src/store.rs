@@ -61,6 +61,7 @@ where
             template_list_filters,
             deadline_list_filters,
             report_list_filters_and_count,
+            stale_processing_reports_span_tenants,
             template_pagination_order_and_total,
             deadline_and_report_pagination_order,
             deadline_duplicate_is_refused,
@@ -723,6 +724,56 @@ pub async fn deadline_list_filters<S: StoreUnderTest>(s: S) {
 }
 
 /// Report list filters and `count` with the same query.
+/// `list_stale_processing`: every tenant's `Processing` reports changed before the bound,
+/// least recently changed first, limited; never a terminal report, never one changed at or
+/// after the bound.
+pub async fn stale_processing_reports_span_tenants<S: StoreUnderTest>(s: S) {
+    let (a, b) = (tenant_a(), tenant_b());
+    let t = TemplateId::new();
+    let old_a = report(&a, t, day(1));
+    let old_b = report(&b, t, day(2));
+    let mut done = report(&a, t, day(1));
+    done.status = ReportStatus::Finished;
+    let mut errored = report(&b, t, day(1));
+    errored.status = ReportStatus::Errored;
+    let fresh = report(&a, t, day(5));
+    let at_bound = report(&b, t, day(4));
+    commit_ok(
+        &s,
+        &a,
+        vec![old_a.insert(), done.insert(), fresh.insert()],
+        "insert a",
+    )
+    .await;
+    commit_ok(
+        &s,
+        &b,
+        vec![old_b.insert(), errored.insert(), at_bound.insert()],
+        "insert b",
+    )
+    .await;
+    let ids = |v: Vec<Report>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let got = s
+        .list_stale_processing(day(4), 10)
+        .await
+        .expect("list_stale_processing");
+    assert_eq!(ids(got), vec![old_a.id, old_b.id], "stale, oldest first");
+    let got = s
+        .list_stale_processing(day(4), 1)
+        .await
+        .expect("list_stale_processing");
+    assert_eq!(ids(got), vec![old_a.id], "limited");
+    let got = s
+        .list_stale_processing(day(1), 10)
+        .await
+        .expect("list_stale_processing");
+    assert!(
+        got.is_empty(),
+        "nothing changed before the bound: {:?}",
+        ids(got)
+    );
+}
+
 pub async fn report_list_filters_and_count<S: StoreUnderTest>(s: S) {
     let a = tenant_a();
     let (ta, tb) = (TemplateId::new(), TemplateId::new());

@@ -158,4 +158,14 @@ pub trait ReportRepository: Send + Sync {
     ) -> Result<Page<Report>, StoreError>;
     /// Number of reports matching `query`.
     async fn count(&self, tenant: &TenantId, query: &ReportQuery) -> Result<u64, StoreError>;
+    /// Reports of every tenant still `Processing` whose last change (`updated_at`) is before
+    /// `before`, least recently changed first, at most `limit`: the reconciliation sweep's
+    /// query (a job lost between commit and enqueue, or dead-lettered during an outage).
+    ///
+    /// MUST NOT return a report in a terminal state, nor one changed at or after `before`.
+    async fn list_stale_processing(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Report>, StoreError>;
 }
