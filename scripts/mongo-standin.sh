@@ -36,7 +36,11 @@ PY
 }
 
 hint() {
-    echo "export MONGODB_URI=mongodb://127.0.0.1:${PORT}"
+    if [ "${MONGO_STANDALONE:-0}" = "1" ]; then
+        echo "export MONGODB_STANDALONE_URI=mongodb://127.0.0.1:${PORT}/?directConnection=true"
+    else
+        echo "export MONGODB_URI=mongodb://127.0.0.1:${PORT}"
+    fi
 }
 
 ensure_venv() {

@@ -13,6 +13,31 @@ impl Drop for Kill {
     }
 }
 
+/// `reporter <role>` on MongoDB database `name` (GridFS artifacts) with its report jobs on
+/// RabbitMQ queues of its own, logging to stderr at `E2E_PROC_LOG` (default `warn`).
+fn reporter_cmd(role: &str, name: &str, mongo: &str, rabbit: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+    c.arg(role)
+        .env("AUTH_JWT_SECRET", common::SECRET)
+        .env("MONGO_URI", mongo)
+        .env("MONGO_NAME", name)
+        .env("MONGO_TENANT_DB_PREFIX", name)
+        .env("OBJECT_STORAGE_BACKEND", "gridfs")
+        .env("RABBITMQ_URI", rabbit)
+        .env("RABBITMQ_EXCHANGE", format!("{name}.jobs"))
+        .env("RABBITMQ_GENERATE_REPORT_QUEUE", format!("{name}.queue"))
+        .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{name}.key"))
+        .env("RABBITMQ_DLQ_QUEUE", format!("{name}.dlq"))
+        .env("RABBITMQ_DLX", format!("{name}.dlx"))
+        .env(
+            "LOG_LEVEL",
+            std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    c
+}
+
 #[test]
 fn api_and_worker_as_two_processes() {
     api_and_worker(false);
@@ -54,30 +79,12 @@ fn api_and_worker(multi_tenant: bool) {
         .port();
     let health = format!("127.0.0.1:{health_port}");
     let spawn = |role: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-        c.arg(role)
-            .env("SERVER_ADDRESS", &addr)
+        let mut c = reporter_cmd(role, &name, &mongo, &rabbit);
+        c.env("SERVER_ADDRESS", &addr)
             .env("HEALTH_ADDRESS", &health)
-            .env("AUTH_JWT_SECRET", common::SECRET)
-            .env("MONGO_URI", &mongo)
-            .env("MONGO_NAME", &name)
-            .env("OBJECT_STORAGE_BACKEND", "gridfs")
-            .env("RABBITMQ_URI", &rabbit)
-            .env("RABBITMQ_EXCHANGE", format!("{name}.jobs"))
-            .env("RABBITMQ_GENERATE_REPORT_QUEUE", format!("{name}.queue"))
-            .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{name}.key"))
-            .env("RABBITMQ_DLQ_QUEUE", format!("{name}.dlq"))
-            .env("RABBITMQ_DLX", format!("{name}.dlx"))
-            .env("MONGO_TENANT_DB_PREFIX", &name)
             .env("MULTI_TENANT_ENABLED", multi_tenant.to_string())
             .env("DATASOURCE_LEDGER_TYPE", "file")
-            .env("DATASOURCE_LEDGER_PATH", &dir)
-            .env(
-                "LOG_LEVEL",
-                std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .env("DATASOURCE_LEDGER_PATH", &dir);
         Kill(c.spawn().expect("spawn"))
     };
     let _api = spawn("api");
@@ -276,19 +283,8 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
     let outbox = store.database().collection::<Document>("outbox");
 
     let spawn = |lease_s: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-        c.arg("worker")
-            .env("HEALTH_ADDRESS", format!("127.0.0.1:{}", free_port()))
-            .env("AUTH_JWT_SECRET", common::SECRET)
-            .env("MONGO_URI", &mongo)
-            .env("MONGO_NAME", &name)
-            .env("OBJECT_STORAGE_BACKEND", "gridfs")
-            .env("RABBITMQ_URI", &rabbit)
-            .env("RABBITMQ_EXCHANGE", format!("{name}.jobs"))
-            .env("RABBITMQ_GENERATE_REPORT_QUEUE", format!("{name}.jobq"))
-            .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{name}.key"))
-            .env("RABBITMQ_DLQ_QUEUE", format!("{name}.dlq"))
-            .env("RABBITMQ_DLX", format!("{name}.dlx"))
+        let mut c = reporter_cmd("worker", &name, &mongo, &rabbit);
+        c.env("HEALTH_ADDRESS", format!("127.0.0.1:{}", free_port()))
             .env("STREAMING_ENABLED", "true")
             .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", &exchange)
             .env("STREAMING_ALTERNATE_EXCHANGE", &alternate)
@@ -296,13 +292,7 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
             .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
             .env("STREAMING_DISPATCH_BATCH", "100")
             .env("STREAMING_DISPATCH_POLL_MS", "50")
-            .env("STREAMING_OUTBOX_LEASE_S", lease_s)
-            .env(
-                "LOG_LEVEL",
-                std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .env("STREAMING_OUTBOX_LEASE_S", lease_s);
         Kill(c.spawn().expect("spawn"))
     };
     let leased = doc! { "status": "pending", "lease_owner": { "$ne": null } };
