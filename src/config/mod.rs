@@ -1016,15 +1016,20 @@ impl RawConfig {
         })
     }
 
-    /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above the job
-    /// deadline, so a report being generated is never taken for a stuck one.
-    fn requeue_after(&self, c: &mut Checker) -> Option<std::time::Duration> {
+    /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above `job_timeout`
+    /// (the validated ENGINE_TIMEOUT_SEC), so a report being generated is never taken for a
+    /// stuck one.
+    fn requeue_after(
+        &self,
+        c: &mut Checker,
+        job_timeout: std::time::Duration,
+    ) -> Option<std::time::Duration> {
         let raw = self.report_requeue_after_sec.trim();
         let after = c.number("REPORT_REQUEUE_AFTER_SEC", raw, 0u64, 30 * 86_400, 900);
         if after == 0 {
             return None;
         }
-        let job = self.engine_timeout_sec.trim().parse::<u64>().unwrap_or(300);
+        let job = job_timeout.as_secs();
         if after < 60 || after <= job {
             c.problems.push(problem(
                 "REPORT_REQUEUE_AFTER_SEC",
@@ -1077,6 +1082,14 @@ impl RawConfig {
                 PdfChoice::Native
             }
         };
+        let job_timeout = secs(
+            c,
+            "ENGINE_TIMEOUT_SEC",
+            &self.engine_timeout_sec,
+            86_400,
+            300,
+        );
+        let requeue_after = self.requeue_after(c, job_timeout);
         WorkerConfig {
             queue,
             max_attempts: c.number(
@@ -1101,13 +1114,7 @@ impl RawConfig {
                     64,
                     4,
                 ),
-                job_timeout: secs(
-                    c,
-                    "ENGINE_TIMEOUT_SEC",
-                    &self.engine_timeout_sec,
-                    86_400,
-                    300,
-                ),
+                job_timeout,
                 query_timeout: secs(
                     c,
                     "ENGINE_QUERY_TIMEOUT_SEC",
@@ -1153,7 +1160,7 @@ impl RawConfig {
                     3600,
                     20,
                 ),
-                requeue_after: self.requeue_after(c),
+                requeue_after,
             },
             pdf,
             pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
