@@ -137,29 +137,27 @@ start_rabbitmq() {
 
 # ---------------------------------------------------------------- MongoDB stand-in, moto
 
+# start_mongo PORT MARKER [STANDALONE]: the stand-in on PORT (STANDALONE=1: presenting itself as a
+# standalone server); MARKER records that this script launched it. Idempotent: leaves alone
+# whatever answers a ping; progress to stderr.
 start_mongo() {
-    local was_open=0
-    tcp_open "$MONGO_PORT" && was_open=1
-    # Idempotent: leaves alone whatever answers a ping; progress to stderr.
-    if ! MONGO_PORT="$MONGO_PORT" bash "$ROOT/scripts/mongo-standin.sh" start >&2; then
-        log "ERROR: the MongoDB stand-in did not start on 127.0.0.1:$MONGO_PORT (log: .cache/mongo-standin/server-$MONGO_PORT.log)"
+    local port="$1" marker="$2" standalone="${3:-0}" was_open=0
+    tcp_open "$port" && was_open=1
+    if ! MONGO_STANDALONE="$standalone" MONGO_PORT="$port" \
+        bash "$ROOT/scripts/mongo-standin.sh" start >&2; then
+        log "ERROR: the MongoDB stand-in did not start on 127.0.0.1:$port (log: .cache/mongo-standin/server-$port.log)"
         return 1
     fi
     if ((was_open == 0)); then
-        touch "$STATE/started-mongo"
+        touch "$STATE/$marker"
     fi
 }
 
-start_mongo_standalone() {
-    local was_open=0
-    tcp_open "$MONGO_STANDALONE_PORT" && was_open=1
-    if ! MONGO_STANDALONE=1 MONGO_PORT="$MONGO_STANDALONE_PORT" \
-        bash "$ROOT/scripts/mongo-standin.sh" start >&2; then
-        log "ERROR: the standalone MongoDB stand-in did not start on 127.0.0.1:$MONGO_STANDALONE_PORT"
-        return 1
-    fi
-    if ((was_open == 0)); then
-        touch "$STATE/started-mongo-standalone"
+# stop_mongo PORT MARKER: stops the stand-in on PORT if MARKER says this script launched it.
+stop_mongo() {
+    if [[ -f "$STATE/$2" ]]; then
+        MONGO_PORT="$1" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
+        rm -f "$STATE/$2"
     fi
 }
 
@@ -205,8 +203,9 @@ cmd_start() {
     local failed=()
     start_postgres || failed+=(PostgreSQL)
     start_rabbitmq || failed+=(RabbitMQ)
-    start_mongo || failed+=("MongoDB stand-in")
-    start_mongo_standalone || failed+=("standalone MongoDB stand-in")
+    start_mongo "$MONGO_PORT" started-mongo || failed+=("MongoDB stand-in")
+    start_mongo "$MONGO_STANDALONE_PORT" started-mongo-standalone 1 ||
+        failed+=("standalone MongoDB stand-in")
     start_moto || failed+=("moto (S3)")
     ensure_pdf_tools || failed+=("chromium/pdftotext")
     if ((${#failed[@]})); then
@@ -236,14 +235,8 @@ cmd_env() {
 }
 
 cmd_stop() {
-    if [[ -f "$STATE/started-mongo" ]]; then
-        MONGO_PORT="$MONGO_PORT" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
-        rm -f "$STATE/started-mongo"
-    fi
-    if [[ -f "$STATE/started-mongo-standalone" ]]; then
-        MONGO_PORT="$MONGO_STANDALONE_PORT" bash "$ROOT/scripts/mongo-standin.sh" stop >&2 || true
-        rm -f "$STATE/started-mongo-standalone"
-    fi
+    stop_mongo "$MONGO_PORT" started-mongo
+    stop_mongo "$MONGO_STANDALONE_PORT" started-mongo-standalone
     if [[ -f "$STATE/started-moto" ]]; then
         MOTO_PORT="$MOTO_PORT" bash "$ROOT/scripts/moto.sh" stop || true
         rm -f "$STATE/started-moto"
