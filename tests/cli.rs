@@ -126,28 +126,10 @@ fn openapi_command_prints_the_committed_spec() {
 }
 
 /// Sends one HTTP/1.1 request over a plain socket and returns (status line, body).
-fn http_get(addr: &str, path: &str, token: &str) -> (String, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).expect("read");
-    let status = buf.lines().next().unwrap_or_default().to_owned();
-    let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
-    (status, body)
-}
-
 #[test]
 fn serve_with_no_configuration_prints_a_working_token() {
     use std::io::{BufRead, BufReader};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = common::free_addr();
     let mut child = reporter()
         .arg("serve")
         .env("SERVER_ADDRESS", &addr)
@@ -179,69 +161,27 @@ fn serve_with_no_configuration_prints_a_working_token() {
         "{banner}"
     );
     // The server may need a moment after printing the banner.
-    let mut result = None;
-    for _ in 0..50 {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            result = Some(http_get(&addr, "/v1/data-sources/bank", &token));
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let (status, body) = result.expect("server answered");
-    assert!(status.contains("200"), "{status} {body}");
-    assert!(body.contains("\"transactions\""), "{body}");
-    // The embedded worker generates a report from the bundled data set.
-    let form = common::Form::new()
-        .file(
-            "template",
-            "t.tpl",
-            b"{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}",
-        )
-        .text("outputFormat", "txt");
-    let ct = form.content_type();
-    let (code, body) = common::request(
+    common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(5));
+    let (status, body) = common::request(
         &addr,
-        "POST",
-        "/v1/templates",
-        &token,
-        &ct,
-        &form.into_body(),
-    );
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    let tpl: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let req = serde_json::json!({"templateId": tpl["id"], "filters": {}}).to_string();
-    let (code, body) = common::request(
-        &addr,
-        "POST",
-        "/v1/reports",
+        "GET",
+        "/v1/data-sources/bank",
         &token,
         "application/json",
-        req.as_bytes(),
+        b"",
     );
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    let id = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut status = String::new();
-    for _ in 0..100 {
-        let (_, body) = common::request(
-            &addr,
-            "GET",
-            &format!("/v1/reports/{id}"),
-            &token,
-            "application/json",
-            b"",
-        );
-        status = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["status"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if status != "Processing" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"transactions\""), "{body}");
+    // The embedded worker generates a report from the bundled data set.
+    let tpl = common::upload_txt_raw(
+        &addr,
+        &token,
+        "{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}",
+        "e2e",
+    );
+    let id = common::request_report_raw(&addr, &token, &tpl);
+    let status = common::wait_report_raw(&addr, &token, &id, 100)["status"].clone();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(
@@ -276,12 +216,7 @@ fn serve_on_mongodb_keeps_data_across_a_restart() {
         return;
     };
     let name = reporter_contract::services::unique_name("e2e_restart");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = common::free_addr();
     let start = || {
         let mut c = reporter();
         c.arg("serve")
@@ -298,47 +233,18 @@ fn serve_on_mongodb_keeps_data_across_a_restart() {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
         let mut child = c.spawn().expect("spawn");
-        // Index creation on a busy MongoDB stand-in can take a while: wait up to a minute, and
-        // fail with the process's own words if it exits.
-        for _ in 0..600 {
-            if std::net::TcpStream::connect(&addr).is_ok() {
-                break;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                }
-                panic!("reporter serve exited with {status}: {err}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        assert!(
-            std::net::TcpStream::connect(&addr).is_ok(),
-            "reporter serve did not listen within 60 s"
-        );
+        // Index creation on a busy MongoDB stand-in can take a while.
+        common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(60));
         child
     };
     let token = common::token();
     let mut first = start();
-    let form = common::Form::new()
-        .file("template", "t.tpl", b"hello {{ bank.accounts.branch }}")
-        .text("outputFormat", "txt")
-        .text("description", "survives");
-    let ct = form.content_type();
-    let (code, body) = common::request(
+    let id = common::upload_txt_raw(
         &addr,
-        "POST",
-        "/v1/templates",
         &token,
-        &ct,
-        &form.into_body(),
+        "hello {{ bank.accounts.branch }}",
+        "survives",
     );
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    let id = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let _ = first.kill();
     let _ = first.wait();
     let mut second = start();
@@ -398,19 +304,12 @@ fn serve_refuses_a_standalone_mongodb_with_the_replica_set_recipe() {
     ) else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let addr = common::free_addr();
     for mode in ["false", "true"] {
         let mut c = reporter();
         c.arg("serve")
-            .env("SERVER_ADDRESS", format!("127.0.0.1:{port}"))
-            .env(
-                "AUTH_JWT_SECRET",
-                "test-secret-test-secret-test-secret-0123",
-            )
+            .env("SERVER_ADDRESS", &addr)
+            .env("AUTH_JWT_SECRET", common::SECRET)
             .env("MULTI_TENANT_ENABLED", mode)
             .env("MONGO_URI", &uri)
             .env(

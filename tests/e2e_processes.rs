@@ -66,18 +66,8 @@ fn api_and_worker(multi_tenant: bool) {
         "id,account,amount\n1,A,10.50\n2,B,3.25\n",
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let health_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let health = format!("127.0.0.1:{health_port}");
+    let addr = common::free_addr();
+    let health = common::free_addr();
     let spawn = |role: &str| {
         let mut c = reporter_cmd(role, &name, &mongo, &rabbit);
         c.env("SERVER_ADDRESS", &addr)
@@ -87,7 +77,7 @@ fn api_and_worker(multi_tenant: bool) {
             .env("DATASOURCE_LEDGER_PATH", &dir);
         Kill(c.spawn().expect("spawn"))
     };
-    let _api = spawn("api");
+    let mut api = spawn("api");
     let _worker = spawn("worker");
     let token = if multi_tenant {
         let all: Vec<&str> = reporter::http::auth::Scope::ALL
@@ -98,61 +88,15 @@ fn api_and_worker(multi_tenant: bool) {
     } else {
         common::token()
     };
-    let mut up = false;
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            up = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(up, "reporter api never listened");
-    let form = common::Form::new()
-        .file(
-            "template",
-            "t.tpl",
-            b"{% for e in ledger.entries %}{{ e.id }}:{{ e.amount }};{% endfor %}",
-        )
-        .text("outputFormat", "txt");
-    let ct = form.content_type();
-    let (status, body) = common::request(
+    common::wait_listening(&addr, &mut api.0, Duration::from_secs(10));
+    let tpl = common::upload_txt_raw(
         &addr,
-        "POST",
-        "/v1/templates",
         &token,
-        &ct,
-        &form.into_body(),
+        "{% for e in ledger.entries %}{{ e.id }}:{{ e.amount }};{% endfor %}",
+        "e2e",
     );
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    let tpl: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let req = serde_json::json!({"templateId": tpl["id"], "filters": {}}).to_string();
-    let (status, body) = common::request(
-        &addr,
-        "POST",
-        "/v1/reports",
-        &token,
-        "application/json",
-        req.as_bytes(),
-    );
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    let report: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let id = report["id"].as_str().unwrap().to_owned();
-    let mut last = serde_json::Value::Null;
-    for _ in 0..300 {
-        let (_, body) = common::request(
-            &addr,
-            "GET",
-            &format!("/v1/reports/{id}"),
-            &token,
-            "application/json",
-            b"",
-        );
-        last = serde_json::from_slice(&body).unwrap();
-        if last["status"] != "Processing" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let id = common::request_report_raw(&addr, &token, &tpl);
+    let last = common::wait_report_raw(&addr, &token, &id, 300);
     assert_eq!(
         last["status"], "Finished",
         "the worker process generated the report: {last}"
@@ -213,14 +157,6 @@ fn api_and_worker(multi_tenant: bool) {
             }
         });
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A dispatcher process is killed (SIGKILL) while it holds leases on outbox rows; a second
@@ -284,7 +220,7 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
 
     let spawn = |lease_s: &str| {
         let mut c = reporter_cmd("worker", &name, &mongo, &rabbit);
-        c.env("HEALTH_ADDRESS", format!("127.0.0.1:{}", free_port()))
+        c.env("HEALTH_ADDRESS", common::free_addr())
             .env("STREAMING_ENABLED", "true")
             .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", &exchange)
             .env("STREAMING_ALTERNATE_EXCHANGE", &alternate)

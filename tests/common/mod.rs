@@ -545,3 +545,87 @@ pub fn request(
     }
     (status, body)
 }
+
+/// A free loopback address (`127.0.0.1:<port>`) for a process under test to bind.
+pub fn free_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
+/// Waits up to `limit` until something accepts connections on `addr`; panics with the
+/// process's stderr (when piped) if `child` exits first, or when the time is up.
+pub fn wait_listening(addr: &str, child: &mut std::process::Child, limit: std::time::Duration) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("the process exited with {status} before listening on {addr}: {err}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("nothing listened on {addr} within {limit:?}");
+}
+
+/// Uploads a `txt` template over a plain socket (201 expected); its id.
+pub fn upload_txt_raw(addr: &str, token: &str, source: &str, description: &str) -> String {
+    let form = Form::new()
+        .file("template", "t.tpl", source.as_bytes())
+        .text("outputFormat", "txt")
+        .text("description", description);
+    let ct = form.content_type();
+    let (status, body) = request(addr, "POST", "/v1/templates", token, &ct, &form.into_body());
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    id_of(&body)
+}
+
+/// Requests a report of `template` without filters over a plain socket (201 expected); its id.
+pub fn request_report_raw(addr: &str, token: &str, template: &str) -> String {
+    let req = serde_json::json!({"templateId": template, "filters": {}}).to_string();
+    let (status, body) = request(
+        addr,
+        "POST",
+        "/v1/reports",
+        token,
+        "application/json",
+        req.as_bytes(),
+    );
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    id_of(&body)
+}
+
+/// Polls report `id` over a plain socket every 100 ms, at most `tries` times, until it is no
+/// longer `Processing`; the last answer.
+pub fn wait_report_raw(addr: &str, token: &str, id: &str, tries: usize) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    for _ in 0..tries {
+        let (_, body) = request(
+            addr,
+            "GET",
+            &format!("/v1/reports/{id}"),
+            token,
+            "application/json",
+            b"",
+        );
+        last = serde_json::from_slice(&body).expect("JSON");
+        if last["status"] != "Processing" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    last
+}
+
+fn id_of(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).expect("JSON");
+    v["id"].as_str().expect("id").to_owned()
+}
