@@ -66,18 +66,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.expect("blocking task")
 }
 
-async fn metrics(t: &TestApp) -> String {
-    t.client
-        .get("/metrics")
-        .send()
-        .await
-        .0
-        .into_body()
-        .into_string()
-        .await
-        .unwrap()
-}
-
 /// `name{labels} value` lines of a metric family, as label text -> value.
 fn samples(text: &str, name: &str) -> BTreeMap<String, f64> {
     text.lines()
@@ -195,7 +183,7 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
         Some(before as u64),
         "with the broker up every event arrives"
     );
-    let m = metrics(&t).await;
+    let m = t.metrics().await;
     assert_eq!(breaker_state(&m), Some(0.0), "breaker closed while up");
 
     // Outage.
@@ -217,14 +205,14 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
             call.elapsed()
         );
         i += 1;
-        let m = metrics(&t).await;
+        let m = t.metrics().await;
         if let Some(s) = breaker_state(&m) {
             states.insert(s as i64);
             saw_open |= s == 2.0;
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    let m = metrics(&t).await;
+    let m = t.metrics().await;
     let emitted = samples(&m, "reporter_events_emitted_total");
     let important_outboxed: f64 = emitted
         .iter()
@@ -340,7 +328,7 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
         }
     }
     let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
-    let final_metrics = metrics(&t).await;
+    let final_metrics = t.metrics().await;
     let duplicates = received - by_id.len() - anonymous;
     eprintln!(
         "chaos: {n} events ({before} before the outage, {calls} API calls during it); \
@@ -370,7 +358,7 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
     t.create_template(&tok, "after").await;
     let mut closed = false;
     for _ in 0..40 {
-        if breaker_state(&metrics(&t).await) == Some(0.0) {
+        if breaker_state(&t.metrics().await) == Some(0.0) {
             closed = true;
             break;
         }
@@ -380,7 +368,7 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
     assert!(
         closed,
         "the breaker closes once the broker is back\n{}",
-        metrics(&t).await
+        t.metrics().await
     );
     drop(restored.0);
 }

@@ -63,47 +63,6 @@ fn env_for(dir: &std::path::Path) -> Vec<(String, String)> {
 
 const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum(\"amount\") }}";
 
-async fn upload(t: &TestApp, format: &str, source: &str) -> String {
-    let resp = t
-        .upload(
-            &token(),
-            Form::new()
-                .file("template", "t.tpl", source.as_bytes())
-                .text("outputFormat", format)
-                .text("description", "e2e rabbit"),
-        )
-        .await;
-    let status = resp.0.status();
-    let body = json(resp).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["id"].as_str().unwrap().to_owned()
-}
-
-async fn request(t: &TestApp, template: &str) -> String {
-    let resp = t
-        .post_json(
-            &token(),
-            "/v1/reports",
-            json!({"templateId": template, "filters": {}}),
-        )
-        .await;
-    let status = resp.0.status();
-    let body = json(resp).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["id"].as_str().unwrap().to_owned()
-}
-
-async fn wait_terminal(t: &TestApp, id: &str) -> Value {
-    for _ in 0..1200 {
-        let r = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
-        if r["status"] != "Processing" {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("report {id} never finished");
-}
-
 /// Reads the tail until `done` holds or `within` elapses; answers what arrived.
 async fn collect(
     tail: &mut Tail,
@@ -229,7 +188,7 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
 
     let mut expected: Vec<(String, String)> = Vec::new();
     let mut exp = |k: &str, subject: &str| expected.push((k.to_owned(), subject.to_owned()));
-    let tpl = upload(&t, "txt", TXT).await;
+    let tpl = t.upload_template("txt", TXT).await;
     exp("template.created", &tpl);
     let form = Form::new().text("description", "v2");
     let ct = form.content_type();
@@ -242,21 +201,23 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
         .await
         .assert_status_is_ok();
     exp("template.updated", &tpl);
-    let finished = request(&t, &tpl).await;
+    let finished = t.request_report(&tpl, json!({})).await;
     exp("report.requested", &finished);
-    assert_eq!(wait_terminal(&t, &finished).await["status"], "Finished");
+    assert_eq!(t.wait_report(&finished, 1200).await["status"], "Finished");
     exp("report.finished", &finished);
-    let partial_tpl = upload(&t, "txt", "{{ ledger.entries.id }}{{ down.t.f }}").await;
+    let partial_tpl = t
+        .upload_template("txt", "{{ ledger.entries.id }}{{ down.t.f }}")
+        .await;
     exp("template.created", &partial_tpl);
-    let partial = request(&t, &partial_tpl).await;
+    let partial = t.request_report(&partial_tpl, json!({})).await;
     exp("report.requested", &partial);
-    assert_eq!(wait_terminal(&t, &partial).await["status"], "Partial");
+    assert_eq!(t.wait_report(&partial, 1200).await["status"], "Partial");
     exp("report.partial", &partial);
-    let errored_tpl = upload(&t, "txt", "{{ down.t.f }}").await;
+    let errored_tpl = t.upload_template("txt", "{{ down.t.f }}").await;
     exp("template.created", &errored_tpl);
-    let errored = request(&t, &errored_tpl).await;
+    let errored = t.request_report(&errored_tpl, json!({})).await;
     exp("report.requested", &errored);
-    assert_eq!(wait_terminal(&t, &errored).await["status"], "Errored");
+    assert_eq!(t.wait_report(&errored, 1200).await["status"], "Errored");
     exp("report.errored", &errored);
     let d = t.create_deadline(&tok, deadline_body(4)).await["id"]
         .as_str()
@@ -428,16 +389,7 @@ async fn unroutable_events_are_kept_in_the_alternate_exchange_queue() {
     }
     assert_eq!(depth, Some(3), "the alternate exchange's queue keeps them");
     // The broker counted them as routed: the direct publish succeeded, nothing is pending.
-    let metrics = t
-        .client
-        .get("/metrics")
-        .send()
-        .await
-        .0
-        .into_body()
-        .into_string()
-        .await
-        .unwrap();
+    let metrics = t.metrics().await;
     assert!(
         metrics.contains(
             r#"reporter_events_emitted_total{event="template.created",outcome="published"} 1"#

@@ -55,48 +55,6 @@ async fn instance(
     (t, dir)
 }
 
-async fn upload(t: &TestApp, format: &str, source: &str) -> String {
-    let resp = t
-        .upload(
-            &token(),
-            Form::new()
-                .file("template", "t.tpl", source.as_bytes())
-                .text("outputFormat", format)
-                .text("description", "e2e"),
-        )
-        .await;
-    let status = resp.0.status();
-    let body = json(resp).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["id"].as_str().unwrap().to_owned()
-}
-
-async fn request(t: &TestApp, template: &str, filters: Value) -> String {
-    let resp = t
-        .post_json(
-            &token(),
-            "/v1/reports",
-            json!({"templateId": template, "filters": filters}),
-        )
-        .await;
-    let status = resp.0.status();
-    let body = json(resp).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["status"], "Processing");
-    body["id"].as_str().unwrap().to_owned()
-}
-
-async fn wait_terminal(t: &TestApp, id: &str) -> Value {
-    for _ in 0..600 {
-        let r = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
-        if r["status"] != "Processing" {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("report {id} never finished");
-}
-
 async fn download(t: &TestApp, id: &str) -> (String, String, Vec<u8>) {
     let resp = t.get(&token(), &format!("/v1/reports/{id}/download")).await;
     resp.assert_status_is_ok();
@@ -162,9 +120,9 @@ async fn text_formats_render_byte_for_byte_with_and_without_filters() {
         ),
     ];
     for (format, source, filters, expected, content_type) in cases {
-        let tpl = upload(&t, format, source).await;
-        let id = request(&t, &tpl, filters.clone()).await;
-        let r = wait_terminal(&t, &id).await;
+        let tpl = t.upload_template(format, source).await;
+        let id = t.request_report(&tpl, filters.clone()).await;
+        let r = t.wait_report(&id, 600).await;
         assert_eq!(r["status"], "Finished", "{format} {filters}: {r}");
         assert_eq!(r["metadata"]["sections"]["ledger"]["ok"], true);
         assert!(r["completedAt"].is_string());
@@ -217,9 +175,9 @@ fn pdftotext(pdf: &[u8]) -> Option<String> {
 
 async fn pdf_flow(t: &TestApp) {
     let source = "<html><body><h1>Ledger ✓</h1><table border=1>{% for e in ledger.entries %}<tr><td>{{ e.account }}</td><td>{{ e.amount }}</td></tr>{% endfor %}</table></body></html>";
-    let tpl = upload(t, "pdf", source).await;
-    let id = request(t, &tpl, json!({})).await;
-    let r = wait_terminal(t, &id).await;
+    let tpl = t.upload_template("pdf", source).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
     assert_eq!(r["status"], "Finished", "{r}");
     let (ct, _, bytes) = download(t, &id).await;
     assert_eq!(ct, "application/pdf");
@@ -281,8 +239,8 @@ async fn one_source_down_is_partial_and_not_downloadable() {
         "{body}"
     );
     let tpl = body["id"].as_str().unwrap().to_owned();
-    let id = request(&t, &tpl, json!({})).await;
-    let r = wait_terminal(&t, &id).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
     assert_eq!(r["status"], "Partial", "{r}");
     assert_eq!(r["metadata"]["sections"]["ledger"]["ok"], true);
     assert_eq!(
@@ -324,8 +282,8 @@ async fn one_source_down_is_partial_and_not_downloadable() {
 }
 
 async fn expect_errored(t: &TestApp, tpl: &str, code: &str) -> Value {
-    let id = request(t, tpl, json!({})).await;
-    let r = wait_terminal(t, &id).await;
+    let id = t.request_report(tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
     assert_eq!(r["status"], "Errored", "{r}");
     assert_eq!(r["metadata"]["errorCode"], code, "{r}");
     let text = r.to_string().to_lowercase();
@@ -359,29 +317,31 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
         }),
     )
     .await;
-    let all_down = upload(&t, "txt", "{{ down.t.f }}").await;
+    let all_down = t.upload_template("txt", "{{ down.t.f }}").await;
     let r = expect_errored(&t, &all_down, "report_generation_failed").await;
     assert_eq!(
         r["metadata"]["sections"]["down"]["errorCode"],
         "data_source_unavailable"
     );
-    let render_error = upload(&t, "txt", "{{ ledger.entries.amount|no_such_filter }}").await;
+    let render_error = t
+        .upload_template("txt", "{{ ledger.entries.amount|no_such_filter }}")
+        .await;
     expect_errored(&t, &render_error, "report_generation_failed").await;
-    let endless = upload(&t, "txt", "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}{{ ledger.entries.id }}").await;
+    let endless = t.upload_template("txt", "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}{{ ledger.entries.id }}").await;
     expect_errored(&t, &endless, "report_generation_failed").await;
-    let huge = upload(&t, "txt", "{% for a in range(90000) %}{{ \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" }}{% endfor %}{{ ledger.entries.id }}").await;
+    let huge = t.upload_template("txt", "{% for a in range(90000) %}{{ \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" }}{% endfor %}{{ ledger.entries.id }}").await;
     expect_errored(&t, &huge, "report_generation_failed").await;
-    let deep = upload(
-        &t,
-        "txt",
-        "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}{{ ledger.entries.id }}",
-    )
-    .await;
+    let deep = t
+        .upload_template(
+            "txt",
+            "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}{{ ledger.entries.id }}",
+        )
+        .await;
     expect_errored(&t, &deep, "report_generation_failed").await;
     // The process is fine: a normal report still finishes.
-    let ok = upload(&t, "txt", TXT).await;
-    let id = request(&t, &ok, json!({})).await;
-    assert_eq!(wait_terminal(&t, &id).await["status"], "Finished");
+    let ok = t.upload_template("txt", TXT).await;
+    let id = t.request_report(&ok, json!({})).await;
+    assert_eq!(t.wait_report(&id, 600).await["status"], "Finished");
     let errored: Vec<_> = t
         .broker
         .as_ref()
@@ -477,7 +437,9 @@ async fn a_job_over_its_deadline_ends_timed_out() {
         ..Default::default()
     })
     .await;
-    let tpl = upload(&t, "txt", "{{ slow.slow.id }}{{ ledger.entries.id }}").await;
+    let tpl = t
+        .upload_template("txt", "{{ slow.slow.id }}{{ ledger.entries.id }}")
+        .await;
     let r = expect_errored(&t, &tpl, "report_generation_timeout").await;
     assert_eq!(r["metadata"]["errorSummary"], "Report generation timed out");
     drop(t);
@@ -487,9 +449,9 @@ async fn a_job_over_its_deadline_ends_timed_out() {
 #[tokio::test]
 async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
     let (t, dir) = instance(false, None).await;
-    let tpl = upload(&t, "txt", TXT).await;
-    let id = request(&t, &tpl, json!({})).await;
-    let done = wait_terminal(&t, &id).await;
+    let tpl = t.upload_template("txt", TXT).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let done = t.wait_report(&id, 600).await;
     let finished_events = |t: &TestApp| {
         t.broker
             .as_ref()
@@ -525,7 +487,7 @@ async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
 async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
     use reporter_ports::ports::{Change, UnitOfWork};
     let (t, dir) = instance(false, None).await;
-    let tpl = upload(&t, "txt", TXT).await;
+    let tpl = t.upload_template("txt", TXT).await;
     let tenant = reporter_ports::TenantId::default_tenant();
     let template_id: reporter_ports::TemplateId = tpl.parse().unwrap();
     let now = t.app.now();
@@ -552,8 +514,8 @@ async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
         )
         .await
         .expect("commit");
-    let done_id = request(&t, &tpl, json!({})).await;
-    let done = wait_terminal(&t, &done_id).await;
+    let done_id = t.request_report(&tpl, json!({})).await;
+    let done = t.wait_report(&done_id, 600).await;
 
     let queued = t
         .app
@@ -561,7 +523,7 @@ async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
         .await
         .expect("sweep");
     assert_eq!(queued, 1, "only the stale report is queued again");
-    let r = wait_terminal(&t, &stuck.id.to_string()).await;
+    let r = t.wait_report(&stuck.id.to_string(), 600).await;
     assert_eq!(r["status"], "Finished", "{r}");
     let (_, _, body) = download(&t, &stuck.id.to_string()).await;
     assert!(String::from_utf8(body).unwrap().contains("total="));
@@ -585,9 +547,9 @@ async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
 #[tokio::test]
 async fn downloads_survive_template_deletion_and_lists_filter() {
     let (t, dir) = instance(false, None).await;
-    let tpl = upload(&t, "txt", TXT).await;
-    let id = request(&t, &tpl, json!({})).await;
-    wait_terminal(&t, &id).await;
+    let tpl = t.upload_template("txt", TXT).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    t.wait_report(&id, 600).await;
     t.delete(&token(), &format!("/v1/templates/{tpl}"))
         .await
         .assert_status_is_ok();
@@ -597,8 +559,8 @@ async fn downloads_survive_template_deletion_and_lists_filter() {
         "1 A 10.50\n2 B 3.25\n3 A 1.00\ntotal=14.75"
     );
     // Lists
-    let other = upload(&t, "txt", TXT).await;
-    request(&t, &other, json!({})).await;
+    let other = t.upload_template("txt", TXT).await;
+    t.request_report(&other, json!({})).await;
     let all = json(t.get(&token(), "/v1/reports").await).await;
     assert_eq!(all["total"], 2);
     let by_template = json(
@@ -652,7 +614,7 @@ async fn downloads_survive_template_deletion_and_lists_filter() {
 #[tokio::test]
 async fn report_requests_are_validated() {
     let (t, dir) = instance(false, None).await;
-    let tpl = upload(&t, "txt", TXT).await;
+    let tpl = t.upload_template("txt", TXT).await;
     let tok = token();
     let post = |body: Value| t.post_json(&tok, "/v1/reports", body);
     expect_error(post(json!({"filters": {}})).await, 400, "TPL-0001").await;
@@ -745,7 +707,7 @@ async fn report_requests_are_validated() {
 #[tokio::test]
 async fn idempotent_report_requests_replay() {
     let (t, dir) = instance(false, None).await;
-    let tpl = upload(&t, "txt", TXT).await;
+    let tpl = t.upload_template("txt", TXT).await;
     let send = || {
         t.client
             .post("/v1/reports")
@@ -767,7 +729,7 @@ async fn idempotent_report_requests_replay() {
 async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
     let (t, dir) = instance(true, None).await;
     let tok = token();
-    let tpl = upload(&t, "txt", TXT).await;
+    let tpl = t.upload_template("txt", TXT).await;
     let form = Form::new().text("description", "v2");
     let ct = form.content_type();
     t.client
@@ -778,12 +740,16 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
         .send()
         .await
         .assert_status_is_ok();
-    let finished = request(&t, &tpl, json!({})).await;
-    wait_terminal(&t, &finished).await;
-    let partial_tpl = upload(&t, "txt", "{{ ledger.entries.id }}{{ down.t.f }}").await;
-    wait_terminal(&t, &request(&t, &partial_tpl, json!({})).await).await;
-    let errored_tpl = upload(&t, "txt", "{{ down.t.f }}").await;
-    wait_terminal(&t, &request(&t, &errored_tpl, json!({})).await).await;
+    let finished = t.request_report(&tpl, json!({})).await;
+    t.wait_report(&finished, 600).await;
+    let partial_tpl = t
+        .upload_template("txt", "{{ ledger.entries.id }}{{ down.t.f }}")
+        .await;
+    t.wait_report(&t.request_report(&partial_tpl, json!({})).await, 600)
+        .await;
+    let errored_tpl = t.upload_template("txt", "{{ down.t.f }}").await;
+    t.wait_report(&t.request_report(&errored_tpl, json!({})).await, 600)
+        .await;
     let d = t.create_deadline(&tok, deadline_body(4)).await["id"]
         .as_str()
         .unwrap()
@@ -881,8 +847,10 @@ async fn shutdown_cancels_jobs_that_outlive_the_drain() {
         ..Default::default()
     })
     .await;
-    let tpl = upload(&t, "txt", "{{ slow.slow.id }}{{ ledger.entries.id }}").await;
-    let id = request(&t, &tpl, json!({})).await;
+    let tpl = t
+        .upload_template("txt", "{{ slow.slow.id }}{{ ledger.entries.id }}")
+        .await;
+    let id = t.request_report(&tpl, json!({})).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     t.shutdown();
     let mut r = Value::Null;

@@ -347,16 +347,7 @@ async fn an_open_breaker_sends_important_events_to_the_outbox_and_nothing_is_los
     assert!(broker.deliveries().is_empty());
     let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
     assert_eq!(stats.pending, 12);
-    let metrics = t
-        .client
-        .get("/metrics")
-        .send()
-        .await
-        .0
-        .into_body()
-        .into_string()
-        .await
-        .unwrap();
+    let metrics = t.metrics().await;
     assert!(
         metrics.contains("reporter_events_breaker_state 2"),
         "the breaker opened:\n{metrics}"

@@ -287,6 +287,62 @@ impl TestApp {
         json(resp).await["id"].as_str().expect("id").to_owned()
     }
 
+    /// Uploads a template of `format` from `source` with an all-scopes token (201 expected);
+    /// its id.
+    pub async fn upload_template(&self, format: &str, source: &str) -> String {
+        let form = Form::new()
+            .file("template", "t.tpl", source.as_bytes())
+            .text("outputFormat", format)
+            .text("description", "e2e");
+        let resp = self.upload(&token(), form).await;
+        let status = resp.0.status();
+        let body = json(resp).await;
+        assert_eq!(status, poem::http::StatusCode::CREATED, "{body}");
+        body["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Requests a report of `template` with `filters` (201 and `Processing` expected); its id.
+    pub async fn request_report(&self, template: &str, filters: serde_json::Value) -> String {
+        let resp = self
+            .post_json(
+                &token(),
+                "/v1/reports",
+                serde_json::json!({"templateId": template, "filters": filters}),
+            )
+            .await;
+        let status = resp.0.status();
+        let body = json(resp).await;
+        assert_eq!(status, poem::http::StatusCode::CREATED, "{body}");
+        assert_eq!(body["status"], "Processing");
+        body["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Polls report `id` every 25 ms, at most `tries` times, until it leaves `Processing`;
+    /// its last state. Panics when it never does.
+    pub async fn wait_report(&self, id: &str, tries: usize) -> serde_json::Value {
+        for _ in 0..tries {
+            let r = json(self.get(&token(), &format!("/v1/reports/{id}")).await).await;
+            if r["status"] != "Processing" {
+                return r;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("report {id} never finished");
+    }
+
+    /// The `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get("/metrics")
+            .send()
+            .await
+            .0
+            .into_body()
+            .into_string()
+            .await
+            .expect("metrics text")
+    }
+
     /// GET with a token.
     pub async fn get(&self, token: &str, path: &str) -> TestResponse {
         self.client
