@@ -362,35 +362,15 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
 /// A scratch PostgreSQL database holding a view `slow` that sleeps `sleep_secs` per query,
 /// registered as data source `slow` next to `ledger`. `None` (test skipped) without a server.
 struct SlowPostgres {
-    admin: tokio_postgres::Client,
-    db: String,
+    pg: ScratchPostgres,
     dir: PathBuf,
     env: Vec<(String, String)>,
 }
 
 impl SlowPostgres {
     async fn create(prefix: &str, sleep_secs: f64) -> Option<Self> {
-        let url = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL")?;
-        let db = reporter_contract::services::unique_name(prefix);
-        let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        admin
-            .batch_execute(&format!("CREATE DATABASE {db}"))
-            .await
-            .unwrap();
-        let mut cfg: tokio_postgres::Config = url.parse().unwrap();
-        let host = match cfg.get_hosts().first() {
-            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-            _ => "127.0.0.1".to_owned(),
-        };
-        let port = cfg.get_ports().first().copied().unwrap_or(5432);
-        let user = cfg.get_user().unwrap_or("postgres").to_owned();
-        cfg.dbname(&db);
-        let (client, conn) = cfg.connect(tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(conn);
-        client
+        let pg = ScratchPostgres::create(prefix).await?;
+        pg.client
             .batch_execute(&format!(
                 "CREATE VIEW slow AS SELECT 1 AS id, pg_sleep({sleep_secs})::text AS nap"
             ))
@@ -398,28 +378,14 @@ impl SlowPostgres {
             .unwrap();
         let dir = ledger_dir();
         let mut env = env_for(&dir, false);
-        env.extend([
-            ("DATASOURCE_SLOW_TYPE".into(), "postgresql".into()),
-            ("DATASOURCE_SLOW_HOST".into(), host),
-            ("DATASOURCE_SLOW_PORT".into(), port.to_string()),
-            ("DATASOURCE_SLOW_USER".into(), user),
-            ("DATASOURCE_SLOW_DATABASE".into(), db.clone()),
-        ]);
-        Some(Self {
-            admin,
-            db,
-            dir,
-            env,
-        })
+        env.extend(pg.source_env("SLOW"));
+        Some(Self { pg, dir, env })
     }
 
     /// Drops the database (after the instance using it is gone) and the ledger directory.
     async fn remove(self) {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let _ = self
-            .admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
-            .await;
+        self.pg.remove().await;
         std::fs::remove_dir_all(&self.dir).unwrap();
     }
 }

@@ -3,64 +3,23 @@
 mod common;
 
 use common::*;
-use poem::http::StatusCode;
 use serde_json::json;
-use std::time::Duration;
 
 async fn generate(t: &TestApp, source: &str, filters: serde_json::Value) -> String {
-    let resp = t
-        .upload(
-            &token(),
-            Form::new()
-                .file("template", "t.tpl", source.as_bytes())
-                .text("outputFormat", "txt"),
-        )
-        .await;
-    let status = resp.0.status();
-    let body = json(resp).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let tpl = body["id"].as_str().unwrap().to_owned();
-    let r = json(
-        t.post_json(
-            &token(),
-            "/v1/reports",
-            json!({"templateId": tpl, "filters": filters}),
-        )
-        .await,
-    )
-    .await;
-    let id = r["id"].as_str().unwrap().to_owned();
-    for _ in 0..400 {
-        let r = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
-        if r["status"] != "Processing" {
-            assert_eq!(r["status"], "Finished", "{r}");
-            let resp = t.get(&token(), &format!("/v1/reports/{id}/download")).await;
-            return String::from_utf8(resp.0.into_body().into_vec().await.unwrap()).unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("report {id} never finished");
+    let tpl = t.upload_template("txt", source).await;
+    let id = t.request_report(&tpl, filters).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let resp = t.get(&token(), &format!("/v1/reports/{id}/download")).await;
+    String::from_utf8(resp.0.into_body().into_vec().await.unwrap()).unwrap()
 }
 
 #[tokio::test]
 async fn postgresql_source_end_to_end() {
-    let Some(url) = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL") else {
+    let Some(pg) = ScratchPostgres::create("reporter_src").await else {
         return;
     };
-    let db = reporter_contract::services::unique_name("reporter_src");
-    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .unwrap();
-    let mut cfg: tokio_postgres::Config = url.parse().unwrap();
-    cfg.dbname(&db);
-    let (client, conn) = cfg.connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
+    pg.client
         .batch_execute(
             "CREATE TABLE entries (id int PRIMARY KEY, account text, amount numeric(12,2), booked_on date);
              INSERT INTO entries VALUES (1,'A',10.50,'2024-01-05'),(2,'B',3.25,'2024-02-01'),(3,'A',1.00,'2024-03-09');
@@ -68,27 +27,11 @@ async fn postgresql_source_end_to_end() {
         )
         .await
         .unwrap();
-    let host = match cfg.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".to_owned(),
-    };
-    let env = vec![
-        ("DATASOURCE_PG_TYPE".to_owned(), "postgresql".to_owned()),
-        ("DATASOURCE_PG_HOST".to_owned(), host),
-        (
-            "DATASOURCE_PG_PORT".to_owned(),
-            cfg.get_ports().first().copied().unwrap_or(5432).to_string(),
-        ),
-        (
-            "DATASOURCE_PG_USER".to_owned(),
-            cfg.get_user().unwrap_or("postgres").to_owned(),
-        ),
-        ("DATASOURCE_PG_DATABASE".to_owned(), db.clone()),
-        (
-            "DATASOURCE_PG_SCHEMAS".to_owned(),
-            "public,audit".to_owned(),
-        ),
-    ];
+    let mut env = pg.source_env("PG");
+    env.push((
+        "DATASOURCE_PG_SCHEMAS".to_owned(),
+        "public,audit".to_owned(),
+    ));
     let t = start_with(Options {
         env,
         ..Default::default()
@@ -117,17 +60,15 @@ async fn postgresql_source_end_to_end() {
     )
     .await;
     assert_eq!(hostile, "total=0 note=ok");
-    let n: i64 = client
+    let n: i64 = pg
+        .client
         .query_one("SELECT count(*) FROM entries", &[])
         .await
         .unwrap()
         .get(0);
     assert_eq!(n, 3);
     drop(t);
-    drop(client);
-    let _ = admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .await;
+    pg.remove().await;
 }
 
 #[tokio::test]

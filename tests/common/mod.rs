@@ -685,3 +685,74 @@ fn id_of(body: &[u8]) -> String {
     let v: serde_json::Value = serde_json::from_slice(body).expect("JSON");
     v["id"].as_str().expect("id").to_owned()
 }
+
+/// A PostgreSQL database of the test's own on the server of `POSTGRES_URL`, dropped by
+/// [`ScratchPostgres::remove`].
+pub struct ScratchPostgres {
+    admin: tokio_postgres::Client,
+    /// A connection to the scratch database (to create its tables).
+    pub client: tokio_postgres::Client,
+    /// Its name.
+    pub db: String,
+    host: String,
+    port: u16,
+    user: String,
+}
+
+impl ScratchPostgres {
+    /// Creates database `<prefix>_<unique>`; `None` (test skipped) without a server.
+    pub async fn create(prefix: &str) -> Option<Self> {
+        let url = reporter_contract::services::service_url("POSTGRES_URL", "PostgreSQL")?;
+        let db = reporter_contract::services::unique_name(prefix);
+        let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        admin
+            .batch_execute(&format!("CREATE DATABASE {db}"))
+            .await
+            .expect("create database");
+        let mut cfg: tokio_postgres::Config = url.parse().expect("POSTGRES_URL");
+        let host = match cfg.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "127.0.0.1".to_owned(),
+        };
+        let port = cfg.get_ports().first().copied().unwrap_or(5432);
+        let user = cfg.get_user().unwrap_or("postgres").to_owned();
+        cfg.dbname(&db);
+        let (client, conn) = cfg
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("connect to the scratch database");
+        tokio::spawn(conn);
+        Some(Self {
+            admin,
+            client,
+            db,
+            host,
+            port,
+            user,
+        })
+    }
+
+    /// The variables that declare this database as PostgreSQL data source `name` (upper case).
+    pub fn source_env(&self, name: &str) -> Vec<(String, String)> {
+        let var = |suffix: &str| format!("DATASOURCE_{name}_{suffix}");
+        vec![
+            (var("TYPE"), "postgresql".to_owned()),
+            (var("HOST"), self.host.clone()),
+            (var("PORT"), self.port.to_string()),
+            (var("USER"), self.user.clone()),
+            (var("DATABASE"), self.db.clone()),
+        ]
+    }
+
+    /// Drops the database (connections still open are closed by force).
+    pub async fn remove(self) {
+        drop(self.client);
+        let _ = self
+            .admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
+            .await;
+    }
+}
