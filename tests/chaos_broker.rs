@@ -48,20 +48,6 @@ impl Drop for BrokerOutage {
     }
 }
 
-/// Removes the test's queues, exchanges and policy at the end.
-struct Topology {
-    queues: Vec<String>,
-    exchanges: Vec<String>,
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        let q: Vec<&str> = self.queues.iter().map(String::as_str).collect();
-        let x: Vec<&str> = self.exchanges.iter().map(String::as_str).collect();
-        rabbit_cleanup(&q, &x);
-    }
-}
-
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.expect("blocking task")
 }
@@ -146,7 +132,7 @@ async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
     let alternate = format!("{exchange}.unroutable");
     let queue = unique_name("reporter_chaos_durable");
     let drain = unique_name("reporter_chaos_drain");
-    let _topology = Topology {
+    let _topology = RabbitTopology {
         queues: vec![queue.clone(), alternate.clone()],
         exchanges: vec![exchange.clone(), alternate.clone(), drain.clone()],
     };

@@ -38,6 +38,19 @@ fn reporter_cmd(role: &str, name: &str, mongo: &str, rabbit: &str) -> Command {
     c
 }
 
+/// The job queues and exchanges [`reporter_cmd`] gives the processes of `name`, deleted
+/// when dropped (also when the test fails).
+fn job_topology(name: &str) -> common::RabbitTopology {
+    common::RabbitTopology {
+        queues: vec![
+            format!("{name}.queue"),
+            format!("{name}.queue.retry"),
+            format!("{name}.dlq"),
+        ],
+        exchanges: vec![format!("{name}.jobs"), format!("{name}.dlx")],
+    }
+}
+
 #[test]
 fn api_and_worker_as_two_processes() {
     api_and_worker(false);
@@ -59,6 +72,7 @@ fn api_and_worker(multi_tenant: bool) {
         return;
     };
     let name = reporter_contract::services::unique_name("e2e_proc");
+    let _topology = job_topology(&name);
     let dir = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -181,6 +195,11 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
         format!("{name}.ae"),
         format!("{name}.q"),
     );
+    let mut _topology = job_topology(&name);
+    _topology.queues.extend([queue.clone(), alternate.clone()]);
+    _topology
+        .exchanges
+        .extend([exchange.clone(), alternate.clone()]);
     // The exchange, declared by the service's own publisher, and a durable queue bound to it.
     drop(
         common::start_raw(
@@ -323,12 +342,7 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
         held.len(),
         depth.unwrap_or_default().saturating_sub(ROWS as u64)
     );
-    drop(_b);
     // The databases stay: the stand-in's dropDatabase can stall while other tests run (see
-    // tests/common/mod.rs); CI throws the stand-in away.
-    tokio::task::spawn_blocking(move || {
-        common::rabbit_cleanup(&[&queue, &alternate], &[&exchange, &alternate])
-    })
-    .await
-    .unwrap();
+    // tests/common/mod.rs); CI throws the stand-in away. The broker topology goes with
+    // `_topology`, also when the test fails.
 }

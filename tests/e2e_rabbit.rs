@@ -23,20 +23,6 @@ fn rabbit() -> Option<String> {
     service_url("RABBITMQ_URI", "RabbitMQ")
 }
 
-/// Removes the per-test exchanges and queues when the test ends (even on failure).
-struct Topology {
-    queues: Vec<String>,
-    exchanges: Vec<String>,
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        let q: Vec<&str> = self.queues.iter().map(String::as_str).collect();
-        let x: Vec<&str> = self.exchanges.iter().map(String::as_str).collect();
-        rabbit_cleanup(&q, &x);
-    }
-}
-
 /// A small, fully known data source `ledger`.
 fn ledger_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("reporter-ledger-{}", uuid::Uuid::now_v7()));
@@ -176,7 +162,7 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
     let started = std::time::Instant::now();
     let exchange = unique_name("reporter_e2e_events");
     let alternate = format!("{exchange}.unroutable");
-    let _topology = Topology {
+    let _topology = RabbitTopology {
         queues: vec![alternate.clone()],
         exchanges: vec![exchange.clone(), alternate.clone()],
     };
@@ -333,7 +319,7 @@ async fn unroutable_events_are_kept_in_the_alternate_exchange_queue() {
     let Some(uri) = rabbit() else { return };
     let exchange = unique_name("reporter_e2e_unroutable");
     let alternate = unique_name("reporter_e2e_ae");
-    let _topology = Topology {
+    let _topology = RabbitTopology {
         queues: vec![alternate.clone()],
         exchanges: vec![exchange.clone(), alternate.clone()],
     };
@@ -406,7 +392,7 @@ async fn the_manifest_answers_identically_with_publication_to_rabbitmq() {
     let Some(uri) = rabbit() else { return };
     let exchange = unique_name("reporter_e2e_manifest");
     let alternate = format!("{exchange}.unroutable");
-    let _topology = Topology {
+    let _topology = RabbitTopology {
         queues: vec![alternate.clone()],
         exchanges: vec![exchange.clone(), alternate.clone()],
     };

@@ -552,6 +552,23 @@ pub fn rabbit_cleanup(queues: &[&str], exchanges: &[&str]) {
     }
 }
 
+/// Removes a test's queues and exchanges (and drain policies) when dropped, also when the
+/// test fails ([`rabbit_cleanup`]).
+pub struct RabbitTopology {
+    /// Queues to delete.
+    pub queues: Vec<String>,
+    /// Exchanges to delete.
+    pub exchanges: Vec<String>,
+}
+
+impl Drop for RabbitTopology {
+    fn drop(&mut self) {
+        let q: Vec<&str> = self.queues.iter().map(String::as_str).collect();
+        let x: Vec<&str> = self.exchanges.iter().map(String::as_str).collect();
+        rabbit_cleanup(&q, &x);
+    }
+}
+
 /// One HTTP/1.1 request over a plain socket (tests of real processes): (status, body).
 pub fn request(
     addr: &str,
