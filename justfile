@@ -36,7 +36,20 @@ test-mongo:
     REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter \
         --test e2e_templates --test e2e_deadlines --test e2e_platform --test e2e_streaming \
         --test e2e_reports --test e2e_sources --test e2e_rabbit --test props_deadlines \
-        --test chaos_broker
+        --test e2e_compat --test e2e_builder --test props_builder \
+        --test e2e_sandbox --test e2e_xss --test props_upload
+
+# Speed and memory figures, each a ratio to a baseline measured in the same run (release
+# build, a private RabbitMQ node, load from wrk); prints the table and writes BENCHMARKS.md.
+# Arguments go to reporter-bench: --rounds N, --only NAME[,NAME], --quick.
+bench *ARGS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! command -v wrk >/dev/null; then
+        apt-get install -y -qq wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+    fi
+    cargo build --release -p reporter -p reporter-bench
+    target/release/reporter-bench --write BENCHMARKS.md {{ARGS}}
 
 # What CI runs.
 ci:

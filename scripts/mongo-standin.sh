@@ -5,6 +5,9 @@
 #
 #   scripts/mongo-standin.sh start   # idempotent: does nothing when something answers a ping
 #   scripts/mongo-standin.sh stop    # stops the server this script started (by its PID)
+#   scripts/mongo-standin.sh restart # stops it (SIGKILL with MONGO_RESTART_SIGNAL=KILL) and starts
+#                                    # it again on the same port and data directory (chaos tests),
+#                                    # after MONGO_RESTART_DOWN_S seconds of outage (default 0)
 #
 # Environment: MONGO_PORT (default 27017), PYTHON (default python3), MONGO_STANDALONE=1 (the
 # server presents itself as a standalone mongod, without transactions: for the test that
@@ -68,6 +71,12 @@ start() {
     local data
     data="$(mktemp -d "${TMPDIR:-/tmp}/mongo-standin-data.XXXXXX")"
     echo "$data" >"$DATAFILE"
+    launch "$data"
+}
+
+# launch DATA: starts the server on DATA and waits for its ping (30 s).
+launch() {
+    local data="$1"
     local extra=()
     if [ "${MONGO_STANDALONE:-0}" = "1" ]; then
         extra=(--standalone)
@@ -95,6 +104,27 @@ start() {
     return 1
 }
 
+restart() {
+    if [ ! -f "$PIDFILE" ] || [ ! -f "$DATAFILE" ]; then
+        echo "mongo-standin: nothing started by this script on ${PORT}; starting" >&2
+        start
+        return
+    fi
+    local pid data
+    pid="$(cat "$PIDFILE")"
+    data="$(cat "$DATAFILE")"
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "-${MONGO_RESTART_SIGNAL:-TERM}" "$pid"
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+    rm -f "$PIDFILE"
+    sleep "${MONGO_RESTART_DOWN_S:-0}"
+    launch "$data"
+}
+
 stop() {
     if [ ! -f "$PIDFILE" ]; then
         echo "mongo-standin: no PID file ($PIDFILE); nothing started by this script"
@@ -120,8 +150,9 @@ stop() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
+restart) restart ;;
 *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|stop|restart" >&2
     exit 2
     ;;
 esac

@@ -7,10 +7,12 @@
 #                               # never answers.
 #   scripts/services.sh env     # the export lines only, for: eval "$(bash scripts/services.sh env)"
 #   scripts/services.sh stop    # stop what `start` launched itself (MongoDB stand-in, moto), by PID;
-#                               # the machine's own PostgreSQL and RabbitMQ keep running
+#                               # the machine's own PostgreSQL, MariaDB and RabbitMQ keep running
 #
 # Services (see README "Testing" and /work/.library/env/machines/rust-svc.md):
 #   PostgreSQL   127.0.0.1:5432   machine service; started with pg_ctlcluster if it does not answer
+#   MariaDB      127.0.0.1:3306   machine service (root, empty password, database test); started
+#                                 with start-stop-daemon … /usr/sbin/mariadbd if it does not answer
 #   RabbitMQ     127.0.0.1:5672   machine service; `rabbitmqctl start_app` if the node runs with the
 #                                 app stopped, `rabbitmq-server -detached` (loopback only) if not
 #   MongoDB      127.0.0.1:27017  SecantusDB stand-in, scripts/mongo-standin.sh (MONGO_PORT)
@@ -18,6 +20,9 @@
 #                                 (MONGO_STANDALONE_PORT): `reporter serve` must refuse it
 #   S3           127.0.0.1:5000   moto, scripts/moto.sh (MOTO_HOST, MOTO_PORT)
 #   chromium, pdftotext           Debian packages chromium and poppler-utils, installed if missing
+#   SDK and contract tools        openapi-python-client and schemathesis (PyPI, pinned in
+#                                 tests/sdk/requirements.txt), the TypeScript toolchain (npm ci in
+#                                 tests/sdk/typescript, pinned by its package-lock.json), node
 #
 # SERVICES_TIMEOUT (seconds, default 60) bounds each wait. State lives in .cache/services
 # (git-ignored): the export lines, and a marker per service this script launched.
@@ -32,6 +37,7 @@ MONGO_STANDALONE_PORT="${MONGO_STANDALONE_PORT:-27018}"
 MOTO_PORT="${MOTO_PORT:-5000}"
 
 POSTGRES_URL_VALUE="postgres://postgres@127.0.0.1:5432/postgres"
+MYSQL_URL_VALUE="mysql://root@127.0.0.1:3306/test"
 RABBITMQ_URI_VALUE="amqp://guest:guest@127.0.0.1:5672/%2f"
 MONGODB_URI_VALUE="mongodb://127.0.0.1:${MONGO_PORT}"
 MONGODB_STANDALONE_URI_VALUE="mongodb://127.0.0.1:${MONGO_STANDALONE_PORT}/?directConnection=true"
@@ -84,6 +90,38 @@ start_postgres() {
     pg_ctlcluster --skip-systemctl-redirect "$version" main start >&2 || log "pg_ctlcluster exited $?; waiting anyway"
     wait_for "PostgreSQL on 127.0.0.1:5432" pg_answers || return 1
     log "PostgreSQL up on 127.0.0.1:5432"
+}
+
+# ---------------------------------------------------------------- MariaDB
+
+# The server answers a query as root over TCP (the URL the tests use).
+maria_answers() {
+    if command -v mariadb >/dev/null; then
+        timeout 5 mariadb --no-defaults -h 127.0.0.1 -P 3306 -uroot -e 'SELECT 1' test >/dev/null 2>&1
+    else
+        tcp_open 3306
+    fi
+}
+
+start_mariadb() {
+    if maria_answers; then
+        log "MariaDB answers on 127.0.0.1:3306"
+        return 0
+    fi
+    if [[ ! -x /usr/sbin/mariadbd ]]; then
+        log "ERROR: MariaDB does not answer on 127.0.0.1:3306 and /usr/sbin/mariadbd is missing (Debian package mariadb-server)"
+        return 1
+    fi
+    log "MariaDB does not answer; starting /usr/sbin/mariadbd"
+    # The machine's own command (rust-svc.md); --oknodo: fine if it is already starting.
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd >&2 ||
+        log "start-stop-daemon exited $?; waiting anyway"
+    wait_for "MariaDB on 127.0.0.1:3306" maria_answers || {
+        log "last lines of the MariaDB log:"
+        tail -n 20 /var/log/mysql/error.log 2>/dev/null >&2 || true
+        return 1
+    }
+    log "MariaDB up on 127.0.0.1:3306"
 }
 
 # ---------------------------------------------------------------- RabbitMQ
@@ -194,6 +232,26 @@ ensure_pdf_tools() {
     log "chromium at $CHROMIUM_PATH_VALUE, pdftotext at $(command -v pdftotext)"
 }
 
+# ---------------------------------------------------------------- SDK and contract tools
+
+# The pinned versions of tests/sdk/requirements.txt are installed (pip is a no-op when they
+# already are); the TypeScript packages are installed from tests/sdk/typescript's lock file.
+ensure_sdk_tools() {
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        log "ERROR: node and npm are needed for the TypeScript client test"
+        return 1
+    fi
+    if ! python3 -m pip install -q --disable-pip-version-check -r "$ROOT/tests/sdk/requirements.txt" >&2; then
+        log "ERROR: pip install -r tests/sdk/requirements.txt failed"
+        return 1
+    fi
+    if ! (cd "$ROOT/tests/sdk/typescript" && npm ci --no-audit --no-fund --silent >&2); then
+        log "ERROR: npm ci in tests/sdk/typescript failed"
+        return 1
+    fi
+    log "openapi-python-client $(openapi-python-client --version | awk '{print $NF}'), schemathesis $(st --version | awk '{print $NF}'), node $(node --version)"
+}
+
 # ---------------------------------------------------------------- subcommands
 
 export_line() { printf 'export %s=%q\n' "$1" "$2"; }
@@ -202,12 +260,14 @@ cmd_start() {
     mkdir -p "$STATE"
     local failed=()
     start_postgres || failed+=(PostgreSQL)
+    start_mariadb || failed+=(MariaDB)
     start_rabbitmq || failed+=(RabbitMQ)
     start_mongo "$MONGO_PORT" started-mongo || failed+=("MongoDB stand-in")
     start_mongo "$MONGO_STANDALONE_PORT" started-mongo-standalone 1 ||
         failed+=("standalone MongoDB stand-in")
     start_moto || failed+=("moto (S3)")
     ensure_pdf_tools || failed+=("chromium/pdftotext")
+    ensure_sdk_tools || failed+=("SDK and contract tools")
     if ((${#failed[@]})); then
         rm -f "$ENV_FILE"
         log "FAILED: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g') (see the messages above)"
@@ -215,6 +275,7 @@ cmd_start() {
     fi
     {
         export_line POSTGRES_URL "$POSTGRES_URL_VALUE"
+        export_line MYSQL_URL "$MYSQL_URL_VALUE"
         export_line RABBITMQ_URI "$RABBITMQ_URI_VALUE"
         export_line MONGODB_URI "$MONGODB_URI_VALUE"
         export_line MONGODB_STANDALONE_URI "$MONGODB_STANDALONE_URI_VALUE"
@@ -242,7 +303,7 @@ cmd_stop() {
         rm -f "$STATE/started-moto"
     fi
     rm -f "$ENV_FILE"
-    log "stopped what this script started; PostgreSQL and RabbitMQ left running"
+    log "stopped what this script started; PostgreSQL, MariaDB and RabbitMQ left running"
 }
 
 case "${1:-}" in

@@ -62,6 +62,13 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Internal: one template sandbox child, started by the service itself.
+    #[command(hide = true, name = "template-sandbox")]
+    TemplateSandbox {
+        /// The child's limits (`--name=value`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `reporter config …`.
@@ -160,6 +167,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 ExitCode::SUCCESS
             }
         },
+        Command::TemplateSandbox { args } => wiring::template_sandbox_child(&args),
         Command::Asyncapi => {
             print!("{}", crate::streaming::manifest::asyncapi_yaml());
             ExitCode::SUCCESS
@@ -174,6 +182,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                     c.data_sources.sources.len() + usize::from(c.data_sources.example),
                     if c.auth.enabled { "" } else { ", auth OFF" }
                 );
+                println!("{}", c.streaming.describe());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -247,6 +256,14 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         .unwrap_or_else(|_| bind.to_string());
     drop(listener);
     print_banner(&addr, &built);
+    // Pre-start the sandbox children of the pools this role uses.
+    if role != wiring::Role::Worker {
+        built.sandbox.parse_pool().warm_up();
+    }
+    if role != wiring::Role::Api {
+        built.sandbox.render_pool().warm_up();
+    }
+    let drain = built.http.readiness.drain();
     let endpoint = match http::endpoint(built.app.clone(), built.http) {
         // The worker serves only its ops endpoints.
         Ok(e) if role == wiring::Role::Worker => http::ops_only(e),
@@ -257,6 +274,7 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         }
     };
     // Background work: the outbox dispatcher (publication on) and the worker (serve, worker).
+    let drain_for = config.shutdown_drain;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let dispatcher = built
         .dispatcher
@@ -266,8 +284,16 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
     let result = server
         .run_with_graceful_shutdown(
             endpoint,
-            async {
-                let _ = tokio::signal::ctrl_c().await;
+            async move {
+                shutdown_signal().await;
+                // Readiness answers 503 `draining` from now on; requests are still served for
+                // SHUTDOWN_DRAIN_SECONDS so load balancers stop sending traffic first.
+                drain.start();
+                tracing::info!(
+                    drain_seconds = drain_for.as_secs(),
+                    "shutdown signal: draining (readiness answers 503)"
+                );
+                tokio::time::sleep(drain_for).await;
             },
             Some(std::time::Duration::from_secs(10)),
         )
@@ -288,6 +314,30 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
             eprintln!("server error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Waits for SIGINT (Ctrl-C) or, on Unix, SIGTERM (what Kubernetes and systemd send).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the service gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -7,6 +7,8 @@
 //! - [`wiring`]: builds adapters from configuration.
 //! - [`cli`]: the `reporter` command.
 pub mod app;
+#[cfg(test)]
+mod build_info;
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -1,7 +1,25 @@
 use clap::Parser;
+use reporter::cli::{Cli, Command};
 use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    reporter::cli::run(reporter::cli::Cli::parse()).await
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A template sandbox child runs no async runtime: it confines itself, answers, exits.
+    if let Some(Command::TemplateSandbox { args }) = &cli.command {
+        return reporter::wiring::template_sandbox_child(args);
+    }
+    // Two rustls crypto providers are compiled in (tiberius brings aws-lc-rs): name ring as
+    // the process default for every client that asks rustls for it (mysql_async, mongodb,
+    // lapin), which would otherwise panic.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Failpoints for the crash tests (`FAILPOINTS=idempotency-after-commit=return`, README
+    // "Testing"); without the variable nothing is configured and every failpoint is inert.
+    let _failpoints = std::env::var_os("FAILPOINTS").map(|_| fail::FailScenario::setup());
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(reporter::cli::run(cli)),
+        Err(e) => {
+            eprintln!("cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

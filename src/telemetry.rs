@@ -3,9 +3,19 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
 
+/// lapin logs every `basic.return` as a warning; the publisher returns its own confirm
+/// barriers on purpose (adapters/rabbitmq `confirms`) and logs the returned events itself, so
+/// lapin's line is kept out unless a filter names the target.
+const QUIET_LAPIN_RETURNS: &str = "lapin::returned_messages=error";
+
 /// Installs the global tracing subscriber. Safe to call more than once (later calls are no-ops).
 pub fn init_tracing(filter: &str, json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+    let directives = if filter.contains("lapin::returned_messages") {
+        filter.to_owned()
+    } else {
+        format!("{filter},{QUIET_LAPIN_RETURNS}")
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -3,34 +3,40 @@
 use crate::app::{App, DataSourceCatalog, Emitter, KeyLayout, Ports, Settings};
 use crate::config::{
     AuthKey, Config, DataSourceSpec, EventBroker, JobQueueChoice, ObjectStorageChoice, PdfChoice,
-    Tenancy,
+    RootCert, Tenancy,
 };
 use crate::http::auth::{Authenticator, Claims, Scope, mint_hs256};
+use crate::http::ops::{CheckProbe, CheckStatus, ProbeOutcome};
 use crate::http::streaming::StreamingView;
 use crate::http::{HttpSetup, Probe, Readiness};
 use crate::streaming::{
-    BreakerSettings, CircuitBreaker, Delivery, Dispatcher, DispatcherSettings, StreamingMetrics,
+    BreakerSettings, BreakerState, CircuitBreaker, Delivery, DeliverySetup, Dispatcher,
+    DispatcherSettings, StreamingMetrics,
 };
-use crate::worker::Worker;
+use crate::worker::{Worker, WorkerMetrics};
 use anyhow::Context;
+use reporter_adapter_ammonia::AmmoniaSanitizer;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{
-    MemoryIdempotencyStore, MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage,
-    MemoryPublisher, MemoryRetryPolicy, MemoryStore,
+    MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage, MemoryPublisher, MemoryRetryPolicy,
+    MemoryStore,
 };
-use reporter_adapter_minijinja::MiniJinjaEngine;
 use reporter_adapter_mongo::{
     GridFsStorage, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
     MongoTenantRouter,
 };
+use reporter_adapter_mysql::{MysqlConfig, MysqlDataSource};
 use reporter_adapter_pdf::{
     ChromiumOptions, ChromiumPdfRenderer, NativePdfOptions, NativePdfRenderer,
 };
+use reporter_adapter_pongo2::Pongo2Engine;
 use reporter_adapter_postgres::{PostgresConfig, PostgresDataSource};
 use reporter_adapter_rabbitmq::{
     RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig, RabbitPublisher, RabbitPublisherConfig,
 };
 use reporter_adapter_s3::{S3Config, S3ObjectStorage};
+use reporter_adapter_sandbox::{ChildLimits, PoolConfig, ProcessPool, ProcessTemplateRunner};
+use reporter_adapter_sqlserver::{SqlServerConfig, SqlServerDataSource};
 use reporter_ports::TenantId;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::datasource::DataSourceId;
@@ -85,7 +91,7 @@ pub struct Built {
     pub http: HttpSetup,
     /// Development token (auth on, no key configured).
     pub dev_token: Option<String>,
-    /// Keeps the example data directory alive.
+    /// Keeps the data sources' private directory (example data, inline CA files) alive.
     pub example_dir: Option<TempDirGuard>,
     /// One-line descriptions of the adapters in use.
     pub summary: Vec<String>,
@@ -93,16 +99,133 @@ pub struct Built {
     pub dispatcher: Option<Dispatcher>,
     /// The worker, for the roles that run one (the caller runs it).
     pub worker: Option<Worker>,
+    /// The template sandbox (the caller warms up the pools its role uses).
+    pub sandbox: ProcessTemplateRunner,
 }
 
-fn materialise_example() -> anyhow::Result<(PathBuf, TempDirGuard)> {
-    let root = std::env::temp_dir().join(format!("reporter-example-{}", uuid::Uuid::now_v7()));
-    let dir = root.join("bank");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, content) in EXAMPLE_TABLES {
-        std::fs::write(dir.join(name), content).with_context(|| format!("writing {name}"))?;
+/// The hidden subcommand that runs a template sandbox child.
+pub const SANDBOX_SUBCOMMAND: &str = "template-sandbox";
+/// Stack of the thread that parses or renders in a sandbox child.
+pub const SANDBOX_STACK_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest wait for a sandbox child to start and confine itself.
+const SANDBOX_START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The template sandbox: a parse pool (uploads) and a render pool (the worker), children of
+/// `TEMPLATE_SANDBOX_EXE` (default: this binary) running [`SANDBOX_SUBCOMMAND`].
+fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
+    let s = &config.sandbox;
+    let exe = match &s.exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .context("locating this binary for the template sandbox (set TEMPLATE_SANDBOX_EXE)")?,
+    };
+    let pool = |name, memory_bytes, cpu_seconds, wall_timeout, queue_timeout| {
+        ProcessPool::new(PoolConfig {
+            name,
+            exe: exe.clone(),
+            args: vec![SANDBOX_SUBCOMMAND.to_owned()],
+            size: s.pool_size,
+            memory_bytes,
+            cpu_seconds,
+            stack_bytes: SANDBOX_STACK_BYTES,
+            max_output_bytes: s.max_output_bytes,
+            wall_timeout,
+            queue_timeout,
+            start_timeout: SANDBOX_START_TIMEOUT,
+        })
+    };
+    let parse_cpu = s.parse_timeout.as_secs_f64().ceil().max(1.0) as u64;
+    Ok(ProcessTemplateRunner::new(
+        pool(
+            "parse",
+            s.parse_memory_bytes,
+            parse_cpu,
+            s.parse_timeout,
+            Some(s.parse_timeout),
+        ),
+        pool(
+            "render",
+            s.render_memory_bytes,
+            s.render_cpu_seconds,
+            s.render_timeout,
+            None,
+        ),
+    ))
+}
+
+/// The body of `reporter template-sandbox …`: one sandbox child with the template engine and
+/// the HTML sanitizer (see `reporter_adapter_sandbox::child`).
+pub fn template_sandbox_child(args: &[String]) -> std::process::ExitCode {
+    match ChildLimits::parse_args(args.iter().cloned()) {
+        Ok(limits) => reporter_adapter_sandbox::child::run(
+            &Pongo2Engine::new(),
+            &AmmoniaSanitizer::new(),
+            &limits,
+        ),
+        Err(e) => {
+            eprintln!(
+                "reporter {SANDBOX_SUBCOMMAND}: {e} (this subcommand is started by the service itself)"
+            );
+            std::process::ExitCode::from(2)
+        }
     }
-    Ok((dir, TempDirGuard(root)))
+}
+
+/// Files the data sources read at run time (the example data set, inline CA certificates),
+/// in one private directory created on first use and removed with its [`TempDirGuard`].
+#[derive(Default)]
+struct Scratch(Option<TempDirGuard>);
+
+impl Scratch {
+    fn dir(&mut self) -> anyhow::Result<PathBuf> {
+        if let Some(g) = &self.0 {
+            return Ok(g.0.clone());
+        }
+        let root = std::env::temp_dir().join(format!("reporter-{}", uuid::Uuid::now_v7()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&root)
+            .with_context(|| format!("creating {}", root.display()))?;
+        self.0 = Some(TempDirGuard(root.clone()));
+        Ok(root)
+    }
+
+    fn example(&mut self) -> anyhow::Result<PathBuf> {
+        let dir = self.dir()?.join("bank");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (name, content) in EXAMPLE_TABLES {
+            std::fs::write(dir.join(name), content).with_context(|| format!("writing {name}"))?;
+        }
+        Ok(dir)
+    }
+
+    /// The CA file of source `id`: the configured file, or the inline PEM written to
+    /// `ca-<id>.pem` here (readable by this user only).
+    fn root_cert(
+        &mut self,
+        id: &DataSourceId,
+        cert: Option<&RootCert>,
+    ) -> anyhow::Result<Option<PathBuf>> {
+        match cert {
+            None => Ok(None),
+            Some(RootCert::File(path)) => Ok(Some(path.clone())),
+            Some(RootCert::Pem(pem)) => {
+                let path = self.dir()?.join(format!("ca-{id}.pem"));
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                let mut file = options
+                    .open(&path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                std::io::Write::write_all(&mut file, pem)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                Ok(Some(path))
+            }
+        }
+    }
 }
 
 fn open_file_source(id: &DataSourceId, path: &Path) -> anyhow::Result<Arc<dyn DataSource>> {
@@ -124,12 +247,11 @@ type Sources = (Vec<Arc<dyn DataSource>>, Option<TempDirGuard>);
 
 async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Sources> {
     let mut sources: Vec<Arc<dyn DataSource>> = Vec::new();
-    let mut example_dir = None;
+    let mut scratch = Scratch::default();
     if config.data_sources.example {
-        let (dir, guard) = materialise_example()?;
+        let dir = scratch.example()?;
         let id = DataSourceId::parse("bank").context("example id")?;
         sources.push(open_file_source(&id, &dir)?);
-        example_dir = Some(guard);
         summary.push("data source 'bank': bundled example data set".to_owned());
     }
     for (id, spec) in &config.data_sources.sources {
@@ -145,6 +267,7 @@ async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Res
                 password,
                 database,
                 schemas,
+                tls,
             } => {
                 let mut c = PostgresConfig::new(id.clone(), database.clone());
                 c.host = host.clone();
@@ -152,11 +275,47 @@ async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Res
                 c.user = user.clone();
                 c.password = password.clone();
                 c.schemas = schemas.clone();
+                c.sslmode = tls.mode;
+                c.ssl_root_cert = scratch.root_cert(id, tls.root_cert.as_ref())?;
                 let source = PostgresDataSource::new(c)
                     .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
                 sources.push(Arc::new(source));
                 summary.push(format!(
                     "data source '{id}': PostgreSQL {host}:{port}/{database}"
+                ));
+            }
+            DataSourceSpec::Mysql(m) => {
+                let mut c = MysqlConfig::new(id.clone(), m.database.clone());
+                c.host = m.host.clone();
+                c.port = m.port;
+                c.user = m.user.clone();
+                c.password = m.password.clone();
+                c.schemas = m.schemas.clone();
+                c.sslmode = m.tls.mode;
+                c.ssl_root_cert = scratch.root_cert(id, m.tls.root_cert.as_ref())?;
+                let source = MysqlDataSource::new(c)
+                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
+                sources.push(Arc::new(source));
+                summary.push(format!(
+                    "data source '{id}': MySQL {}:{}/{}",
+                    m.host, m.port, m.database
+                ));
+            }
+            DataSourceSpec::Sqlserver(m) => {
+                let mut c = SqlServerConfig::new(id.clone(), m.database.clone());
+                c.host = m.host.clone();
+                c.port = m.port;
+                c.user = m.user.clone();
+                c.password = m.password.clone();
+                c.schemas = m.schemas.clone();
+                c.sslmode = m.tls.mode;
+                c.ssl_root_cert = scratch.root_cert(id, m.tls.root_cert.as_ref())?;
+                let source = SqlServerDataSource::new(c)
+                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
+                sources.push(Arc::new(source));
+                summary.push(format!(
+                    "data source '{id}': SQL Server {}:{}/{} (untested here)",
+                    m.host, m.port, m.database
                 ));
             }
             DataSourceSpec::Mongodb { uri, database } => {
@@ -168,7 +327,7 @@ async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Res
             }
         }
     }
-    Ok((sources, example_dir))
+    Ok((sources, scratch.0))
 }
 
 fn object_storage(
@@ -308,11 +467,13 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     );
 
     // Jobs: RabbitMQ when configured, else an in-process queue for the embedded worker.
+    let mut rabbit_queue: Option<RabbitJobQueue> = None;
     let (jobs, consumer): (Arc<dyn JobQueue>, Option<Arc<dyn JobConsumer>>) = match &rabbit_jobs {
         Some(c) => {
             let q = RabbitJobQueue::connect(c.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("RABBITMQ_URI (job queue): {e}"))?;
+            rabbit_queue = Some(q.clone());
             summary.push(format!("report jobs: RabbitMQ queue '{}'", c.queue));
             let consumer: Option<Arc<dyn JobConsumer>> = if role == Role::Api {
                 None
@@ -339,7 +500,17 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         }
     };
 
-    let engine: Arc<dyn reporter_ports::ports::TemplateEngine> = Arc::new(MiniJinjaEngine::new());
+    let sandbox = template_runner(config)?;
+    summary.push(format!(
+        "template sandbox: {} child process(es) per pool; render {} MiB / {} CPU s / {:?}, upload parse {} MiB / {:?}",
+        config.sandbox.pool_size,
+        config.sandbox.render_memory_bytes >> 20,
+        config.sandbox.render_cpu_seconds,
+        config.sandbox.render_timeout,
+        config.sandbox.parse_memory_bytes >> 20,
+        config.sandbox.parse_timeout,
+    ));
+    let runner: Arc<dyn reporter_ports::ports::TemplateRunner> = Arc::new(sandbox.clone());
     let ports = Ports {
         templates: stores.templates,
         deadlines: stores.deadlines,
@@ -349,7 +520,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         storage: storage.clone(),
         idempotency: stores.idempotency,
         jobs,
-        engine: engine.clone(),
+        runner: runner.clone(),
         clock: Arc::new(SystemClock),
     };
     let settings = Settings {
@@ -360,7 +531,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     };
     let registry = prometheus::Registry::new();
     let outbox: Arc<dyn Outbox> = stores.outbox;
-    let (emitter, dispatcher, memory_broker) =
+    let (emitter, dispatcher, memory_broker, events_check) =
         streaming(config, outbox.clone(), &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
     let streaming_view = StreamingView {
@@ -384,26 +555,29 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             Some(Worker {
                 app: app.clone(),
                 consumer,
-                engine: engine.clone(),
+                runner: runner.clone(),
                 pdf: pdf.clone(),
                 settings: config.worker.settings.clone(),
+                metrics: WorkerMetrics::register(&registry).context("worker metrics")?,
             })
         }
     };
 
-    let mut readiness = Readiness::default().with(
-        "store",
-        probe(move || {
-            let outbox = outbox.clone();
-            async move {
-                outbox
-                    .stats(chrono::Utc::now())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-        }),
-    );
+    let mut readiness = Readiness::default()
+        .deployment_mode(config.deployment_mode.as_str())
+        .with(
+            "store",
+            probe(move || {
+                let outbox = outbox.clone();
+                async move {
+                    outbox
+                        .stats(chrono::Utc::now())
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }
+            }),
+        );
     if let Some(db) = mongo_database.clone() {
         readiness = readiness.with(
             "mongodb",
@@ -435,7 +609,23 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
                 async move { p.check().await.map_err(|e| e.to_string()) }
             }),
         );
+    } else {
+        readiness = readiness.not_applicable("pdfRenderer");
     }
+    readiness = match rabbit_queue {
+        Some(q) => readiness.with(
+            "rabbitmq",
+            probe(move || {
+                let q = q.clone();
+                async move { q.check().await.map_err(|e| e.to_string()) }
+            }),
+        ),
+        None => readiness.not_applicable("rabbitmq"),
+    };
+    readiness = match events_check {
+        Some(check) => readiness.with_check("events", check),
+        None => readiness.not_applicable("events"),
+    };
     for d in catalog.descriptors() {
         let source = catalog.get(d.id.as_str());
         readiness = readiness.with(
@@ -469,10 +659,16 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         summary,
         dispatcher,
         worker,
+        sandbox,
     })
 }
 
-type StreamingParts = (Emitter, Option<Dispatcher>, Option<MemoryPublisher>);
+type StreamingParts = (
+    Emitter,
+    Option<Dispatcher>,
+    Option<MemoryPublisher>,
+    Option<CheckProbe>,
+);
 
 /// Builds event publication: the broker adapter, the breaker, the direct-publish hook and the
 /// dispatcher. With `STREAMING_ENABLED=false` the emitter writes nothing.
@@ -484,21 +680,25 @@ async fn streaming(
 ) -> anyhow::Result<StreamingParts> {
     let s = &config.streaming;
     if !s.enabled {
-        summary.push("event publication: off (STREAMING_ENABLED=false)".to_owned());
-        return Ok((Emitter::disabled(), None, None));
+        summary.push(s.describe());
+        return Ok((Emitter::disabled(), None, None, None));
     }
     let metrics = StreamingMetrics::register(registry).context("streaming metrics")?;
+    let mut rabbit: Option<RabbitPublisher> = None;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let broker_back = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let window = s.dispatch_batch.max(16);
     let (publisher, memory): (Arc<dyn EventPublisher>, Option<MemoryPublisher>) = match &s.broker {
         EventBroker::Memory => {
             let p = MemoryPublisher::new();
             summary.push(format!(
-                "event publication: in-memory broker, exchange '{}' (GET /v1/streaming/deliveries shows what was published)",
-                s.exchange
+                "{} (GET /v1/streaming/deliveries shows what was published)",
+                s.describe()
             ));
             (Arc::new(p.clone()), Some(p))
         }
         EventBroker::Amqp(uris) => {
-            let mut last_err = None;
+            let mut failures = Vec::new();
             let mut connected = None;
             for uri in uris {
                 let mut c = RabbitPublisherConfig::new(uri.clone());
@@ -506,27 +706,43 @@ async fn streaming(
                 if let Some(ae) = c.alternate_exchange.as_mut() {
                     ae.exchange = s.alternate_exchange.clone();
                     ae.queue = s.alternate_exchange.clone();
+                    ae.message_ttl = Some(s.unroutable_ttl);
+                    ae.max_length = Some(s.unroutable_max_length);
                 }
                 c.publish_timeout = s.publish_timeout;
-                c.max_in_flight = s.dispatch_batch.max(16);
+                c.max_in_flight = window;
                 match RabbitPublisher::connect(c).await {
                     Ok(p) => {
                         connected = Some(p);
                         break;
                     }
-                    Err(e) => last_err = Some(format!("{}: {e}", crate::config::redact(uri))),
+                    Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri))),
                 }
             }
             let Some(p) = connected else {
                 anyhow::bail!(
-                    "STREAMING_BROKERS: no broker answered ({})",
-                    last_err.unwrap_or_default()
+                    "event publication ({}): {}",
+                    match &s.broker_origin {
+                        crate::config::BrokerOrigin::StreamingBrokers => "STREAMING_BROKERS",
+                        crate::config::BrokerOrigin::RabbitmqUri { .. } => "RABBITMQ_URI",
+                    },
+                    failures.join("; ")
                 );
             };
+            // The broker's return wakes the dispatcher and ends its pause at once.
+            let (w, back) = (wake.clone(), broker_back.clone());
+            p.on_reconnect(Arc::new(move || {
+                back.store(true, std::sync::atomic::Ordering::Release);
+                w.notify_one();
+            }));
             summary.push(format!(
-                "event publication: RabbitMQ exchange '{}' (unroutable messages kept in '{}')",
-                s.exchange, s.alternate_exchange
+                "{} (unroutable messages kept in '{}', at most {} for {} s)",
+                s.describe(),
+                s.alternate_exchange,
+                s.unroutable_max_length,
+                s.unroutable_ttl.as_secs()
             ));
+            rabbit = Some(p.clone());
             (Arc::new(p), None)
         }
     };
@@ -535,20 +751,24 @@ async fn streaming(
         min_requests: s.cb_min_requests,
         open_for: s.cb_open,
     }));
-    let wake = Arc::new(tokio::sync::Notify::new());
-    let hook = Arc::new(Delivery {
+    let check = events_check(rabbit, breaker.clone());
+    let (hook, lane) = Delivery::new(DeliverySetup {
         publisher: publisher.clone(),
         outbox: outbox.clone(),
         breaker,
         metrics: metrics.clone(),
         wake: wake.clone(),
         publish_timeout: s.publish_timeout,
+        capacity: window,
     });
+    let hook = Arc::new(hook);
     let dispatcher = Dispatcher {
         outbox,
         publisher,
         metrics,
         wake,
+        broker_back,
+        lane: Some(lane),
         settings: DispatcherSettings {
             owner: format!(
                 "reporter-{}-{}",
@@ -556,6 +776,7 @@ async fn streaming(
                 uuid::Uuid::now_v7().simple()
             ),
             batch: s.dispatch_batch,
+            ahead: 2,
             lease: s.outbox_lease,
             poll: s.dispatch_poll,
             max_attempts: s.outbox_max_attempts,
@@ -565,7 +786,47 @@ async fn streaming(
             transient_backoff_cap: std::time::Duration::from_secs(5),
         },
     };
-    Ok((Emitter::enabled_with(hook), Some(dispatcher), memory))
+    Ok((
+        Emitter::enabled_with(hook),
+        Some(dispatcher),
+        memory,
+        Some(check),
+    ))
+}
+
+/// The `/readyz` check of the event broker: `up` while it answers and the direct path's
+/// breaker is closed, else `degraded` (events wait in the outbox; the service keeps working),
+/// with the breaker state.
+fn events_check(rabbit: Option<RabbitPublisher>, breaker: Arc<CircuitBreaker>) -> CheckProbe {
+    Arc::new(move || {
+        let rabbit = rabbit.clone();
+        let breaker = breaker.clone();
+        Box::pin(async move {
+            let reachable = match &rabbit {
+                Some(p) => p.check().await.map_err(|e| e.to_string()),
+                None => Ok(()),
+            };
+            let state = breaker.state();
+            let breaker_state = match state {
+                BreakerState::Closed => "closed",
+                BreakerState::Open => "open",
+                BreakerState::HalfOpen => "half_open",
+            };
+            let (status, error) = match (reachable, state) {
+                (Err(e), _) => (CheckStatus::Degraded, Some(e)),
+                (Ok(()), BreakerState::Closed) => (CheckStatus::Up, None),
+                (Ok(()), _) => (
+                    CheckStatus::Degraded,
+                    Some("direct publishing is paused by the circuit breaker; events go through the outbox".to_owned()),
+                ),
+            };
+            ProbeOutcome {
+                status,
+                error,
+                breaker_state: Some(breaker_state.to_owned()),
+            }
+        })
+    })
 }
 
 enum StoreKind {
@@ -598,7 +859,9 @@ pub async fn durable_outbox(config: &Config) -> anyhow::Result<Option<Arc<dyn Ou
 
 async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Stores> {
     let Some(m) = &config.mongo else {
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(MemoryStore::with_max_published(
+            config.streaming.memory_max_published,
+        ));
         summary.push("state, outbox: in memory (lost on exit)".to_owned());
         return Ok(Stores {
             kind: StoreKind::Memory,
@@ -606,8 +869,8 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
             deadlines: store.clone(),
             reports: store.clone(),
             uow: store.clone(),
-            outbox: store,
-            idempotency: Arc::new(MemoryIdempotencyStore::new()),
+            outbox: store.clone(),
+            idempotency: store,
             database: None,
         });
     };
@@ -677,5 +940,38 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
                 database: Some(database),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_ca_is_written_to_a_private_file_removed_with_the_guard() {
+        let mut scratch = Scratch::default();
+        let id = DataSourceId::parse("ledger").expect("id");
+        let pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec();
+        let path = scratch
+            .root_cert(&id, Some(&RootCert::Pem(pem.clone())))
+            .expect("written")
+            .expect("a path");
+        assert_eq!(std::fs::read(&path).expect("read"), pem);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o077, 0, "readable by this user only: {mode:o}");
+        }
+        let file = PathBuf::from("/etc/ssl/ca.pem");
+        assert_eq!(
+            scratch
+                .root_cert(&id, Some(&RootCert::File(file.clone())))
+                .expect("file"),
+            Some(file),
+            "a CA file is used where it is"
+        );
+        drop(scratch);
+        assert!(!path.exists(), "removed with the guard");
     }
 }

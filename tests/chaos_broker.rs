@@ -1,52 +1,24 @@
-//! Chaos: the RabbitMQ broker goes away (`rabbitmqctl stop_app`) while the API keeps working.
-//! Every call still answers 2xx, the breaker opens, important events fall back to the outbox,
-//! and once the broker is back (`rabbitmqctl start_app`) every event emitted reaches a durable
-//! queue bound to the events exchange: one distinct `ce-id` per event, duplicates allowed.
+//! Chaos: the event broker fails under a steady write load, and nothing is lost.
 //!
-//! ONE test: it stops the shared local broker, so the binary must run alone. The broker is
-//! restarted by a guard even when the test fails.
+//! Every scenario runs against a PRIVATE RabbitMQ node the test starts on free ports
+//! (`scripts/chaos-broker.sh`) and removes afterwards — never the shared broker — so the
+//! scenarios run in parallel with each other and with every other test:
+//! 1. `rabbitmqctl stop_app` for 10 s, and for 120 s, then `start_app`;
+//! 2. a memory alarm (`set_vm_memory_high_watermark` near zero, restored after).
+//!
+//! Each prints its figures (events expected / delivered / duplicated, API errors, max API
+//! latency, time from recovery to the first and last event) and asserts: every call answered
+//! 2xx quickly, the breaker opened, the backlog gauge stayed true during the outage, every
+//! event arrived (one distinct `ce-id` each, duplicates share theirs), and the outbox drained.
 mod common;
 
+use common::chaos::{Counter, Figures, PrivateBroker, durable_queue, settle};
 use common::*;
-use futures_util::StreamExt;
-use reporter_adapter_rabbitmq::tail::tail;
-use reporter_contract::services::{service_url, unique_name};
+use reporter_contract::services::unique_name;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// Restarts the broker when dropped (unless already restored), so a failing test never leaves
-/// it stopped.
-struct BrokerOutage {
-    restored: bool,
-}
-
-impl BrokerOutage {
-    /// Stops the RabbitMQ application (the node stays up for `rabbitmqctl`).
-    fn begin() -> Self {
-        let guard = Self { restored: false };
-        rabbitmqctl(&["stop_app"]).expect("rabbitmqctl stop_app");
-        guard
-    }
-
-    /// Starts the application again and waits until it accepts connections.
-    fn end(&mut self) -> Result<(), String> {
-        if self.restored {
-            return Ok(());
-        }
-        self.restored = true;
-        rabbitmqctl(&["start_app"])?;
-        rabbitmqctl(&["await_startup", "--timeout", "60"]).map(|_| ())
-    }
-}
-
-impl Drop for BrokerOutage {
-    fn drop(&mut self) {
-        if let Err(e) = self.end() {
-            eprintln!("could not restart RabbitMQ: {e}");
-        }
-    }
-}
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.expect("blocking task")
@@ -67,294 +39,342 @@ fn samples(text: &str, name: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn breaker_state(text: &str) -> Option<f64> {
-    samples(text, "reporter_events_breaker_state")
-        .get("")
-        .copied()
+fn gauge(text: &str, name: &str) -> Option<f64> {
+    samples(text, name).get("").copied()
 }
 
-/// The events expected on the wire, as (routing key, subject).
+/// What the write load did.
 #[derive(Default)]
-struct Expected(Vec<(String, String)>);
+struct Load {
+    /// Events the successful calls produced: (routing key, subject).
+    expected: Vec<(String, String)>,
+    calls: usize,
+    errors: usize,
+    max_latency: Duration,
+}
 
-impl Expected {
-    fn push(&mut self, key: &str, subject: &str) {
-        self.0.push((key.to_owned(), subject.to_owned()));
+impl Load {
+    fn record(&mut self, started: Instant, ok: bool) {
+        self.calls += 1;
+        self.max_latency = self.max_latency.max(started.elapsed());
+        if !ok {
+            self.errors += 1;
+        }
     }
 }
 
-fn status_2xx(resp: &poem::test::TestResponse, what: &str) {
-    let s = resp.0.status();
-    assert!(s.is_success(), "{what} answered {s} during the outage");
-}
-
-/// One round of API calls: a template, a deadline on it, delivered; every other round also
-/// renamed. Answers nothing; records the events it emitted.
-async fn round(t: &TestApp, tok: &str, i: usize, expected: &mut Expected) {
-    let tpl = t.create_template(tok, &format!("chaos {i}")).await;
-    expected.push("template.created", &tpl);
-    let mut body = deadline_body(5 + i as i64);
-    body["templateId"] = json!(tpl);
-    let resp = t.post_json(tok, "/v1/deadlines", body).await;
-    status_2xx(&resp, "POST /v1/deadlines");
+/// One round: create a deadline (important event), then deliver it (critical event).
+async fn round(t: &TestApp, tok: &str, i: usize, load: &RefCell<Load>) {
+    let started = Instant::now();
+    let resp = t
+        .post_json(tok, "/v1/deadlines", deadline_body(5 + (i % 300) as i64))
+        .await;
+    let ok = resp.0.status().is_success();
+    load.borrow_mut().record(started, ok);
+    if !ok {
+        return;
+    }
     let d: Value = json(resp).await;
-    let did = d["id"].as_str().unwrap().to_owned();
-    expected.push("deadline.created", &did);
-    if i.is_multiple_of(2) {
-        let resp = t
-            .patch_json(
-                tok,
-                &format!("/v1/deadlines/{did}"),
-                json!({"name": format!("renamed {i}")}),
-            )
-            .await;
-        status_2xx(&resp, "PATCH /v1/deadlines/{id}");
-        expected.push("deadline.updated", &did);
-    }
+    let id = d["id"].as_str().expect("id").to_owned();
+    load.borrow_mut()
+        .expected
+        .push(("deadline.created".into(), id.clone()));
+    let started = Instant::now();
     let resp = t
         .patch_json(
             tok,
-            &format!("/v1/deadlines/{did}/deliver"),
+            &format!("/v1/deadlines/{id}/deliver"),
             json!({"delivered": true}),
         )
         .await;
-    status_2xx(&resp, "PATCH /v1/deadlines/{id}/deliver");
-    expected.push("deadline.delivered", &did);
+    let ok = resp.0.status().is_success();
+    load.borrow_mut().record(started, ok);
+    if ok {
+        load.borrow_mut()
+            .expected
+            .push(("deadline.delivered".into(), id));
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broker_outage_loses_no_event_and_never_fails_the_api() {
-    let Some(uri) = service_url("RABBITMQ_URI", "RabbitMQ") else {
-        return;
-    };
-    let started = Instant::now();
-    let exchange = unique_name("reporter_chaos_events");
+/// Runs rounds every `every` until `stop` says so.
+async fn drive(t: &TestApp, every: Duration, load: &RefCell<Load>, stop: &RefCell<bool>) {
+    let tok = token();
+    let mut i = 0;
+    let mut next = tokio::time::Instant::now();
+    while !*stop.borrow() {
+        round(t, &tok, i, load).await;
+        i += 1;
+        next += every;
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+/// Every event the load produced arrived (before or after the fault), each with one distinct
+/// `ce-id`, and nothing else did.
+fn check_all_arrived(
+    expected: &[(String, String)],
+    pre: Vec<(String, (String, String))>,
+    post: &common::chaos::Received,
+) {
+    let mut by_id: BTreeMap<String, (String, String)> = pre.into_iter().collect();
+    for (id, s) in &post.by_id {
+        let entry = (s.key.clone(), s.subject.clone());
+        if let Some(prev) = by_id.insert(id.clone(), entry.clone()) {
+            assert_eq!(prev, entry, "a duplicate shares its event ({id})");
+        }
+    }
+    let mut seen: Vec<(String, String)> = by_id.into_values().collect();
+    seen.sort();
+    let mut want = expected.to_vec();
+    want.sort();
+    let missing: Vec<_> = want
+        .iter()
+        .filter(|w| seen.binary_search(w).is_err())
+        .collect();
+    let extra: Vec<_> = seen
+        .iter()
+        .filter(|s| want.binary_search(s).is_err())
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} of {} events missing: {:?}; {} unexpected: {:?}",
+        missing.len(),
+        want.len(),
+        missing.iter().take(5).collect::<Vec<_>>(),
+        extra.len(),
+        extra.iter().take(5).collect::<Vec<_>>()
+    );
+    assert_eq!(seen.len(), want.len(), "one distinct ce-id per event");
+}
+
+struct Scenario {
+    t: TestApp,
+    broker: PrivateBroker,
+    queue: String,
+}
+
+async fn scenario() -> Option<Scenario> {
+    let broker = blocking(PrivateBroker::start).await?;
+    let exchange = unique_name("chaos_events");
     let alternate = format!("{exchange}.unroutable");
-    let queue = unique_name("reporter_chaos_durable");
-    let drain = unique_name("reporter_chaos_drain");
-    let _topology = RabbitTopology {
-        queues: vec![queue.clone(), alternate.clone()],
-        exchanges: vec![exchange.clone(), alternate.clone(), drain.clone()],
-    };
-    let mut raw = rabbit_raw(&uri, &exchange, &alternate);
-    raw.streaming_cb_min_requests = "2".into();
+    let queue = unique_name("chaos_durable");
+    let mut raw = rabbit_raw(&broker.uri, &exchange, &alternate);
+    raw.streaming_cb_min_requests = "4".into();
     raw.streaming_cb_timeout_s = "1".into();
     raw.streaming_publish_timeout_ms = "1000".into();
-    raw.streaming_dispatch_poll_ms = "100".into();
     let t = start_raw(raw, Vec::new()).await;
-    // A durable, non-exclusive queue bound with `#`: it survives the outage.
-    {
-        let (q, x) = (queue.clone(), exchange.clone());
-        blocking(move || rabbit_declare_bound_queue(&q, &x, "#")).await;
-    }
-    let tok = token();
-    let mut expected = Expected::default();
+    durable_queue(&broker.uri, &exchange, &queue).await;
+    Some(Scenario { t, broker, queue })
+}
 
-    // Broker up.
-    for i in 0..3 {
-        round(&t, &tok, i, &mut expected).await;
-    }
-    let before = expected.0.len();
-    let mut depth = None;
-    for _ in 0..40 {
-        let q = queue.clone();
-        depth = blocking(move || rabbit_queue_depth(&q)).await;
-        if depth >= Some(before as u64) {
-            break;
+/// The fault a scenario injects.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// `rabbitmqctl stop_app` for this long, then `start_app`.
+    Stop(Duration),
+    /// A memory alarm for this long, then the watermark restored.
+    Alarm(Duration),
+}
+
+impl Fault {
+    fn name(self) -> String {
+        match self {
+            Self::Stop(d) => format!("rabbitmq stop_app {}s", d.as_secs()),
+            Self::Alarm(d) => format!("rabbitmq memory alarm {}s", d.as_secs()),
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert_eq!(
-        depth,
-        Some(before as u64),
-        "with the broker up every event arrives"
-    );
-    let m = t.metrics().await;
-    assert_eq!(breaker_state(&m), Some(0.0), "breaker closed while up");
-
-    // Outage.
-    let outage_started = Instant::now();
-    let mut outage = blocking(BrokerOutage::begin).await;
-    let stop_took = outage_started.elapsed();
-    let mut calls = 0usize;
-    let mut saw_open = false;
-    let mut states = BTreeSet::new();
-    let mut i = 3;
-    let busy = Instant::now();
-    while busy.elapsed() < Duration::from_secs(6) {
-        let call = Instant::now();
-        round(&t, &tok, i, &mut expected).await;
-        calls += 3 + usize::from(i % 2 == 0);
-        assert!(
-            call.elapsed() < Duration::from_secs(2),
-            "API calls do not wait for the broker ({:?})",
-            call.elapsed()
-        );
-        i += 1;
-        let m = t.metrics().await;
-        if let Some(s) = breaker_state(&m) {
-            states.insert(s as i64);
-            saw_open |= s == 2.0;
+    fn length(self) -> Duration {
+        match self {
+            Self::Stop(d) | Self::Alarm(d) => d,
         }
-        tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    let m = t.metrics().await;
-    let emitted = samples(&m, "reporter_events_emitted_total");
-    let important_outboxed: f64 = emitted
-        .iter()
-        .filter(|(labels, _)| {
-            labels.contains(r#"outcome="outboxed""#)
-                && ["template.created", "deadline.created", "deadline.updated"]
-                    .iter()
-                    .any(|k| labels.contains(&format!(r#"event="{k}""#)))
-        })
-        .map(|(_, v)| v)
-        .sum();
-    let pending_in_outage = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
-    assert!(
-        saw_open,
-        "reporter_events_breaker_state reached 2 (open); states seen {states:?}\n{m}"
-    );
-    assert!(
-        important_outboxed > 0.0,
-        "important events fell back to the outbox while the breaker was open\n{m}"
-    );
-    assert!(pending_in_outage.pending > 0, "{pending_in_outage:?}");
+}
 
-    // Broker back.
-    let restart = Instant::now();
-    let restored = blocking(move || {
-        let r = outage.end();
-        (outage, r)
-    })
+/// What was observed while the fault lasted.
+#[derive(Default)]
+struct During {
+    saw_open: bool,
+    /// (gauge, outbox) samples of the pending backlog.
+    backlog: Vec<(f64, f64)>,
+    /// (gauge, outbox) samples of the oldest pending row's age in seconds.
+    oldest: Vec<(f64, f64)>,
+}
+
+/// Steady load (a create and a deliver every 50 ms) for 3 s, the fault, 3 s more; then every
+/// event must arrive. Answers the figures and what was observed during the fault.
+async fn under_load(s: &Scenario, fault: Fault) -> (Figures, During) {
+    let started = Instant::now();
+    let load = RefCell::new(Load::default());
+    let stop = RefCell::new(false);
+    let early = Counter::start(&s.broker.uri, &s.queue).await;
+    let orchestrate = async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let ctl = s.broker.ctl();
+        match fault {
+            Fault::Stop(_) => blocking(move || ctl.stop_app()).await,
+            Fault::Alarm(_) => blocking(move || ctl.watermark("0.0000001")).await,
+        }
+        let began = Instant::now();
+        let mut during = During::default();
+        while began.elapsed() < fault.length() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let m = s.t.metrics().await;
+            during.saw_open |= gauge(&m, "reporter_events_breaker_state") == Some(2.0);
+            let shown = gauge(&m, "reporter_outbox_pending").unwrap_or(0.0);
+            let stats =
+                s.t.app
+                    .ports
+                    .outbox
+                    .stats(chrono::Utc::now())
+                    .await
+                    .expect("stats");
+            during.backlog.push((shown, stats.pending as f64));
+            let age = gauge(&m, "reporter_outbox_oldest_pending_age_seconds").unwrap_or(0.0);
+            let truth_age = stats.oldest_pending_age_secs.unwrap_or(0) as f64;
+            during.oldest.push((age, truth_age));
+        }
+        let ctl = s.broker.ctl();
+        match fault {
+            Fault::Stop(_) => blocking(move || ctl.start_app()).await,
+            Fault::Alarm(_) => blocking(move || ctl.watermark("0.4")).await,
+        }
+        let healed = Instant::now();
+        let late = Counter::start(&s.broker.uri, &s.queue).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        *stop.borrow_mut() = true;
+        (healed, late, during)
+    };
+    let ((healed, late, during), ()) = tokio::join!(
+        orchestrate,
+        drive(&s.t, Duration::from_millis(50), &load, &stop)
+    );
+    let load = load.into_inner();
+    let want = load.expected.len();
+    settle(
+        &[&early, &late],
+        healed + Duration::from_secs(60),
+        Duration::from_millis(500),
+        |got| {
+            let mut ids: std::collections::BTreeSet<&String> = got[0].by_id.keys().collect();
+            ids.extend(got[1].by_id.keys());
+            ids.len() >= want
+        },
+    )
     .await;
-    restored.1.expect("rabbitmqctl start_app");
-    let restart_took = restart.elapsed();
-    let outage_total = outage_started.elapsed();
-    let n = expected.0.len();
-    let recovery = Instant::now();
-    let deadline = recovery + Duration::from_secs(60);
-    // The durable queue kept what arrived before the outage, and fills up with the rest.
-    let mut depth = None;
-    let mut timeline = Vec::new();
-    while Instant::now() < deadline {
-        let q = queue.clone();
-        depth = blocking(move || rabbit_queue_depth(&q)).await;
-        let pending = t
-            .app
+    let (pre, post) = (early.stop(), late.stop());
+    let stats =
+        s.t.app
             .ports
             .outbox
             .stats(chrono::Utc::now())
             .await
-            .map(|s| s.pending)
-            .unwrap_or_default();
-        timeline.push(format!(
-            "{:.1}s: queue {} / outbox {pending}",
-            recovery.elapsed().as_secs_f64(),
-            depth.unwrap_or_default()
-        ));
-        if depth >= Some(n as u64) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let depth_reached = recovery.elapsed();
-    // Read the queue: a policy dead-letters its messages (properties and headers intact) to a
-    // fanout exchange where a tail listens.
-    {
-        let d = drain.clone();
-        blocking(move || rabbit_declare_fanout(&d)).await;
-    }
-    let mut reader = tail(&uri, &drain, "#").await.expect("tail on the drain");
-    {
-        let (q, d) = (queue.clone(), drain.clone());
-        blocking(move || rabbit_drain_queue_to(&q, &d)).await;
-    }
-    let mut by_id: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut received = 0usize;
-    let mut anonymous = 0usize;
-    let read_until = deadline.max(Instant::now() + Duration::from_secs(10));
-    while by_id.len() < n {
-        let now = Instant::now();
-        if now >= read_until {
-            break;
-        }
-        match tokio::time::timeout(read_until - now, reader.next()).await {
-            Ok(Some(Ok(e))) => {
-                received += 1;
-                let Some(id) = e.headers.get("ce-id").cloned() else {
-                    anonymous += 1;
-                    continue;
-                };
-                let entry = (
-                    e.routing_key.clone(),
-                    e.headers.get("ce-subject").cloned().unwrap_or_default(),
-                );
-                if let Some(prev) = by_id.insert(id.clone(), entry.clone()) {
-                    assert_eq!(prev, entry, "duplicates share their event ({id})");
-                }
-            }
-            Ok(Some(Err(e))) => panic!("drain tail failed: {e}"),
-            Ok(None) => panic!("drain tail ended"),
-            Err(_) => break,
-        }
-    }
-    // Late duplicates, if any.
-    while let Ok(Some(Ok(e))) =
-        tokio::time::timeout(Duration::from_millis(500), reader.next()).await
-    {
-        received += 1;
-        if let Some(id) = e.headers.get("ce-id") {
-            by_id.entry(id.clone()).or_insert_with(|| {
-                (
-                    e.routing_key.clone(),
-                    e.headers.get("ce-subject").cloned().unwrap_or_default(),
-                )
-            });
-        }
-    }
-    let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
-    let final_metrics = t.metrics().await;
-    let duplicates = received - by_id.len() - anonymous;
-    eprintln!(
-        "chaos: {n} events ({before} before the outage, {calls} API calls during it); \
-         stop_app {stop_took:?}, outage {outage_total:?} (start_app {restart_took:?}); \
-         queue depth {depth:?} after {depth_reached:?}; read {received} messages, {} distinct \
-         ce-id, {duplicates} duplicates, total {:?}; breaker states seen {states:?}; outbox {stats:?}\n\
-         recovery timeline: {timeline:?}",
-        by_id.len(),
-        started.elapsed()
-    );
-    assert_eq!(anonymous, 0, "every message carries ce-id");
-    let mut seen: Vec<(String, String)> = by_id.into_values().collect();
-    seen.sort();
-    let mut want = expected.0.clone();
-    want.sort();
-    let missing: Vec<_> = want.iter().filter(|w| !seen.contains(w)).collect();
+            .unwrap();
+    // Arrivals after the fault of events not read before it.
+    let new_after: Vec<Instant> = post
+        .at
+        .iter()
+        .filter(|(id, _)| !pre.by_id.contains_key(*id))
+        .map(|(_, at)| *at)
+        .collect();
+    let figures = Figures {
+        scenario: fault.name(),
+        expected: want,
+        delivered: {
+            let mut ids: std::collections::BTreeSet<&String> = pre.by_id.keys().collect();
+            ids.extend(post.by_id.keys());
+            ids.len()
+        },
+        duplicated: pre.messages + post.messages
+            - pre.by_id.len()
+            - post
+                .by_id
+                .keys()
+                .filter(|k| !pre.by_id.contains_key(*k))
+                .count(),
+        api_errors: load.errors,
+        max_api_latency: load.max_latency,
+        recovery_to_first: new_after.iter().min().map(|f| f.duration_since(healed)),
+        recovery_to_last: new_after.iter().max().map(|l| l.duration_since(healed)),
+        notes: format!(
+            "{} API calls; backlog at the end of the fault {:?}, oldest pending age {:?} s (gauge, outbox); outbox after {stats:?}; total {:?}",
+            load.calls,
+            during.backlog.last(),
+            during.oldest.last(),
+            started.elapsed()
+        ),
+    };
+    figures.print();
+    assert_eq!(load.errors, 0, "every call answered 2xx");
     assert!(
-        missing.is_empty(),
-        "{} of {n} events never reached the durable queue within 60 s of the restart: \
-         {missing:?}\noutbox {stats:?}\n{final_metrics}",
-        missing.len()
+        load.max_latency < Duration::from_secs(2),
+        "API calls never wait for the broker ({:?})",
+        load.max_latency
     );
-    assert_eq!(seen, want, "exactly one distinct ce-id per emitted event");
+    check_all_arrived(&load.expected, pre.seen(), &post);
     assert_eq!(stats.pending, 0, "the outbox drained");
     assert_eq!(stats.parked, 0, "nothing parked");
-    // The breaker closed again (the next direct publish succeeded).
-    t.create_template(&tok, "after").await;
-    let mut closed = false;
-    for _ in 0..40 {
-        if breaker_state(&t.metrics().await) == Some(0.0) {
-            closed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let _ = t.create_template(&tok, "after").await;
+    (figures, during)
+}
+
+async fn broker_stopped_under_load(outage: Duration) {
+    let Some(s) = scenario().await else { return };
+    let (_, during) = under_load(&s, Fault::Stop(outage)).await;
+    assert!(during.saw_open, "the breaker opened during the outage");
+    let (_, truth) = during.backlog.last().copied().unwrap_or_default();
+    assert!(truth > 0.0, "events waited in the outbox");
+    for (shown, truth) in &during.backlog {
+        assert!(
+            (shown - truth).abs() <= (truth * 0.05).max(5.0),
+            "reporter_outbox_pending stays true during the outage: shown {shown}, outbox {truth}"
+        );
     }
+    check_oldest_age(&during.oldest, outage);
+}
+
+/// `reporter_outbox_oldest_pending_age_seconds` during an outage: it follows the outbox
+/// (refreshed every second, so at most 2 s behind) and grows with the outage, the oldest row
+/// having waited since about its start.
+fn check_oldest_age(samples: &[(f64, f64)], outage: Duration) {
+    for (shown, truth) in samples {
+        assert!(
+            (shown - truth).abs() <= 2.0,
+            "the oldest-pending-age gauge stays true: shown {shown} s, outbox {truth} s"
+        );
+    }
+    let (last, _) = samples.last().copied().unwrap_or_default();
+    let floor = outage.as_secs_f64() / 2.0;
     assert!(
-        closed,
-        "the breaker closes once the broker is back\n{}",
-        t.metrics().await
+        last >= floor,
+        "the oldest pending event waited about as long as the outage: gauge {last} s at the \
+         end of {outage:?} (samples {samples:?})"
     );
-    drop(restored.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_stopped_10s_under_load_loses_nothing() {
+    broker_stopped_under_load(Duration::from_secs(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_stopped_120s_under_load_loses_nothing() {
+    broker_stopped_under_load(Duration::from_secs(120)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_alarm_times_publishes_out_opens_the_breaker_and_loses_nothing() {
+    let Some(s) = scenario().await else { return };
+    let (_, during) = under_load(&s, Fault::Alarm(Duration::from_secs(12))).await;
+    assert!(during.saw_open, "the breaker opened during the alarm");
+    let m = s.t.metrics().await;
+    let within = samples(&m, "reporter_events_publish_seconds_bucket")
+        .iter()
+        .find(|(l, _)| l.contains(r#"le="2.5""#))
+        .map(|(_, v)| *v)
+        .unwrap_or_default();
+    let all = gauge(&m, "reporter_events_publish_seconds_count").unwrap_or_default();
+    assert!(all > 0.0);
+    assert_eq!(
+        within, all,
+        "every publish + confirm ended within its 1 s deadline (+ margin)\n{m}"
+    );
 }

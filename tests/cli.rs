@@ -76,7 +76,7 @@ fn config_check_lists_every_problem_and_fails() {
         "{err}"
     );
     assert!(
-        err.contains("SERVER_ADDRESS: 'nowhere' is not a socket address"),
+        err.contains("SERVER_ADDRESS: 'nowhere' is not a listen address"),
         "{err}"
     );
     assert!(err.contains("DATASOURCE_LEDGER_PATH: missing"), "{err}");
@@ -208,6 +208,31 @@ fn asyncapi_command_prints_the_committed_document() {
     );
 }
 
+/// `reporter serve` on `addr` with its state in database `name` of `mongo` and artifacts in
+/// GridFS, with `extra` variables; waits until it listens.
+fn serve_on_mongo(
+    addr: &str,
+    mongo: &str,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> std::process::Child {
+    let mut c = reporter();
+    c.arg("serve")
+        .env("SERVER_ADDRESS", addr)
+        .env("AUTH_JWT_SECRET", common::SECRET)
+        .env("MONGO_URI", mongo)
+        .env("MONGO_NAME", name)
+        .env("OBJECT_STORAGE_BACKEND", "gridfs")
+        .env("LOG_LEVEL", "warn")
+        .envs(extra.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("spawn");
+    // Index creation on a busy MongoDB stand-in can take a while.
+    common::wait_listening(addr, &mut child, std::time::Duration::from_secs(60));
+    child
+}
+
 /// `reporter serve` on MongoDB: data survives a restart, and `reporter outbox redrive` reaches
 /// the durable outbox.
 #[test]
@@ -218,31 +243,24 @@ fn serve_on_mongodb_keeps_data_across_a_restart() {
     let name = reporter_contract::services::unique_name("e2e_restart");
     let addr = common::free_addr();
     let start = || {
-        let mut c = reporter();
-        c.arg("serve")
-            .env("SERVER_ADDRESS", &addr)
-            .env("AUTH_JWT_SECRET", common::SECRET)
-            .env("MONGO_URI", &mongo)
-            .env("MONGO_NAME", &name)
-            .env("OBJECT_STORAGE_BACKEND", "gridfs")
-            .env("STREAMING_ENABLED", "true")
-            .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
-            .env("STREAMING_BROKERS", "memory://")
-            .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
-            .env("LOG_LEVEL", "warn")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().expect("spawn");
-        // Index creation on a busy MongoDB stand-in can take a while.
-        common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(60));
-        child
+        serve_on_mongo(
+            &addr,
+            &mongo,
+            &name,
+            &[
+                ("STREAMING_ENABLED", "true"),
+                ("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events"),
+                ("STREAMING_BROKERS", "memory://"),
+                ("STREAMING_CLOUDEVENTS_SOURCE", "reporter"),
+            ],
+        )
     };
     let token = common::token();
     let mut first = start();
     let id = common::upload_txt_raw(
         &addr,
         &token,
-        "hello {{ bank.accounts.branch }}",
+        "hello {{ bank.accounts.0.branch }}",
         "survives",
     );
     let _ = first.kill();
@@ -346,4 +364,184 @@ fn serve_refuses_a_standalone_mongodb_with_the_replica_set_recipe() {
             );
         }
     }
+}
+
+/// The original's deployments write `SERVER_ADDRESS=:4005` (Go: every interface); `serve`
+/// listens there, and answers on loopback.
+#[test]
+fn serve_listens_on_the_originals_colon_port_address() {
+    let addr = common::free_addr();
+    let port = addr.rsplit(':').next().expect("port").to_owned();
+    let mut child = reporter()
+        .arg("serve")
+        .env("SERVER_ADDRESS", format!(":{port}"))
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(30));
+    let (status, _) = common::request(&addr, "GET", "/health", "", "text/plain", b"");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 200);
+}
+
+/// Under concurrency every log line names the one request it belongs to: the request span is
+/// attached to its own future (`instrument`), never left entered on a thread another request
+/// then runs on.
+#[test]
+fn concurrent_requests_log_lines_name_one_request_each() {
+    let addr = common::free_addr();
+    let mut child = reporter()
+        .arg("serve")
+        .env("SERVER_ADDRESS", &addr)
+        .env("AUTH_JWT_SECRET", common::SECRET)
+        .env("LOG_FORMAT", "json")
+        .env("LOG_LEVEL", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(60));
+    let token = common::token();
+    let sent: Vec<String> = (0..24).map(|i| format!("req-{i:02}")).collect();
+    std::thread::scope(|s| {
+        for id in &sent {
+            let (addr, token) = (&addr, &token);
+            s.spawn(move || {
+                let form = common::Form::new()
+                    .file("template", "t.tpl", b"{{ bank.accounts.0.branch }}")
+                    .text("outputFormat", "txt")
+                    .text("description", id);
+                let ct = form.content_type();
+                let body = form.into_body();
+                let mut headers = format!("X-Request-Id: {id}\r\n");
+                headers.push_str(&format!("Content-Type: {ct}\r\n"));
+                let (status, _) =
+                    common::request_with(addr, "POST", "/v1/templates", token, &headers, &body);
+                assert_eq!(status, 201);
+            });
+        }
+    });
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for line in logs.lines().filter(|l| l.contains("template created")) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
+        let ids: Vec<&str> = v["spans"]
+            .as_array()
+            .expect("spans")
+            .iter()
+            .filter(|s| s["name"] == "http")
+            .filter_map(|s| s["request_id"].as_str())
+            .collect();
+        assert_eq!(ids.len(), 1, "one request per line: {line}");
+        assert!(
+            v["fields"]["template_id"].is_string(),
+            "the use case's own event: {line}"
+        );
+        seen.insert(ids[0].to_owned());
+    }
+    let sent: std::collections::BTreeSet<String> = sent.into_iter().collect();
+    assert_eq!(seen, sent, "every request's line names that request");
+}
+
+/// `reporter serve` on MongoDB killed between the commit of an idempotent request and its
+/// answer (the `idempotency-after-commit` failpoint aborts the process there), then retried
+/// with the same `X-Idempotency` key on a restarted process: the retry replays the committed
+/// answer, and exactly one template and one report exist.
+#[test]
+fn an_api_killed_between_commit_and_answer_replays_on_retry() {
+    let Some(mongo) = reporter_contract::services::service_url("MONGODB_URI", "MongoDB") else {
+        return;
+    };
+    let name = reporter_contract::services::unique_name("e2e_idem_crash");
+    let addr = common::free_addr();
+    let start = |failpoint: bool| {
+        let abort = [("FAILPOINTS", "idempotency-after-commit=return")];
+        serve_on_mongo(&addr, &mongo, &name, if failpoint { &abort } else { &[] })
+    };
+    let token = common::token();
+    let form = || {
+        common::Form::new()
+            .file(
+                "template",
+                "t.tpl",
+                b"{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}",
+            )
+            .text("outputFormat", "txt")
+            .text("description", "crash")
+    };
+    let upload = || {
+        let f = form();
+        let headers = format!(
+            "X-Idempotency: crash-template\r\nContent-Type: {}\r\n",
+            f.content_type()
+        );
+        common::request_with(
+            &addr,
+            "POST",
+            "/v1/templates",
+            &token,
+            &headers,
+            &f.into_body(),
+        )
+    };
+    let report = |template: &str| {
+        let body = serde_json::json!({"templateId": template, "filters": {}}).to_string();
+        let headers = "X-Idempotency: crash-report\r\nContent-Type: application/json\r\n";
+        std::panic::catch_unwind(|| {
+            common::request_with(
+                &addr,
+                "POST",
+                "/v1/reports",
+                &token,
+                headers,
+                body.as_bytes(),
+            )
+        })
+    };
+    let count = |path: &str| {
+        let (code, body) = common::request(&addr, "GET", path, &token, "application/json", b"");
+        assert_eq!(code, 200);
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()["total"].clone()
+    };
+
+    // The template: the process dies after committing it, before answering.
+    let mut dying = start(true);
+    let lost = std::panic::catch_unwind(upload);
+    assert!(lost.is_err(), "the first process answered: {lost:?}");
+    let status = dying.wait().expect("wait");
+    assert!(!status.success(), "aborted at the failpoint");
+    let mut alive = start(false);
+    let (code, body) = upload();
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let template = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(count("/v1/templates"), 1, "one template");
+    let _ = alive.kill();
+    let _ = alive.wait();
+
+    // The report, the same way.
+    let mut dying = start(true);
+    assert!(report(&template).is_err(), "the first process answered");
+    let _ = dying.wait();
+    let mut alive = start(false);
+    let (code, body) = report(&template).expect("the retry is answered");
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let (code, again) = report(&template).expect("answered");
+    assert_eq!(code, 201);
+    let id = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).unwrap()["id"].clone();
+    assert_eq!(id(&body), id(&again), "replays the one report");
+    assert_eq!(count("/v1/reports"), 1, "exactly one report");
+    let _ = alive.kill();
+    let _ = alive.wait();
 }

@@ -103,7 +103,19 @@ async fn an_outage_answers_503_and_the_service_recovers_with_nothing_lost() {
     let ready = t.client.get("/readyz").send().await;
     assert_eq!(ready.0.status().as_u16(), 503);
     let body = json(ready).await;
+    // The original's unhealthy body: top-level status, the failing check down with its error.
+    assert_eq!(body["status"], "unhealthy", "{body}");
     assert_eq!(body["checks"]["mongodb"]["status"], "down", "{body}");
+    assert!(
+        body["checks"]["mongodb"]["error"]
+            .as_str()
+            .is_some_and(|e| !e.trim().is_empty()),
+        "the failing check says why: {body}"
+    );
+    assert!(
+        body["version"].is_string() && body["deployment_mode"].is_string(),
+        "{body}"
+    );
     t.client.get("/health").send().await.assert_status_is_ok();
     // One server selection timeout (1 s) per call, plus retries of a connection that broke;
     // never the 30 s transaction budget.
@@ -184,7 +196,7 @@ async fn an_outage_answers_503_and_the_service_recovers_with_nothing_lost() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    eprintln!(
+    reporter_contract::figure!(
         "mongo outage: {outage_took:?} cut; a read answered 503 in {list_took:?}, four more \
          calls (reads, writes, upload) in {writes_took:?}; API answering again {recovered:?} \
          after the server returned"

@@ -7,7 +7,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use poem::http::StatusCode;
 use reporter::http::auth::Claims;
 use reporter_ports::TenantId;
-use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope};
+use reporter_ports::ports::{IdempotencyBegin, IdempotencyOwner, IdempotencyScope};
 use serde_json::json;
 
 fn claims(exp_offset_secs: i64) -> Claims {
@@ -319,6 +319,24 @@ async fn idempotent_upload_replays_the_stored_response() {
     );
 }
 
+/// Reserves `scope` as a concurrent request (that never renews) would, for `lease_s` seconds.
+async fn reserve(t: &TestApp, scope: &IdempotencyScope, lease_s: i64) {
+    let now = chrono::Utc::now();
+    let begun = t
+        .app
+        .ports
+        .idempotency
+        .begin(
+            scope,
+            IdempotencyOwner::new(),
+            now,
+            now + chrono::Duration::seconds(lease_s),
+        )
+        .await
+        .unwrap();
+    assert_eq!(begun, IdempotencyBegin::Started);
+}
+
 #[tokio::test]
 async fn a_duplicate_in_flight_gets_409_and_a_failure_releases_the_key() {
     let t = start().await;
@@ -329,16 +347,7 @@ async fn a_duplicate_in_flight_gets_409_and_a_failure_releases_the_key() {
         operation: "POST /v1/templates".into(),
         key: "busy".into(),
     };
-    let now = chrono::Utc::now();
-    assert_eq!(
-        t.app
-            .ports
-            .idempotency
-            .begin(&scope, now, now + chrono::Duration::seconds(60))
-            .await
-            .unwrap(),
-        IdempotencyBegin::Started
-    );
+    reserve(&t, &scope, 60).await;
     let form = Form::new()
         .file("template", "t.tpl", b"x")
         .text("outputFormat", "txt");
@@ -409,7 +418,7 @@ async fn ops_endpoints_are_public() {
     let r = t.client.get("/readyz").send().await;
     r.assert_status_is_ok();
     let r = json(r).await;
-    assert_eq!(r["status"], "ready");
+    assert_eq!(r["status"], "healthy");
     for check in ["store", "objectStorage", "dataSource:bank"] {
         assert_eq!(r["checks"][check]["status"], "up", "{r}");
     }
@@ -568,4 +577,216 @@ async fn unknown_routes_methods_and_malformed_bodies_get_clean_4xx() {
         .send()
         .await;
     expect_error(resp, 413, "TPL-0413").await;
+}
+
+#[tokio::test]
+async fn method_not_allowed_lists_the_allowed_methods() {
+    let t = start().await;
+    let tok = token();
+    for (method, path, allow) in [
+        ("PUT", "/v1/templates", "GET, HEAD, POST"),
+        (
+            "POST",
+            "/v1/deadlines/0198a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b",
+            "DELETE, GET, HEAD, PATCH",
+        ),
+        ("DELETE", "/v1/deadlines/notifications", "GET, HEAD"),
+        ("POST", "/health", "GET, HEAD"),
+    ] {
+        let req = match method {
+            "PUT" => t.client.put(path),
+            "POST" => t.client.post(path),
+            _ => t.client.delete(path),
+        };
+        let resp = req.header("authorization", bearer(&tok)).send().await;
+        resp.assert_header("allow", allow);
+        expect_error(resp, 405, "TPL-0405").await;
+    }
+}
+
+#[tokio::test]
+async fn request_heads_over_their_bounds_get_the_error_body() {
+    let t = start().await;
+    let tok = token();
+    let long = format!("/v1/templates?description={}", "a".repeat(9000));
+    let body = expect_error(
+        t.client
+            .get(long)
+            .header("authorization", bearer(&tok))
+            .send()
+            .await,
+        414,
+        "TPL-0414",
+    )
+    .await;
+    assert_eq!(body["title"], "Request URI too long");
+    let body = expect_error(
+        t.client
+            .get("/v1/templates")
+            .header("authorization", bearer(&tok))
+            .header("x-padding", "b".repeat(40_000))
+            .send()
+            .await,
+        431,
+        "TPL-0431",
+    )
+    .await;
+    assert!(body["message"].as_str().unwrap().contains("32768"));
+}
+
+#[tokio::test]
+async fn human_text_refuses_control_and_bidi_characters_everywhere() {
+    let t = start().await;
+    let tok = token();
+    for bad in [
+        "a\u{0}b",
+        "esc\u{1b}[31m",
+        "two\r\nlines",
+        "tab\there",
+        "x\u{202E}fdp.exe",
+    ] {
+        let mut body = deadline_body(30);
+        body["name"] = json!(bad);
+        let r = t.post_json(&tok, "/v1/deadlines", body).await;
+        let e = expect_error(r, 400, "TPL-0064").await;
+        assert!(e["fields"]["name"].is_string(), "{e}");
+        let mut body = deadline_body(31);
+        body["description"] = json!(bad);
+        let r = t.post_json(&tok, "/v1/deadlines", body).await;
+        expect_error(r, 400, "TPL-0064").await;
+        let form = Form::new()
+            .file("template", "t.tpl", b"{{ bank.accounts.0.branch }}")
+            .text("outputFormat", "txt")
+            .text("description", bad);
+        let e = expect_error(t.upload(&tok, form).await, 400, "TPL-0064").await;
+        assert!(e["fields"]["description"].is_string(), "{e}");
+    }
+    // Letters of every script, punctuation and emoji are text.
+    let mut body = deadline_body(32);
+    body["name"] = json!("Relatório — 你好 🙂");
+    let r = t.post_json(&tok, "/v1/deadlines", body).await;
+    r.assert_status(StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn wrong_json_types_are_400_not_coerced() {
+    let t = start().await;
+    let tok = token();
+    for (field, value) in [
+        ("name", json!(123)),
+        ("color", json!(true)),
+        ("type", json!(["regulatory"])),
+    ] {
+        let mut body = deadline_body(40);
+        body[field] = value;
+        let r = t.post_json(&tok, "/v1/deadlines", body).await;
+        let e = expect_error(r, 400, "TPL-0017").await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("Expected input type"),
+            "{field}: {e}"
+        );
+    }
+    let r = t
+        .post_json(
+            &tok,
+            "/v1/reports",
+            json!({"templateId": 42, "filters": {}}),
+        )
+        .await;
+    expect_error(r, 400, "TPL-0017").await;
+}
+
+#[tokio::test]
+async fn headers_are_checked_once_where_the_request_enters() {
+    let t = start().await;
+    let tok = token();
+    let id = t.create_template(&tok, "headers").await;
+    for key in ["two words", " lead", &"k".repeat(256)] {
+        let resp = t
+            .client
+            .post("/v1/reports")
+            .header("authorization", bearer(&tok))
+            .header("x-idempotency", key)
+            .content_type("application/json")
+            .body(json!({"templateId": id, "filters": {}}).to_string())
+            .send()
+            .await;
+        let e = expect_error(resp, 400, "TPL-0017").await;
+        assert!(e["fields"]["X-Idempotency"].is_string(), "{e}");
+    }
+    // A request id over the rule is replaced by a generated one, which is echoed and carried
+    // to the report's job.
+    let long = "r".repeat(10_000);
+    let resp = t
+        .client
+        .post("/v1/reports")
+        .header("authorization", bearer(&tok))
+        .header("x-request-id", long.as_str())
+        .content_type("application/json")
+        .body(json!({"templateId": id, "filters": {}}).to_string())
+        .send()
+        .await;
+    resp.assert_status(StatusCode::CREATED);
+    let echoed = resp.0.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(uuid::Uuid::parse_str(&echoed).is_ok(), "{echoed}");
+}
+
+#[tokio::test]
+async fn the_served_spec_points_at_the_server_that_serves_it() {
+    let t = start().await;
+    let spec = json(t.client.get("/openapi.json").send().await).await;
+    assert_eq!(
+        spec["servers"],
+        json!([{"url": "/", "description": "the server serving this document"}])
+    );
+    let ui = t.client.get("/swagger/").send().await;
+    ui.assert_status_is_ok();
+    let html = ui.0.into_body().into_string().await.unwrap();
+    assert!(
+        html.contains(r#""url": "/""#),
+        "Swagger UI uses the relative server"
+    );
+    assert!(!html.contains("127.0.0.1:4005"));
+}
+
+/// A reservation is a lease: a key whose holder stopped renewing it (its process died) is free
+/// again once the lease ends, not after a fixed minute, and the retry runs once.
+#[tokio::test]
+async fn a_dead_holders_key_is_free_after_its_lease() {
+    let t = start().await;
+    let tok = token();
+    let scope = IdempotencyScope {
+        tenant: TenantId::default_tenant(),
+        operation: "POST /v1/templates".into(),
+        key: "orphan".into(),
+    };
+    // Reserved by a holder that never renews, with a lease ending in a second.
+    reserve(&t, &scope, 1).await;
+    let upload = || {
+        let form = Form::new()
+            .file("template", "t.tpl", b"hello")
+            .text("outputFormat", "txt");
+        let ct = form.content_type();
+        t.client
+            .post("/v1/templates")
+            .header("authorization", bearer(&tok))
+            .header("x-idempotency", "orphan")
+            .content_type(ct)
+            .body(form.into_body())
+            .send()
+    };
+    expect_error(upload().await, 409, "TPL-0039").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let first = upload().await;
+    first.assert_status(StatusCode::CREATED);
+    let id = json(first).await["id"].clone();
+    let replay = upload().await;
+    replay.assert_header("x-idempotency-replayed", "true");
+    assert_eq!(json(replay).await["id"], id, "the same template, once");
 }

@@ -124,7 +124,7 @@ fn api_and_worker(multi_tenant: bool) {
         b"",
     );
     assert_eq!(status, 200);
-    assert_eq!(String::from_utf8(body).unwrap(), "1:10.50;2:3.25;");
+    assert_eq!(String::from_utf8(body).unwrap(), "1:10.5;2:3.25;");
     // The worker answers its ops endpoints only.
     let (status, _) = common::request(&health, "GET", "/readyz", &token, "application/json", b"");
     assert_eq!(status, 200);
@@ -336,7 +336,7 @@ async fn a_killed_dispatcher_s_rows_are_published_by_another_after_the_lease() {
         depth.unwrap_or_default() >= ROWS as u64,
         "the queue holds {depth:?} messages for {ROWS} rows"
     );
-    eprintln!(
+    reporter_contract::figure!(
         "killed dispatcher: {} rows leased at the kill ({killed_at}); B drained {ROWS} rows in \
          {drained:?}; queue depth {depth:?} ({} duplicates from rows A published unsettled)",
         held.len(),

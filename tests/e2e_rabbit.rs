@@ -47,7 +47,7 @@ fn env_for(dir: &std::path::Path) -> Vec<(String, String)> {
     ]
 }
 
-const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum(\"amount\") }}";
+const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum:\"amount\" }}";
 
 /// Reads the tail until `done` holds or `within` elapses; answers what arrived.
 async fn collect(
@@ -192,18 +192,18 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
     assert_eq!(t.wait_report(&finished, 1200).await["status"], "Finished");
     exp("report.finished", &finished);
     let partial_tpl = t
-        .upload_template("txt", "{{ ledger.entries.id }}{{ down.t.f }}")
+        .upload_template("txt", "{{ ledger.entries.0.id }}{{ down.t.0.f }}")
         .await;
     exp("template.created", &partial_tpl);
     let partial = t.request_report(&partial_tpl, json!({})).await;
     exp("report.requested", &partial);
     assert_eq!(t.wait_report(&partial, 1200).await["status"], "Partial");
     exp("report.partial", &partial);
-    let errored_tpl = t.upload_template("txt", "{{ down.t.f }}").await;
+    let errored_tpl = t.upload_template("txt", "{{ down.t.0.f }}").await;
     exp("template.created", &errored_tpl);
     let errored = t.request_report(&errored_tpl, json!({})).await;
     exp("report.requested", &errored);
-    assert_eq!(t.wait_report(&errored, 1200).await["status"], "Errored");
+    assert_eq!(t.wait_report(&errored, 1200).await["status"], "Error");
     exp("report.errored", &errored);
     let d = t.create_deadline(&tok, deadline_body(4)).await["id"]
         .as_str()
@@ -283,7 +283,30 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
             assert!(payload["failed_section_count"].as_u64().unwrap_or(0) >= 1);
         }
         if key == EventKey::ReportErrored {
-            assert!(payload.get("artifact_object_key").is_none(), "{payload}");
+            // The seed: every field of report.finished but the artifact ones, plus the code
+            // and its summary; the status as the original spells it.
+            let fields: BTreeSet<&str> = payload
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(
+                fields,
+                BTreeSet::from([
+                    "report_id",
+                    "template_id",
+                    "output_format",
+                    "status",
+                    "completed_at",
+                    "duration_ms",
+                    "section_count",
+                    "error_code",
+                    "error_summary"
+                ]),
+                "{payload}"
+            );
+            assert_eq!(payload["status"], "Error", "{payload}");
             assert!(payload["error_code"].is_string(), "{payload}");
         }
         if let Some(prev) = by_id.insert(id, e) {
@@ -304,7 +327,7 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
     assert_eq!(seen, expected, "one event per action, on the right subject");
     // Everything was routed to the tail: the alternate exchange's queue stays empty.
     assert_eq!(rabbit_queue_depth(&alternate), Some(0));
-    eprintln!(
+    reporter_contract::figure!(
         "twelve keys over RabbitMQ: {} messages ({} distinct, {duplicates} duplicates); actions {:?}, total {:?}",
         got.len(),
         by_id.len(),

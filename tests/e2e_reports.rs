@@ -77,7 +77,7 @@ async fn download(t: &TestApp, id: &str) -> (String, String, Vec<u8>) {
     (ct, cd, resp.0.into_body().into_vec().await.unwrap())
 }
 
-const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum(\"amount\") }}";
+const TXT: &str = "{% for e in ledger.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ ledger.entries|sum:\"amount\" }}";
 
 #[tokio::test]
 async fn text_formats_render_byte_for_byte_with_and_without_filters() {
@@ -87,35 +87,36 @@ async fn text_formats_render_byte_for_byte_with_and_without_filters() {
             "txt",
             TXT,
             json!({}),
-            "1 A 10.50\n2 B 3.25\n3 A 1.00\ntotal=14.75",
+            "1 A 10.5\n2 B 3.25\n3 A 1\ntotal=14.75",
             "text/plain; charset=utf-8",
         ),
         (
             "txt",
             TXT,
             json!({"ledger": {"entries": {"account": {"eq": ["A"]}}}}),
-            "1 A 10.50\n3 A 1.00\ntotal=11.50",
+            "1 A 10.5\n3 A 1\ntotal=11.5",
             "text/plain; charset=utf-8",
         ),
         (
             "csv",
             "id,amount\n{% for e in ledger.entries %}{{ e.id }},{{ e.amount }}\n{% endfor %}",
             json!({"ledger": {"entries": {"kind": {"in": ["debit"]}}}}),
-            "id,amount\n2,3.25\n3,1.00\n",
+            "id,amount\n2,3.25\n3,1\n",
             "text/csv; charset=utf-8",
         ),
         (
             "xml",
             "<?xml version=\"1.0\"?><entries>{% for e in ledger.entries %}<entry id=\"{{ e.id }}\">{{ e.amount }}</entry>{% endfor %}</entries>",
             json!({"ledger": {"entries": {"id": {"between": [2, 3]}}}}),
-            "<?xml version=\"1.0\"?><entries><entry id=\"2\">3.25</entry><entry id=\"3\">1.00</entry></entries>",
+            "<?xml version=\"1.0\"?><entries><entry id=\"2\">3.25</entry><entry id=\"3\">1</entry></entries>",
             "application/xml",
         ),
         (
             "html",
             "<html><body><table>{% for e in ledger.entries %}<tr><td>{{ e.account }}</td><td>{{ e.amount }}</td></tr>{% endfor %}</table></body></html>",
             json!({"ledger": {"entries": {"amount": {"nin": ["3.25"]}}}}),
-            "<html><body><table><tr><td>A</td><td>10.50</td></tr><tr><td>A</td><td>1.00</td></tr></table></body></html>",
+            // HTML passes the sanitizer: parsed and written back as a normalized document.
+            "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"></head>\n<body>\n<table><tbody><tr><td>A</td><td>10.5</td></tr><tr><td>A</td><td>1</td></tr></tbody></table>\n</body>\n</html>\n",
             "text/html; charset=utf-8",
         ),
     ];
@@ -183,7 +184,7 @@ async fn pdf_flow(t: &TestApp) {
     assert_eq!(ct, "application/pdf");
     assert!(bytes.starts_with(b"%PDF-"));
     if let Some(text) = pdftotext(&bytes) {
-        for needle in ["Ledger", "10.50", "3.25", "1.00"] {
+        for needle in ["Ledger", "10.5", "3.25", "1"] {
             assert!(
                 text.contains(needle),
                 "{needle} missing from the PDF text:\n{text}"
@@ -227,7 +228,7 @@ async fn one_source_down_is_partial_and_not_downloadable() {
                 .file(
                     "template",
                     "t.tpl",
-                    b"{{ ledger.entries.amount }} {{ down.t.f }}",
+                    b"{{ ledger.entries.0.amount }} {{ down.t.0.f }}",
                 )
                 .text("outputFormat", "txt"),
         )
@@ -242,11 +243,14 @@ async fn one_source_down_is_partial_and_not_downloadable() {
     let id = t.request_report(&tpl, json!({})).await;
     let r = t.wait_report(&id, 600).await;
     assert_eq!(r["status"], "Partial", "{r}");
-    assert_eq!(r["metadata"]["sections"]["ledger"]["ok"], true);
+    assert_eq!(r["metadata"]["sections"]["ledger"], json!({"ok": true}));
     assert_eq!(
         r["metadata"]["sections"]["down"],
-        json!({"ok": false, "errorCode": "data_source_unavailable"})
+        json!({"ok": false, "error_code": "data_source_unavailable"})
     );
+    // The original's metadata keys with our fixed vocabulary.
+    assert_eq!(r["metadata"]["error"], "Some report data sections failed");
+    assert_eq!(r["metadata"]["error_code"], "report_sections_failed");
     expect_error(
         t.get(&token(), &format!("/v1/reports/{id}/download")).await,
         422,
@@ -262,7 +266,7 @@ async fn one_source_down_is_partial_and_not_downloadable() {
         .await
         .unwrap()
         .expect("partial artifact");
-    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "10.50 ");
+    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "10.5 ");
     let events = t.broker.as_ref().unwrap().deliveries();
     let partial = events
         .iter()
@@ -284,8 +288,9 @@ async fn one_source_down_is_partial_and_not_downloadable() {
 async fn expect_errored(t: &TestApp, tpl: &str, code: &str) -> Value {
     let id = t.request_report(tpl, json!({})).await;
     let r = t.wait_report(&id, 600).await;
-    assert_eq!(r["status"], "Errored", "{r}");
-    assert_eq!(r["metadata"]["errorCode"], code, "{r}");
+    assert_eq!(r["status"], "Error", "{r}");
+    assert_eq!(r["metadata"]["error_code"], code, "{r}");
+    assert!(r["metadata"]["error"].is_string(), "{r}");
     let text = r.to_string().to_lowercase();
     for leak in [
         "fuel",
@@ -317,24 +322,27 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
         }),
     )
     .await;
-    let all_down = t.upload_template("txt", "{{ down.t.f }}").await;
+    let all_down = t.upload_template("txt", "{{ down.t.0.f }}").await;
     let r = expect_errored(&t, &all_down, "report_generation_failed").await;
     assert_eq!(
-        r["metadata"]["sections"]["down"]["errorCode"],
+        r["metadata"]["sections"]["down"]["error_code"],
         "data_source_unavailable"
     );
+    assert_eq!(r["metadata"]["error"], "Report generation failed");
+    // An unknown filter no longer uploads (TPL-0008, as in the original); a template that
+    // parses but fails while rendering: `date` of a text that is not a date.
     let render_error = t
-        .upload_template("txt", "{{ ledger.entries.amount|no_such_filter }}")
+        .upload_template("txt", "{{ ledger.entries.0.amount|date:\"2006\" }}")
         .await;
     expect_errored(&t, &render_error, "report_generation_failed").await;
-    let endless = t.upload_template("txt", "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}{{ ledger.entries.id }}").await;
+    let endless = t.upload_template("txt", "{% for a in \"x\"|center:100000 %}{% for b in \"x\"|center:100000 %}{% endfor %}{% endfor %}{{ ledger.entries.0.id }}").await;
     expect_errored(&t, &endless, "report_generation_failed").await;
-    let huge = t.upload_template("txt", "{% for a in range(90000) %}{{ \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" }}{% endfor %}{{ ledger.entries.id }}").await;
+    let huge = t.upload_template("txt", "{% for a in \"x\"|center:90000 %}{{ \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" }}{% endfor %}{{ ledger.entries.0.id }}").await;
     expect_errored(&t, &huge, "report_generation_failed").await;
     let deep = t
         .upload_template(
             "txt",
-            "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}{{ ledger.entries.id }}",
+            "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}{{ ledger.entries.0.id }}",
         )
         .await;
     expect_errored(&t, &deep, "report_generation_failed").await;
@@ -354,7 +362,9 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
     for e in errored {
         assert_eq!(e.payload["error_code"], "report_generation_failed");
         assert_eq!(e.payload["error_summary"], "Report generation failed");
+        assert_eq!(e.payload["status"], "Error");
         assert!(e.payload.get("artifact_object_key").is_none());
+        assert!(e.payload["section_count"].is_u64(), "{}", e.payload);
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -404,10 +414,10 @@ async fn a_job_over_its_deadline_ends_timed_out() {
     })
     .await;
     let tpl = t
-        .upload_template("txt", "{{ slow.slow.id }}{{ ledger.entries.id }}")
+        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
         .await;
     let r = expect_errored(&t, &tpl, "report_generation_timeout").await;
-    assert_eq!(r["metadata"]["errorSummary"], "Report generation timed out");
+    assert_eq!(r["metadata"]["error"], "Report generation timed out");
     drop(t);
     pg.remove().await;
 }
@@ -522,7 +532,7 @@ async fn downloads_survive_template_deletion_and_lists_filter() {
     let (_, _, bytes) = download(&t, &id).await;
     assert_eq!(
         String::from_utf8(bytes).unwrap(),
-        "1 A 10.50\n2 B 3.25\n3 A 1.00\ntotal=14.75"
+        "1 A 10.5\n2 B 3.25\n3 A 1\ntotal=14.75"
     );
     // Lists
     let other = t.upload_template("txt", TXT).await;
@@ -709,11 +719,11 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
     let finished = t.request_report(&tpl, json!({})).await;
     t.wait_report(&finished, 600).await;
     let partial_tpl = t
-        .upload_template("txt", "{{ ledger.entries.id }}{{ down.t.f }}")
+        .upload_template("txt", "{{ ledger.entries.0.id }}{{ down.t.0.f }}")
         .await;
     t.wait_report(&t.request_report(&partial_tpl, json!({})).await, 600)
         .await;
-    let errored_tpl = t.upload_template("txt", "{{ down.t.f }}").await;
+    let errored_tpl = t.upload_template("txt", "{{ down.t.0.f }}").await;
     t.wait_report(&t.request_report(&errored_tpl, json!({})).await, 600)
         .await;
     let d = t.create_deadline(&tok, deadline_body(4)).await["id"]
@@ -814,7 +824,7 @@ async fn shutdown_cancels_jobs_that_outlive_the_drain() {
     })
     .await;
     let tpl = t
-        .upload_template("txt", "{{ slow.slow.id }}{{ ledger.entries.id }}")
+        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
         .await;
     let id = t.request_report(&tpl, json!({})).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -827,15 +837,12 @@ async fn shutdown_cancels_jobs_that_outlive_the_drain() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(r["status"], "Errored", "{r}");
+    assert_eq!(r["status"], "Error", "{r}");
     assert_eq!(
-        r["metadata"]["errorCode"], "report_generation_canceled",
+        r["metadata"]["error_code"], "report_generation_canceled",
         "{r}"
     );
-    assert_eq!(
-        r["metadata"]["errorSummary"],
-        "Report generation was canceled"
-    );
+    assert_eq!(r["metadata"]["error"], "Report generation was canceled");
     drop(t);
     pg.remove().await;
 }

@@ -76,13 +76,27 @@ async fn manifest_lists_the_twelve_definitions_with_no_store() {
         assert_eq!(finished["class"], "fact");
         assert_eq!(finished["schemaVersion"], "1.0.0");
         assert_eq!(finished["deliveryProfile"], "Critical");
+        // The seed's delivery table in lib-streaming's vocabulary: dead-letter handling of
+        // routable failures is requested for every event (no route configures a DLQ).
+        for e in m["events"].as_array().unwrap() {
+            let expected = match e["deliveryProfile"].as_str().unwrap() {
+                "Important" => {
+                    json!({"enabled": true, "direct": "direct", "outbox": "fallback_on_circuit_open", "dlq": "on_routable_failure"})
+                }
+                "Critical" => {
+                    json!({"enabled": true, "direct": "skip", "outbox": "always", "dlq": "on_routable_failure"})
+                }
+                other => panic!("unknown profile {other}"),
+            };
+            assert_eq!(e["defaultPolicy"], expected, "{}", e["key"]);
+        }
         assert_eq!(
             finished["defaultPolicy"],
-            json!({"enabled": true, "direct": "skip", "outbox": "always", "dlq": "never"})
+            json!({"enabled": true, "direct": "skip", "outbox": "always", "dlq": "on_routable_failure"})
         );
         assert_eq!(
-            m["events"][0]["defaultPolicy"]["outbox"],
-            "fallback_on_circuit_open"
+            m["events"][0]["defaultPolicy"],
+            json!({"enabled": true, "direct": "direct", "outbox": "fallback_on_circuit_open", "dlq": "on_routable_failure"})
         );
         assert!(finished["payloadSchema"]["properties"]["artifact_object_key"].is_object());
     }

@@ -55,16 +55,16 @@ async fn upload_stores_the_template_and_its_mapped_fields() {
 async fn every_format_is_accepted_case_insensitively() {
     let t = start().await;
     let cases: [(&str, Vec<u8>); 5] = [
-        ("Html", html("{{ bank.accounts.holder_name }}")),
+        ("Html", html("{{ bank.accounts.0.holder_name }}")),
         ("PDF", html("x")),
-        ("csv", b"a,b\n{{ bank.accounts.account_id }},1".to_vec()),
+        ("csv", b"a,b\n{{ bank.accounts.0.account_id }},1".to_vec()),
         (
             "XmL",
-            b"<?xml version=\"1.0\"?><r>{{ bank.accounts.branch }}</r>".to_vec(),
+            b"<?xml version=\"1.0\"?><r>{{ bank.accounts.0.branch }}</r>".to_vec(),
         ),
         (
             "TXT",
-            b"total: {{ bank.transactions|sum(\"amount\") }}".to_vec(),
+            b"total: {{ bank.transactions|sum:\"amount\" }}".to_vec(),
         ),
     ];
     for (format, content) in cases {
@@ -158,7 +158,7 @@ async fn upload_validation_errors_have_their_codes() {
     upload_err(
         &t,
         Form::new()
-            .file("template", "t.tpl", b"{{ bank.accounts.branch ")
+            .file("template", "t.tpl", b"{{ bank.accounts.0.branch ")
             .text("outputFormat", "txt"),
         400,
         "TPL-0008",
@@ -229,7 +229,7 @@ async fn references_must_exist_in_the_data_sources() {
     let body = upload_err(
         &t,
         Form::new()
-            .file("template", "t.tpl", b"{{ nope.accounts.x }}")
+            .file("template", "t.tpl", b"{{ nope.accounts.0.x }}")
             .text("outputFormat", "txt"),
         400,
         "TPL-0031",
@@ -239,7 +239,7 @@ async fn references_must_exist_in_the_data_sources() {
     upload_err(
         &t,
         Form::new()
-            .file("template", "t.tpl", b"{{ bank.ledger.x }}")
+            .file("template", "t.tpl", b"{{ bank.ledger.0.x }}")
             .text("outputFormat", "txt"),
         400,
         "TPL-0030",
@@ -261,6 +261,33 @@ async fn references_must_exist_in_the_data_sources() {
     let fields = body["fields"].as_object().unwrap();
     assert!(
         fields.contains_key("bank.accounts.iban") && fields.contains_key("bank.accounts.nickname"),
+        "{body}"
+    );
+    // The field argument of filter() is checked like every other field (as the original).
+    let body = upload_err(
+        &t,
+        Form::new()
+            .file(
+                "template",
+                "t.tpl",
+                br#"{% for a in filter(bank.accounts, "nope", "x") %}{{ a.branch }}{% endfor %}"#,
+            )
+            .text("outputFormat", "txt"),
+        400,
+        "TPL-0014",
+    )
+    .await;
+    let fields = body["fields"].as_object().unwrap();
+    assert_eq!(
+        fields.keys().collect::<Vec<_>>(),
+        ["bank.accounts.nope"],
+        "only the unknown filter field is named: {body}"
+    );
+    assert!(
+        fields["bank.accounts.nope"]
+            .as_str()
+            .unwrap()
+            .contains("nope"),
         "{body}"
     );
 }
@@ -597,7 +624,7 @@ async fn configured_file_sources_are_served_and_validated() {
     t.upload(
         &tok,
         Form::new()
-            .file("template", "t.tpl", b"{{ credit.loans.principal }}")
+            .file("template", "t.tpl", b"{{ credit.loans.0.principal }}")
             .text("outputFormat", "txt"),
     )
     .await
@@ -606,7 +633,7 @@ async fn configured_file_sources_are_served_and_validated() {
     upload_err(
         &t,
         Form::new()
-            .file("template", "t.tpl", b"{{ bank.accounts.branch }}")
+            .file("template", "t.tpl", b"{{ bank.accounts.0.branch }}")
             .text("outputFormat", "txt"),
         400,
         "TPL-0031",

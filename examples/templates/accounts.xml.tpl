@@ -2,13 +2,13 @@
 <accounts source="bank">
 {%- for a in bank.accounts %}
   <account id="{{ a.account_id }}" currency="{{ a.currency }}">
-    <holder>{{ a.holder_name|e }}</holder>
-    <branch>{{ a.branch|e }}</branch>
+    <holder>{{ a.holder_name }}</holder>
+    <branch>{{ a.branch }}</branch>
     <openedOn>{{ a.opened_on }}</openedOn>
     <balances>
-    {%- for b in bank.balances if b.account_id == a.account_id %}
+    {%- for b in bank.balances %}{% if b.account_id == a.account_id %}
       <balance asOf="{{ b.as_of }}">{{ b.balance }}</balance>
-    {%- endfor %}
+    {%- endif %}{% endfor %}
     </balances>
   </account>
 {%- endfor %}

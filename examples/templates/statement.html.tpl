@@ -21,7 +21,7 @@
         <tr><th>Booked on</th><th>Reference</th><th>Category</th><th>Debit</th><th>Credit</th></tr>
       </thead>
       <tbody>
-        {% for t in bank.transactions if t.account_id == a.account_id %}
+        {% for t in filter(bank.transactions, "account_id", a.account_id) %}
         <tr>
           <td>{{ t.booked_on }}</td>
           <td>{{ t.transaction_id }}</td>
@@ -33,8 +33,8 @@
       </tbody>
     </table>
     <p>Balances:
-      {% for b in bank.balances if b.account_id == a.account_id %}
-      {{ b.as_of }}: {{ b.balance }} {{ a.currency }}{% if not loop.last %};{% endif %}
+      {% for b in filter(bank.balances, "account_id", a.account_id) %}
+      {{ b.as_of }}: {{ b.balance }} {{ a.currency }}{% if not forloop.Last %};{% endif %}
       {% endfor %}
     </p>
   </section>

@@ -8,6 +8,8 @@ use std::fmt;
 pub struct DataSourceId(String);
 
 impl DataSourceId {
+    /// The rule [`Self::parse`] applies, as an ECMA-262 / PCRE pattern.
+    pub const PATTERN: &'static str = "^[a-zA-Z][a-zA-Z0-9_-]{0,127}$";
     /// Parses and validates an id.
     pub fn parse(raw: &str) -> Option<Self> {
         let mut chars = raw.chars();
@@ -37,6 +39,10 @@ pub enum DataSourceKind {
     Postgresql,
     /// MongoDB.
     Mongodb,
+    /// MySQL or MariaDB.
+    Mysql,
+    /// Microsoft SQL Server.
+    Sqlserver,
 }
 
 impl DataSourceKind {
@@ -46,6 +52,8 @@ impl DataSourceKind {
             Self::File => "file",
             Self::Postgresql => "postgresql",
             Self::Mongodb => "mongodb",
+            Self::Mysql => "mysql",
+            Self::Sqlserver => "sqlserver",
         }
     }
 }

@@ -26,6 +26,8 @@ pub enum DeadlineType {
 }
 
 impl DeadlineType {
+    /// Every type.
+    pub const ALL: [DeadlineType; 2] = [Self::Regulatory, Self::Custom];
     /// Parses `regulatory` / `custom` (case-insensitive).
     pub fn parse(raw: &str) -> Option<Self> {
         match raw.trim().to_ascii_lowercase().as_str() {
@@ -62,6 +64,15 @@ pub enum Frequency {
 }
 
 impl Frequency {
+    /// Every frequency.
+    pub const ALL: [Frequency; 6] = [
+        Self::Once,
+        Self::Daily,
+        Self::Weekly,
+        Self::Monthly,
+        Self::Semiannual,
+        Self::Annual,
+    ];
     /// Parses a frequency name (case-insensitive).
     pub fn parse(raw: &str) -> Option<Self> {
         match raw.trim().to_ascii_lowercase().as_str() {
@@ -108,6 +119,8 @@ pub enum DeadlineStatus {
 }
 
 impl DeadlineStatus {
+    /// Every status.
+    pub const ALL: [DeadlineStatus; 3] = [Self::Pending, Self::Overdue, Self::Delivered];
     /// Parses a status name (case-insensitive).
     pub fn parse(raw: &str) -> Option<Self> {
         match raw.trim().to_ascii_lowercase().as_str() {
@@ -126,6 +139,9 @@ impl DeadlineStatus {
         }
     }
 }
+
+/// The colour rule as an ECMA-262 pattern (for the OpenAPI document).
+pub const COLOR_PATTERN: &str = "^#[0-9A-Fa-f]{6}$";
 
 /// A colour `#RRGGBB`, stored upper-case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -13,6 +13,9 @@ pub enum StoreError {
     /// A uniqueness rule was violated; the string names the rule.
     #[error("duplicate: {0}")]
     Duplicate(String),
+    /// The idempotency reservation a unit of work completes is no longer held by its owner.
+    #[error("idempotency reservation lost")]
+    IdempotencyLost,
     /// The backing service cannot be reached or answered with an error. The text is for logs only.
     #[error("storage unavailable: {0}")]
     Unavailable(String),

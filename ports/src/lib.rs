@@ -14,8 +14,8 @@ pub mod page;
 pub mod ports;
 pub mod report;
 pub mod template;
-pub mod template_syntax;
 pub mod tenant;
+pub mod text;
 
 pub use clock::Clock;
 pub use error::StoreError;

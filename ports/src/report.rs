@@ -6,10 +6,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Report status. `Processing` is the only non-terminal state.
+/// Report status, spelled as the original Reporter spells it. `Processing` is the only
+/// non-terminal state.
 ///
 /// ```text
-/// Processing ──► Finished | Partial | Errored     (terminal: no transition out)
+/// Processing ──► Finished | Partial | Error     (terminal: no transition out)
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReportStatus {
@@ -19,9 +20,14 @@ pub enum ReportStatus {
     Finished,
     /// Some sections failed; an artifact rendered from the others is stored.
     Partial,
-    /// The report ended in error; no artifact is named.
-    Errored,
+    /// The report ended in error; no artifact is named. (Earlier builds of this service
+    /// stored it as `Errored`; [`ReportStatus::parse_stored`] and serde still read that.)
+    #[serde(alias = "Errored")]
+    Error,
 }
+
+/// How earlier builds of this service stored [`ReportStatus::Error`].
+pub const LEGACY_ERROR_NAME: &str = "Errored";
 
 /// An attempted transition out of a terminal state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -34,14 +40,30 @@ pub struct InvalidTransition {
 }
 
 impl ReportStatus {
-    /// Parses the status name exactly as the API spells it.
+    /// Every status, in API order.
+    pub const ALL: [ReportStatus; 4] =
+        [Self::Processing, Self::Finished, Self::Partial, Self::Error];
+
+    /// Parses the status name exactly as the API spells it (`Processing`, `Finished`,
+    /// `Partial`, `Error`).
     pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "Processing" => Some(Self::Processing),
-            "Finished" => Some(Self::Finished),
-            "Partial" => Some(Self::Partial),
-            "Errored" => Some(Self::Errored),
-            _ => None,
+        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+
+    /// Parses a status read back from storage: the API names, plus the spelling `Errored`
+    /// that earlier versions wrote for [`ReportStatus::Error`].
+    pub fn parse_stored(raw: &str) -> Option<Self> {
+        Self::parse(raw).or_else(|| (raw == LEGACY_ERROR_NAME).then_some(Self::Error))
+    }
+
+    /// Every stored spelling of this status (what a storage filter must match): the API
+    /// name, and for `Error` also the legacy `Errored`.
+    pub fn stored_names(&self) -> &'static [&'static str] {
+        match self {
+            Self::Processing => &["Processing"],
+            Self::Finished => &["Finished"],
+            Self::Partial => &["Partial"],
+            Self::Error => &["Error", LEGACY_ERROR_NAME],
         }
     }
     /// The API name.
@@ -50,10 +72,10 @@ impl ReportStatus {
             Self::Processing => "Processing",
             Self::Finished => "Finished",
             Self::Partial => "Partial",
-            Self::Errored => "Errored",
+            Self::Error => "Error",
         }
     }
-    /// True for Finished, Partial and Errored.
+    /// True for Finished, Partial and Error.
     pub fn is_terminal(&self) -> bool {
         !matches!(self, Self::Processing)
     }
@@ -96,6 +118,12 @@ impl ReportErrorCode {
         }
     }
 }
+
+/// `metadata.error` of a `Partial` report (the original's wording).
+pub const PARTIAL_SUMMARY: &str = "Some report data sections failed";
+/// `metadata.error_code` of a `Partial` report. The original put a numeric code here; ours
+/// is a word from the same fixed vocabulary style as [`ReportErrorCode`].
+pub const PARTIAL_ERROR_CODE: &str = "report_sections_failed";
 
 /// One filter condition on a field. Each operator takes an array of scalars; `between` exactly two.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -173,7 +201,7 @@ pub struct Report {
     pub status: ReportStatus,
     /// Per-section outcome, by data source id.
     pub sections: BTreeMap<String, SectionOutcome>,
-    /// Error code when Errored (or the failure class when Partial).
+    /// Error code when `Error` (never set for the other statuses).
     pub error_code: Option<ReportErrorCode>,
     /// Object key of the artifact, exactly as storage reported it.
     pub artifact_key: Option<String>,
@@ -189,16 +217,61 @@ pub struct Report {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Report {
+    /// The original's `metadata.error` and `metadata.error_code`: for `Error` the fixed
+    /// summary and code of [`ReportErrorCode`] (the same pair `report.errored` carries), for
+    /// `Partial` [`PARTIAL_SUMMARY`] / [`PARTIAL_ERROR_CODE`], else nothing. Never raw text.
+    pub fn failure(&self) -> Option<(&'static str, &'static str)> {
+        match self.status {
+            ReportStatus::Error => {
+                let code = self
+                    .error_code
+                    .unwrap_or(ReportErrorCode::ReportGenerationFailed);
+                Some((code.summary(), code.as_str()))
+            }
+            ReportStatus::Partial => Some((PARTIAL_SUMMARY, PARTIAL_ERROR_CODE)),
+            ReportStatus::Processing | ReportStatus::Finished => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn status_names_are_the_original_s_and_the_legacy_spelling_is_still_read() {
+        let names: Vec<&str> = ReportStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, ["Processing", "Finished", "Partial", "Error"]);
+        for s in ReportStatus::ALL {
+            assert_eq!(ReportStatus::parse(s.as_str()), Some(s));
+            assert_eq!(ReportStatus::parse_stored(s.as_str()), Some(s));
+            assert_eq!(s.stored_names()[0], s.as_str());
+        }
+        assert_eq!(
+            ReportStatus::parse("Errored"),
+            None,
+            "the API takes only Error"
+        );
+        assert_eq!(
+            ReportStatus::parse_stored("Errored"),
+            Some(ReportStatus::Error)
+        );
+        assert_eq!(ReportStatus::Error.stored_names(), ["Error", "Errored"]);
+        let old: ReportStatus = serde_json::from_str("\"Errored\"").unwrap();
+        assert_eq!(old, ReportStatus::Error);
+        assert_eq!(
+            serde_json::to_string(&ReportStatus::Error).unwrap(),
+            "\"Error\""
+        );
+    }
+
+    #[test]
     fn terminal_states_are_final() {
         use ReportStatus::*;
-        for t in [Finished, Partial, Errored] {
+        for t in [Finished, Partial, Error] {
             assert_eq!(Processing.transition(t), Ok(t));
-            for to in [Processing, Finished, Partial, Errored] {
+            for to in [Processing, Finished, Partial, Error] {
                 assert!(t.transition(to).is_err());
             }
         }

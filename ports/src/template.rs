@@ -139,8 +139,11 @@ pub enum TemplateFileError {
         /// The rule that failed, in words.
         rule: &'static str,
     },
-    /// `<script>` or an inline event-handler attribute was found.
-    #[error("the template contains a script tag or an inline event handler ({found})")]
+    /// `<script>`, a `javascript:`/`vbscript:` URL (also entity-encoded), `<iframe>`,
+    /// `<object>`, `<embed>` or an inline event-handler attribute was found.
+    #[error(
+        "the template contains script, a frame, an embedded object or an inline event handler ({found})"
+    )]
     ScriptDetected {
         /// What was found (e.g. `<script`, `onclick=`).
         found: String,
@@ -179,28 +182,41 @@ pub fn validate_template_file<'a>(
     Ok(text)
 }
 
+/// The content rules of [`validate_template_file`], in words: the `rule` of
+/// [`TemplateFileError::ContentMismatch`] is one of these.
+pub mod content_rules {
+    /// html and pdf.
+    pub const HTML: &str = "an HTML template must contain <html or <!DOCTYPE html";
+    /// xml.
+    pub const XML: &str = "an XML template must contain markup";
+    /// csv: two non-blank lines.
+    pub const CSV_LINES: &str = "a CSV template needs a header line and at least one more line";
+    /// csv: a separator in the header.
+    pub const CSV_SEPARATOR: &str = "the first CSV line must contain a , or ; separator";
+}
+
 fn check_content_for_format(text: &str, format: OutputFormat) -> Result<(), TemplateFileError> {
     let lower = text.to_ascii_lowercase();
     let mismatch = |rule| Err(TemplateFileError::ContentMismatch { format, rule });
     match format {
         OutputFormat::Html | OutputFormat::Pdf => {
             if !(lower.contains("<html") || lower.contains("<!doctype html")) {
-                return mismatch("an HTML template must contain <html or <!DOCTYPE html");
+                return mismatch(content_rules::HTML);
             }
         }
         OutputFormat::Xml => {
             if !text.contains('<') {
-                return mismatch("an XML template must contain markup");
+                return mismatch(content_rules::XML);
             }
         }
         OutputFormat::Csv => {
             let mut lines = text.lines().filter(|l| !l.trim().is_empty());
             let first = lines.next().unwrap_or_default();
             if lines.next().is_none() {
-                return mismatch("a CSV template needs a header line and at least one more line");
+                return mismatch(content_rules::CSV_LINES);
             }
             if !(first.contains(',') || first.contains(';')) {
-                return mismatch("the first CSV line must contain a , or ; separator");
+                return mismatch(content_rules::CSV_SEPARATOR);
             }
         }
         OutputFormat::Txt => {}
@@ -208,12 +224,20 @@ fn check_content_for_format(text: &str, format: OutputFormat) -> Result<(), Temp
     Ok(())
 }
 
-/// Finds `<script` / `</script` or an inline event-handler attribute (`on<letters>=` inside a tag),
-/// case-insensitively. Returns what was found.
+/// Finds what the reference refuses (`<script`, `javascript:`, `<iframe`, `<object`, `<embed`,
+/// inline event-handler attributes `on<letters>=` inside a tag) plus `</script`, `vbscript:`
+/// and script URLs written with HTML character references (`&#106;avascript:`,
+/// `java&#x09;script&colon;`), case-insensitively, in one linear pass. Returns what was found.
 pub fn find_script(text: &str) -> Option<String> {
     let lower = text.to_ascii_lowercase();
-    for needle in ["<script", "</script", "javascript:"] {
+    for needle in ["<script", "</script", "<iframe", "<object", "<embed"] {
         if lower.contains(needle) {
+            return Some(needle.to_owned());
+        }
+    }
+    let decoded = decode_for_scan(&lower);
+    for needle in ["javascript:", "vbscript:"] {
+        if decoded.contains(needle) {
             return Some(needle.to_owned());
         }
     }
@@ -251,6 +275,62 @@ pub fn find_script(text: &str) -> Option<String> {
         i += 1;
     }
     None
+}
+
+/// `lower` with HTML character references decoded (numeric ones, and `&colon;`, `&tab;`,
+/// `&newline;`) and the characters a browser skips inside a URL scheme (tab, CR, LF, NUL)
+/// removed, so an encoded `javascript:` reads as one. Linear; no allocation beyond the copy.
+fn decode_for_scan(lower: &str) -> String {
+    let bytes = lower.as_bytes();
+    let mut out = String::with_capacity(lower.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let (ch, used) = if bytes[i] == b'&' {
+            char_reference(&bytes[i..]).unwrap_or(('&', 1))
+        } else {
+            let c = lower[i..].chars().next().unwrap_or('\u{fffd}');
+            (c, c.len_utf8())
+        };
+        if !matches!(ch, '\t' | '\n' | '\r' | '\0') {
+            out.push(ch.to_ascii_lowercase());
+        }
+        i += used;
+    }
+    out
+}
+
+/// The character of a reference at the start of `b` (which starts with `&`) and its length.
+fn char_reference(b: &[u8]) -> Option<(char, usize)> {
+    for (name, ch) in [("&colon;", ':'), ("&tab;", '\t'), ("&newline;", '\n')] {
+        if b.starts_with(name.as_bytes()) {
+            return Some((ch, name.len()));
+        }
+    }
+    if b.get(1) != Some(&b'#') {
+        return None;
+    }
+    let hex = matches!(b.get(2), Some(b'x'));
+    let start = if hex { 3 } else { 2 };
+    let mut end = start;
+    let mut value: u32 = 0;
+    while end < b.len() && end - start < 10 {
+        let d = match (hex, b[end]) {
+            (true, c) if c.is_ascii_hexdigit() => (c as char).to_digit(16)?,
+            (false, c) if c.is_ascii_digit() => u32::from(c - b'0'),
+            _ => break,
+        };
+        value = value
+            .saturating_mul(if hex { 16 } else { 10 })
+            .saturating_add(d);
+        end += 1;
+    }
+    if end == start {
+        return None;
+    }
+    if b.get(end) == Some(&b';') {
+        end += 1;
+    }
+    Some((char::from_u32(value).unwrap_or('\u{fffd}'), end))
 }
 
 #[cfg(test)]
@@ -318,6 +398,23 @@ mod tests {
             find_script("<a href=\"javascript:x\">"),
             Some("javascript:".into())
         );
+        for (src, found) in [
+            ("<IFRAME src=x>", "<iframe"),
+            ("<Object data=x>", "<object"),
+            ("<eMbEd src=x>", "<embed"),
+            ("<a href=\"&#106;avascript:alert(1)\">", "javascript:"),
+            ("<a href=\"&#x6A;&#x61;vascript&colon;x\">", "javascript:"),
+            ("<a href=\"&#0000106avascript:x\">", "javascript:"),
+            ("<a href=\"java&#x09;script:x\">", "javascript:"),
+            ("<a href=\"java\tscript:x\">", "javascript:"),
+            ("<a href=\"JaVaScRiPt:x\">", "javascript:"),
+            ("<a href=\"vbscript:x\">", "vbscript:"),
+            ("</SCRIPT>", "</script"),
+        ] {
+            assert_eq!(find_script(src), Some(found.to_owned()), "{src}");
+        }
+        assert_eq!(find_script("a &amp; b &#; &#x; &#99999999999; &colo"), None);
+        assert_eq!(find_script("java script: is two words"), None);
         assert_eq!(find_script("online=yes,donation=1"), None);
         assert_eq!(find_script("<p>turn on = off</p>"), None);
         assert_eq!(find_script("<p data-one=\"1\">"), None);

@@ -4,7 +4,10 @@ use super::{App, Caller};
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceId, SourceSchema};
 use reporter_ports::ports::DataSource;
 use reporter_ports::template::MappedFields;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+
+/// Most unknown items an upload error lists in `fields` (all are counted in its message).
+pub const MAX_LISTED_PROBLEMS: usize = 100;
 use std::sync::Arc;
 
 /// Every configured data source, by id.
@@ -83,7 +86,7 @@ impl App {
         let id = DataSourceId::parse(raw_id).ok_or_else(|| {
             AppError::new(
                 Code::InvalidPathParameter,
-                "data source id must match ^[a-zA-Z][a-zA-Z0-9_-]{0,127}$",
+                format!("data source id must match {}", DataSourceId::PATTERN),
             )
             .field("dataSourceId", "invalid format")
         })?;
@@ -109,20 +112,26 @@ impl App {
 
     /// Checks that every `datasource.table.field` a template reads exists.
     ///
-    /// MUST fail with `UnknownDataSource` / `UnknownTable` / `UnknownField` (all problems listed in
-    /// `fields`, the first one deciding the code). A source whose schema is temporarily
-    /// unreadable yields a `DATA_SOURCE_UNAVAILABLE` warning instead of an error.
+    /// MUST fail with `UnknownDataSource` / `UnknownTable` / `UnknownField` (the first
+    /// [`MAX_LISTED_PROBLEMS`] problems listed in `fields`, all of them counted in the message,
+    /// the first one deciding the code). A source whose schema is temporarily unreadable yields
+    /// a `DATA_SOURCE_UNAVAILABLE` warning instead of an error. Linear in the number of mapped
+    /// fields (one schema read per data source, hashed field lookups).
     pub(crate) async fn check_mapped_fields(
         &self,
         mapped: &MappedFields,
     ) -> AppResult<Vec<Warning>> {
         let mut problems: BTreeMap<String, String> = BTreeMap::new();
         let mut first: Option<Code> = None;
+        let mut count = 0usize;
         let mut warnings = Vec::new();
         let mut note =
             |code: Code, key: String, msg: String, problems: &mut BTreeMap<String, String>| {
                 first.get_or_insert(code);
-                problems.insert(key, msg);
+                count += 1;
+                if problems.len() < MAX_LISTED_PROBLEMS {
+                    problems.insert(key, msg);
+                }
             };
         for (ds, tables) in mapped {
             let Some(source) = self.catalog.get(ds) else {
@@ -158,8 +167,9 @@ impl App {
                     );
                     continue;
                 };
+                let known: HashSet<&str> = t.fields.iter().map(String::as_str).collect();
                 for f in fields {
-                    if !t.fields.iter().any(|x| x == f) {
+                    if !known.contains(f.as_str()) {
                         note(
                             Code::UnknownField,
                             format!("{ds}.{table}.{f}"),
@@ -173,10 +183,14 @@ impl App {
         match first {
             None => Ok(warnings),
             Some(code) => {
-                let n = problems.len();
+                let listed = if count > problems.len() {
+                    format!(" (the first {} listed)", problems.len())
+                } else {
+                    String::new()
+                };
                 Err(AppError::new(
                     code,
-                    format!("the template references {n} unknown data source item(s)"),
+                    format!("the template references {count} unknown data source item(s){listed}"),
                 )
                 .fields(problems))
             }

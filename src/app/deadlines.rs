@@ -133,19 +133,23 @@ fn rule_error(e: DeadlineRuleError) -> AppError {
 
 fn check_name(raw: &str) -> AppResult<String> {
     let n = raw.trim();
-    if n.is_empty() || n.chars().count() > MAX_NAME_LEN {
+    if n.is_empty() || raw.chars().count() > MAX_NAME_LEN {
         return Err(rule_error(DeadlineRuleError::InvalidName));
     }
+    super::text::check_human_text("name", raw)?;
     Ok(n.to_owned())
 }
 
 fn check_description(raw: Option<&str>) -> AppResult<Option<String>> {
-    match raw.map(str::trim) {
-        None | Some("") => Ok(None),
+    match raw {
         Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => {
             Err(rule_error(DeadlineRuleError::InvalidDescription))
         }
-        Some(d) => Ok(Some(d.to_owned())),
+        Some(d) => {
+            super::text::check_human_text("description", d)?;
+            Ok(Some(d.trim().to_owned()).filter(|d| !d.is_empty()))
+        }
+        None => Ok(None),
     }
 }
 

@@ -5,18 +5,23 @@
 use chrono::{DateTime, Utc};
 use reporter_ports::TenantId;
 use reporter_ports::events::{EventEnvelope, EventKey, deterministic_event_id};
-use reporter_ports::ports::{Lease, OutboxRecord};
+use reporter_ports::ports::OutboxRecord;
 use serde::Serialize;
 use std::sync::Arc;
 
 /// What the delivery side does around a commit.
 pub trait DeliveryHook: Send + Sync {
-    /// A lease for a new row when the row should be published directly right after the commit
-    /// (important events while the breaker lets publishes through); `None` leaves the row to
-    /// the dispatcher.
-    fn direct_lease(&self, key: EventKey, now: DateTime<Utc>) -> Option<Lease>;
-    /// Called once a unit of work carrying `rows` committed. MUST NOT fail the caller.
+    /// Called just before a unit of work carrying `rows` commits: leases the rows that will be
+    /// published directly right after the commit (important events, while the breaker lets
+    /// publishes through and the direct path has room), reserving their room. Rows left
+    /// without a lease go to the dispatcher. MUST NOT block.
+    fn prepare(&self, rows: &mut [OutboxRecord], now: DateTime<Utc>);
+    /// Called once a unit of work carrying `rows` (as prepared) committed. MUST NOT fail or
+    /// block the caller.
     fn committed(&self, rows: Vec<OutboxRecord>);
+    /// Called when a unit of work carrying `rows` (as prepared) did not commit: frees what
+    /// `prepare` reserved.
+    fn aborted(&self, rows: &[OutboxRecord]);
     /// Called when an event could not even be turned into a row (it is lost).
     fn lost(&self, key: EventKey);
 }
@@ -84,12 +89,14 @@ impl Emitter {
             payload,
         };
         let aggregate = format!("{}:{}", key.resource_type(), subject);
-        Some(OutboxRecord::pending(
-            envelope,
-            aggregate,
-            now,
-            hook.direct_lease(key, now),
-        ))
+        Some(OutboxRecord::pending(envelope, aggregate, now, None))
+    }
+
+    /// Call just before a unit of work carrying `rows` commits (see [`DeliveryHook::prepare`]).
+    pub fn prepare(&self, rows: &mut [OutboxRecord], now: DateTime<Utc>) {
+        if let (Some(hook), false) = (&self.hook, rows.is_empty()) {
+            hook.prepare(rows, now);
+        }
     }
 
     /// Call after a unit of work carrying `rows` committed.
@@ -97,5 +104,65 @@ impl Emitter {
         if let (Some(hook), false) = (&self.hook, rows.is_empty()) {
             hook.committed(rows);
         }
+    }
+
+    /// Call when a unit of work carrying `rows` failed to commit.
+    pub fn aborted(&self, rows: &[OutboxRecord]) {
+        if let (Some(hook), false) = (&self.hook, rows.is_empty()) {
+            hook.aborted(rows);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Records what the emitter reports.
+    #[derive(Default)]
+    struct Recorder {
+        lost: Mutex<Vec<EventKey>>,
+    }
+
+    impl DeliveryHook for Recorder {
+        fn prepare(&self, _rows: &mut [OutboxRecord], _now: DateTime<Utc>) {}
+        fn committed(&self, _rows: Vec<OutboxRecord>) {}
+        fn aborted(&self, _rows: &[OutboxRecord]) {}
+        fn lost(&self, key: EventKey) {
+            self.lost.lock().expect("lost").push(key);
+        }
+    }
+
+    #[test]
+    fn a_payload_that_does_not_serialize_is_reported_lost_and_yields_no_row() {
+        let hook = Arc::new(Recorder::default());
+        let emitter = Emitter::enabled_with(hook.clone());
+        let tenant = TenantId::default_tenant();
+        // JSON object keys must be strings: this map cannot become a payload.
+        let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let row = emitter.row(
+            EventKey::DeadlineCreated,
+            &tenant,
+            "d1",
+            EventIdentity::Fresh,
+            &bad,
+            Utc::now(),
+        );
+        assert!(row.is_none());
+        assert_eq!(
+            *hook.lost.lock().expect("lost"),
+            [EventKey::DeadlineCreated]
+        );
+        let good = emitter.row(
+            EventKey::DeadlineCreated,
+            &tenant,
+            "d1",
+            EventIdentity::Fresh,
+            &serde_json::json!({"ok": true}),
+            Utc::now(),
+        );
+        assert!(good.is_some(), "a serializable payload gets its row");
+        assert_eq!(hook.lost.lock().expect("lost").len(), 1);
     }
 }

@@ -20,6 +20,10 @@ pub enum ErrorKind {
     Conflict,
     /// 413.
     PayloadTooLarge,
+    /// 414.
+    UriTooLong,
+    /// 431.
+    HeadersTooLarge,
     /// 422.
     Unprocessable,
     /// 503.
@@ -91,11 +95,20 @@ codes! {
     NotDelivered = "TPL-0066", Unprocessable, "Deadline not delivered";
     ConcurrentModification = "TPL-0067", Conflict, "The record changed concurrently; retry";
     InvalidFilter = "TPL-0068", Validation, "Invalid report filter";
+    TemplateTooComplex = "TPL-0080", Validation, "Template too complex";
+    TemplateParseTimeout = "TPL-0081", Validation, "Template too slow to parse";
+    TemplateParseMemory = "TPL-0082", Validation, "Template parse exceeded its memory limit";
+    SandboxUnavailable = "TPL-0083", Unavailable, "Template sandbox unavailable";
+    InvalidBlocks = "TPL-0090", Validation, "Invalid template blocks";
+    NestingTooDeep = "TPL-0091", Validation, "Blocks or request body nested too deeply";
+    TooManyBlocks = "TPL-0092", Validation, "Too many template blocks";
     Unauthorized = "TPL-0401", Unauthorized, "Unauthorized";
     Forbidden = "TPL-0403", Forbidden, "Forbidden";
     RouteNotFound = "TPL-0404", NotFound, "Route not found";
     MethodNotAllowed = "TPL-0405", MethodNotAllowed, "Method not allowed";
     PayloadTooLarge = "TPL-0413", PayloadTooLarge, "Request body too large";
+    UriTooLong = "TPL-0414", UriTooLong, "Request URI too long";
+    HeadersTooLarge = "TPL-0431", HeadersTooLarge, "Request headers too large";
     UnsupportedMediaType = "TPL-0415", Validation, "Unsupported content type";
     ServiceUnavailable = "TPL-0503", Unavailable, "Service unavailable";
 }
@@ -172,6 +185,10 @@ impl AppError {
                 tracing::debug!(%rule, "duplicate");
                 Self::new(Code::Internal, "unexpected duplicate")
             }
+            StoreError::IdempotencyLost => Self::new(
+                Code::IdempotencyInFlight,
+                "this request's X-Idempotency reservation ran out and another request with the key took it over; retry later",
+            ),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, entity, "store unavailable");
                 Self::new(

@@ -5,12 +5,12 @@ use chrono::Duration;
 use reporter_ports::ports::ReportQuery;
 use reporter_ports::report::ReportStatus;
 
-/// Errored reports in the current and the previous period.
+/// Reports in status `Error` in the current and the previous period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ErrorCounts {
-    /// Errored reports created in `[now - N days, now)`.
+    /// Reports in status `Error` created in `[now - N days, now)`.
     pub total: u64,
-    /// Errored reports created in `[now - 2N days, now - N days)`.
+    /// Reports in status `Error` created in `[now - 2N days, now - N days)`.
     pub previous_period_total: u64,
 }
 
@@ -23,7 +23,7 @@ pub struct DashboardMetrics {
     pub reports: u64,
     /// Configured data sources.
     pub data_sources: u64,
-    /// Errored reports.
+    /// Reports in status `Error`.
     pub errors: ErrorCounts,
 }
 
@@ -46,7 +46,7 @@ impl App {
                 .map_err(|e| AppError::store(e, "Report"))
         };
         let errored = |from, to| ReportQuery {
-            status: Some(ReportStatus::Errored),
+            status: Some(ReportStatus::Error),
             created_from: Some(from),
             created_to: Some(to),
             ..Default::default()

@@ -1,15 +1,18 @@
 //! Use cases. Each public method of [`App`] is one use case: it validates input, reads
 //! through the repository ports, and writes through one unit of work carrying the events the
 //! change produces.
+pub mod builder;
 mod context;
 mod datasources;
 mod deadlines;
 mod emission;
 mod error;
+mod idempotent;
 mod layout;
 mod metrics;
 mod reports;
 mod templates;
+mod text;
 
 pub use context::Caller;
 pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};
@@ -18,16 +21,18 @@ pub use deadlines::{
 };
 pub use emission::{DeliveryHook, Emitter, EventIdentity};
 pub use error::{AppError, AppResult, Code, ErrorKind};
+pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
 pub use reports::{Artifact, CreateReport};
 pub use templates::{
-    CreateTemplate, TemplateDeletion, TemplateFile, TemplateWithWarnings, UpdateTemplate,
+    CreateTemplate, MAX_DESCRIPTION_LEN as TEMPLATE_DESCRIPTION_MAX, TemplateDeletion,
+    TemplateFile, TemplateWithWarnings, UpdateTemplate,
 };
 
 use reporter_ports::ports::{
     DeadlineRepository, IdempotencyStore, JobQueue, ObjectStorage, Outbox, ReportRepository,
-    TemplateEngine, TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    TemplateRepository, TemplateRunner, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::{Clock, StoreError, TenantId};
 use std::sync::Arc;
@@ -51,8 +56,8 @@ pub struct Ports {
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// Report jobs (manager → worker).
     pub jobs: Arc<dyn JobQueue>,
-    /// Template engine (syntax check at upload; the worker renders with it).
-    pub engine: Arc<dyn TemplateEngine>,
+    /// Template work in the sandbox (parse at upload; the worker renders with it).
+    pub runner: Arc<dyn TemplateRunner>,
     /// Time.
     pub clock: Arc<dyn Clock>,
 }
@@ -107,11 +112,19 @@ impl App {
         self.commit(tenant, uow).await
     }
 
-    async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+    async fn commit(&self, tenant: &TenantId, mut uow: UnitOfWork) -> Result<(), StoreError> {
+        self.emitter.prepare(&mut uow.outbox, self.now());
         let rows = uow.outbox.clone();
-        self.ports.uow.commit(tenant, uow).await?;
-        self.emitter.committed(rows);
-        Ok(())
+        match self.ports.uow.commit(tenant, uow).await {
+            Ok(()) => {
+                self.emitter.committed(rows);
+                Ok(())
+            }
+            Err(e) => {
+                self.emitter.aborted(&rows);
+                Err(e)
+            }
+        }
     }
 
     /// Now, truncated to milliseconds: every stored and published timestamp has the precision

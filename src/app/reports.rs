@@ -21,6 +21,8 @@ pub struct CreateReport {
     pub filters: Option<ReportFilters>,
     /// Request correlation id, carried to the job.
     pub request_id: Option<String>,
+    /// The request's `X-Idempotency` reservation: its answer commits with the report.
+    pub idempotency: Option<super::Idempotent<Report>>,
 }
 
 /// A downloadable artifact.
@@ -139,7 +141,7 @@ impl App {
 
     /// Requests a report: stores it as `Processing` with `report.requested`, then queues the job.
     ///
-    /// If the job cannot be queued the report is recorded `Errored`
+    /// If the job cannot be queued the report is recorded `Error`
     /// (`report_generation_failed`, with `report.errored`) and the call answers 503.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn create_report(&self, caller: &Caller, cmd: CreateReport) -> AppResult<Report> {
@@ -206,7 +208,8 @@ impl App {
                 EventIdentity::Fresh,
                 &payload,
                 now,
-            ));
+            ))
+            .with_idempotency(cmd.idempotency.map(|i| i.completion(&report)));
         self.commit(&caller.tenant, uow)
             .await
             .map_err(|e| AppError::store(e, "Report"))?;
@@ -298,7 +301,7 @@ impl App {
         Ok(queued)
     }
 
-    /// Records a report as `Errored` with `report.errored` (deterministic id). Returns the
+    /// Records a report as `Error` with `report.errored` (deterministic id). Returns the
     /// stored report; a report already terminal is returned unchanged.
     pub(crate) async fn finish_errored(
         &self,
@@ -313,7 +316,9 @@ impl App {
             }
             let now = self.now();
             let mut next = current.clone();
-            next.status = ReportStatus::Errored;
+            next.status = ReportStatus::Error;
+            // The outcome of the sections attempted (a reload after a conflict has none).
+            next.sections = report.sections.clone();
             next.error_code = Some(code);
             next.completed_at = Some(now);
             next.updated_at = now;
@@ -322,11 +327,12 @@ impl App {
                 report_id: report.id.to_string(),
                 template_id: report.template_id.to_string(),
                 output_format: report.output_format.as_str().to_owned(),
-                status: ReportStatus::Errored.as_str().to_owned(),
-                error_code: code.as_str().to_owned(),
-                error_summary: code.summary().to_owned(),
+                status: ReportStatus::Error.as_str().to_owned(),
                 completed_at: now,
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                section_count: report.sections.len() as u64,
+                error_code: code.as_str().to_owned(),
+                error_summary: code.summary().to_owned(),
             };
             let uow = UnitOfWork::new()
                 .change(Change::Report {

@@ -8,13 +8,15 @@ use chrono::{DateTime, Utc};
 use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
 use reporter_ports::page::{Page, PageRequest};
-use reporter_ports::ports::{Change, OutboxRecord, TemplateQuery, UnitOfWork};
+use reporter_ports::ports::{
+    Change, OutboxRecord, RenderError, RenderLimits, RunnerError, TemplateQuery, UnitOfWork,
+};
 use reporter_ports::template::{
     MappedFields, OutputFormat, Template, TemplateFileError, validate_template_file,
 };
-use reporter_ports::template_syntax::extract_mapped_fields;
 use reporter_ports::{StoreError, TemplateId, TenantId};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 /// Longest accepted description.
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
@@ -37,6 +39,8 @@ pub struct CreateTemplate {
     pub output_format: String,
     /// Description.
     pub description: Option<String>,
+    /// The request's `X-Idempotency` reservation: its answer commits with the template.
+    pub idempotency: Option<super::Idempotent<TemplateWithWarnings>>,
 }
 
 /// `PATCH /v1/templates/{id}`: every part optional.
@@ -95,17 +99,16 @@ fn parse_format(raw: &str) -> AppResult<OutputFormat> {
     })
 }
 
-fn check_description(d: &str) -> AppResult<String> {
-    let d = d.trim();
-    if d.chars().count() > MAX_DESCRIPTION_LEN
-        || d.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+fn check_description(raw: &str) -> AppResult<String> {
+    if raw.chars().count() > MAX_DESCRIPTION_LEN {
         return Err(AppError::new(
             Code::InvalidFieldValue,
-            format!("description must be at most {MAX_DESCRIPTION_LEN} characters of text"),
+            format!("description must be at most {MAX_DESCRIPTION_LEN} characters"),
         )
-        .field("description", "too long or contains control characters"));
+        .field("description", "too long"));
     }
+    let d = raw.trim();
+    super::text::check_human_text("description", raw)?;
     Ok(d.to_owned())
 }
 
@@ -116,24 +119,73 @@ struct CheckedSource {
     size: u64,
 }
 
+/// Maps what the sandbox said about an uploaded template: a template over a bound is a 400
+/// whose code names the bound; a sandbox that cannot run is a 503.
+pub(super) fn analysis_error(e: RunnerError) -> AppError {
+    let template = match e {
+        RunnerError::Unavailable(detail) => {
+            tracing::error!(%detail, "template sandbox unavailable");
+            return AppError::new(
+                Code::SandboxUnavailable,
+                "templates cannot be checked right now; retry later",
+            );
+        }
+        RunnerError::Template(t) => t,
+    };
+    let detail = template.to_string();
+    let (code, message) = match template {
+        RenderError::Syntax(_) | RenderError::Evaluation(_) => {
+            (Code::TemplateSyntax, "the template does not parse")
+        }
+        RenderError::Timeout => (
+            Code::TemplateParseTimeout,
+            "the template took longer to parse than TEMPLATE_PARSE_TIMEOUT_MS allows",
+        ),
+        RenderError::MemoryLimit(_) => (
+            Code::TemplateParseMemory,
+            "parsing the template needed more memory than TEMPLATE_PARSE_MEMORY_MIB allows",
+        ),
+        RenderError::NestingTooDeep(_)
+        | RenderError::FuelExhausted
+        | RenderError::RecursionLimit
+        | RenderError::OutputTooLarge(_)
+        | RenderError::Crashed(_) => (
+            Code::TemplateTooComplex,
+            "the template is too complex to parse (nesting, chains or size past the parser's bounds)",
+        ),
+    };
+    AppError::new(code, message).field("template", detail)
+}
+
 impl App {
+    /// Validates an uploaded file (name, size, UTF-8, format, script) and parses it in the
+    /// sandbox. The file checks and the digest run on the blocking pool and are linear in the
+    /// file's size; the parse runs in a sandbox child under the upload parse bounds.
     async fn check_source(
         &self,
         file: &TemplateFile,
         format: OutputFormat,
     ) -> AppResult<(CheckedSource, Vec<Warning>)> {
-        let text =
-            validate_template_file(&file.file_name, &file.bytes, format).map_err(file_error)?;
-        let mapped = extract_mapped_fields(text).map_err(|e| {
-            AppError::new(Code::TemplateSyntax, format!("template syntax error: {e}"))
-                .field("template", e.to_string())
-        })?;
-        self.ports.engine.check_syntax(text).map_err(|e| {
-            AppError::new(Code::TemplateSyntax, "the template does not parse")
-                .field("template", e.to_string())
-        })?;
+        let name = file.file_name.clone();
+        let bytes = file.bytes.clone();
+        let (text, sha256) = tokio::task::spawn_blocking(move || {
+            let text = validate_template_file(&name, &bytes, format).map_err(file_error)?;
+            let text: Arc<str> = Arc::from(text);
+            Ok::<_, AppError>((text, hex::encode(Sha256::digest(&bytes))))
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "template validation task failed");
+            AppError::new(Code::Internal, "the template could not be validated")
+        })??;
+        let mapped = self
+            .ports
+            .runner
+            .analyze(text, RenderLimits::default())
+            .await
+            .map_err(analysis_error)?
+            .mapped_fields;
         let warnings = self.check_mapped_fields(&mapped).await?;
-        let sha256 = hex::encode(Sha256::digest(&file.bytes));
         Ok((
             CheckedSource {
                 mapped,
@@ -206,12 +258,14 @@ impl App {
             updated_at: now,
             deleted_at: None,
         };
+        let created = TemplateWithWarnings { template, warnings };
         let uow = UnitOfWork::new()
             .change(Change::Template {
-                record: template.clone(),
+                record: created.template.clone(),
                 expected_version: None,
             })
-            .with_outbox(self.template_event(EventKey::TemplateCreated, &template, now));
+            .with_outbox(self.template_event(EventKey::TemplateCreated, &created.template, now))
+            .with_idempotency(cmd.idempotency.map(|i| i.completion(&created)));
         if let Err(e) = self.commit(&caller.tenant, uow).await {
             if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
                 tracing::warn!(error = %cleanup, key = %stored_key, "could not remove the file of an uncommitted template");
@@ -219,7 +273,7 @@ impl App {
             return Err(AppError::store(e, "Template"));
         }
         tracing::info!(template_id = %id, format = %format, "template created");
-        Ok(TemplateWithWarnings { template, warnings })
+        Ok(created)
     }
 
     /// A live template. MUST answer NotFound for a missing, deleted or foreign id.

@@ -2,12 +2,20 @@
 //! adapter cannot be made to fail on demand.
 use super::*;
 use bytes::Bytes;
-use reporter_adapter_memory::{MemoryIdempotencyStore, MemoryStore};
+use reporter_adapter_memory::MemoryStore;
 use reporter_ports::StoreError;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::ports::{MockObjectStorage, MockUnitOfWorkPort, StoredObject};
 
 fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
+    app_with_runner(storage, uow, analyzing_runner())
+}
+
+fn app_with_runner(
+    storage: MockObjectStorage,
+    uow: Option<MockUnitOfWorkPort>,
+    runner: reporter_ports::ports::MockTemplateRunner,
+) -> App {
     let store = Arc::new(MemoryStore::new());
     let uow: Arc<dyn UnitOfWorkPort> = match uow {
         Some(u) => Arc::new(u),
@@ -20,9 +28,9 @@ fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
         uow,
         outbox: store.clone(),
         storage: Arc::new(storage),
-        idempotency: Arc::new(MemoryIdempotencyStore::new()),
+        idempotency: store.clone(),
         jobs: Arc::new(reporter_adapter_memory::MemoryJobQueue::new(16).0),
-        engine: Arc::new(reporter_adapter_minijinja::MiniJinjaEngine::new()),
+        runner: Arc::new(runner),
         clock: Arc::new(SystemClock),
     };
     App::new(
@@ -36,6 +44,14 @@ fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
             },
         },
     )
+}
+
+/// A runner whose every parse succeeds and reads nothing (these tests are about storage).
+fn analyzing_runner() -> reporter_ports::ports::MockTemplateRunner {
+    let mut r = reporter_ports::ports::MockTemplateRunner::new();
+    r.expect_analyze()
+        .returning(|_, _| Ok(reporter_ports::ports::TemplateAnalysis::default()));
+    r
 }
 
 fn caller() -> Caller {
@@ -53,6 +69,7 @@ fn upload() -> CreateTemplate {
         },
         output_format: "txt".into(),
         description: None,
+        idempotency: None,
     }
 }
 
@@ -177,4 +194,110 @@ async fn a_failed_update_restores_the_previous_file() {
         .await
         .unwrap_err();
     assert_eq!(err.code, Code::ServiceUnavailable);
+}
+
+/// Every way the sandbox can refuse an upload has its stable code, and nothing is stored.
+#[tokio::test]
+async fn sandbox_refusals_map_to_codes_that_name_the_bound() {
+    use reporter_ports::ports::{MockTemplateRunner, RenderError, RunnerError};
+    let cases: Vec<(RunnerError, Code)> = vec![
+        (RenderError::Syntax("x".into()).into(), Code::TemplateSyntax),
+        (
+            RenderError::Evaluation("x".into()).into(),
+            Code::TemplateSyntax,
+        ),
+        (RenderError::Timeout.into(), Code::TemplateParseTimeout),
+        (
+            RenderError::MemoryLimit(1).into(),
+            Code::TemplateParseMemory,
+        ),
+        (
+            RenderError::NestingTooDeep(256).into(),
+            Code::TemplateTooComplex,
+        ),
+        (RenderError::FuelExhausted.into(), Code::TemplateTooComplex),
+        (RenderError::RecursionLimit.into(), Code::TemplateTooComplex),
+        (
+            RenderError::OutputTooLarge(1).into(),
+            Code::TemplateTooComplex,
+        ),
+        (
+            RenderError::Crashed("stack overflow".into()).into(),
+            Code::TemplateTooComplex,
+        ),
+        (
+            RunnerError::Unavailable("no child".into()),
+            Code::SandboxUnavailable,
+        ),
+    ];
+    for (error, code) in cases {
+        let mut runner = MockTemplateRunner::new();
+        let e = error.clone();
+        runner
+            .expect_analyze()
+            .returning(move |_, _| Err(e.clone()));
+        let mut storage = MockObjectStorage::new();
+        storage.expect_put().never();
+        let err = app_with_runner(storage, None, runner)
+            .create_template(&caller(), upload())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, code, "{error:?}");
+        let status = crate::http::error::status_of(err.code.kind()).as_u16();
+        let want = if code == Code::SandboxUnavailable {
+            503
+        } else {
+            400
+        };
+        assert_eq!(status, want, "{error:?}");
+    }
+}
+
+/// generate-code answers the sandbox's analysis of the code, and an internal error when it
+/// disagrees with the builder's own analysis or the code does not parse (a builder bug).
+#[tokio::test]
+async fn generated_code_is_confirmed_by_the_sandbox_analysis() {
+    use reporter_ports::ports::{MockTemplateRunner, RenderError, RunnerError, TemplateAnalysis};
+    use reporter_ports::template::MappedFields;
+    let blocks = || {
+        Some(builder::specs_from_json(serde_json::json!([
+            {"type": "text", "content": "hi"}
+        ])))
+    };
+    let phantom: MappedFields =
+        serde_json::from_value(serde_json::json!({"x": {"y": ["z"]}})).expect("mapped fields");
+    let answers: Vec<(Result<TemplateAnalysis, RunnerError>, Option<Code>)> = vec![
+        (Ok(TemplateAnalysis::default()), None),
+        (
+            Ok(TemplateAnalysis {
+                mapped_fields: phantom,
+            }),
+            Some(Code::Internal),
+        ),
+        (
+            Err(RenderError::Syntax("x".into()).into()),
+            Some(Code::Internal),
+        ),
+        (
+            Err(RenderError::Timeout.into()),
+            Some(Code::TemplateParseTimeout),
+        ),
+    ];
+    for (answer, want) in answers {
+        let mut runner = MockTemplateRunner::new();
+        let a = answer.clone();
+        runner
+            .expect_analyze()
+            .times(1)
+            .returning(move |_, _| a.clone());
+        let app = app_with_runner(MockObjectStorage::new(), None, runner);
+        let got = app
+            .generate_template_code(&caller(), blocks(), Some("txt".into()), builder::Locale::En)
+            .await;
+        match (got, want) {
+            (Ok(g), None) => assert!(g.mapped_fields.is_empty(), "{answer:?}"),
+            (Err(e), Some(code)) => assert_eq!(e.code, code, "{answer:?}"),
+            (other, _) => panic!("{answer:?} gave {other:?}"),
+        }
+    }
 }

@@ -26,7 +26,13 @@ pub enum DataSourceSpec {
         database: String,
         /// Schemas to expose (default `public`).
         schemas: Vec<String>,
+        /// TLS (`_SSLMODE`, `_SSLROOTCERT`).
+        tls: SqlTls<reporter_adapter_postgres::SslMode>,
     },
+    /// A MySQL or MariaDB database.
+    Mysql(SqlConnection<reporter_adapter_mysql::SslMode>),
+    /// A SQL Server database.
+    Sqlserver(SqlConnection<reporter_adapter_sqlserver::SslMode>),
     /// A MongoDB database.
     Mongodb {
         /// Connection string.
@@ -34,6 +40,45 @@ pub enum DataSourceSpec {
         /// Database.
         database: String,
     },
+}
+
+/// The TLS variables of a SQL source (`_SSLMODE`, `_SSL`, `_SSLROOTCERT`, `_SSLCA`,
+/// `_SSLCA_BASE64`; see [`super::datasource_tls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlTls<M> {
+    /// The mode (libpq's names).
+    pub mode: M,
+    /// The CA certificates to trust.
+    pub root_cert: Option<RootCert>,
+}
+
+/// Where a source's CA certificates come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootCert {
+    /// A PEM file (`_SSLROOTCERT`, or the original's `_SSLCA`).
+    File(PathBuf),
+    /// PEM text given inline (the original's `_SSLCA_BASE64`, decoded); the service writes it
+    /// to a private file for the driver at start-up.
+    Pem(Vec<u8>),
+}
+
+/// The connection variables of a MySQL or SQL Server source (the same as PostgreSQL's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlConnection<M> {
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// User.
+    pub user: String,
+    /// Password.
+    pub password: Option<String>,
+    /// Database.
+    pub database: String,
+    /// Schemas (MySQL: databases) to expose; default the database (MySQL) or `dbo`.
+    pub schemas: Vec<String>,
+    /// TLS.
+    pub tls: SqlTls<M>,
 }
 
 /// Every configured data source, by id, plus whether the bundled example is registered.
@@ -45,6 +90,8 @@ pub struct DataSourceConfig {
     pub example: bool,
 }
 
+const SUPPORTED_TYPES: &str = "file|postgresql|mysql|sqlserver|mongodb";
+
 const KNOWN_SUFFIXES: &[&str] = &[
     "CONFIG_NAME",
     "TYPE",
@@ -55,9 +102,25 @@ const KNOWN_SUFFIXES: &[&str] = &[
     "PASSWORD",
     "DATABASE",
     "SSLMODE",
+    "SSLROOTCERT",
+    "SSLCA_BASE64",
+    "SSLCA",
+    "SSL",
+    "OPTIONS",
     "SCHEMAS",
     "URI",
 ];
+
+/// The TLS settings of SQL sources, which a MongoDB source takes in its `_URI` instead.
+const SQL_TLS_SUFFIXES: &[&str] = &["SSLMODE", "SSL", "SSLROOTCERT", "SSLCA", "SSLCA_BASE64"];
+
+/// What the "unknown setting" problem lists: every accepted suffix.
+fn accepted_suffixes() -> String {
+    format!(
+        "DATASOURCE_<NAME>_<SETTING>, <SETTING> one of {}",
+        KNOWN_SUFFIXES.join(", ")
+    )
+}
 
 impl DataSourceConfig {
     /// Reads every `DATASOURCE_<NAME>_<SETTING>` variable of `env`. `example` is the
@@ -79,7 +142,7 @@ impl DataSourceConfig {
                 problems.push(problem(
                     key,
                     "unknown data source setting",
-                    "DATASOURCE_<NAME>_CONFIG_NAME, _TYPE or _PATH",
+                    &accepted_suffixes(),
                 ));
                 continue;
             };
@@ -108,7 +171,7 @@ impl DataSourceConfig {
                 problems.push(problem(
                     &var("CONFIG_NAME"),
                     format!("'{raw_id}' is not a valid data source id"),
-                    "^[a-zA-Z][a-zA-Z0-9_-]{0,127}$",
+                    DataSourceId::PATTERN,
                 ));
                 continue;
             };
@@ -116,6 +179,19 @@ impl DataSourceConfig {
                 .get("TYPE")
                 .map(|s| s.trim().to_ascii_lowercase())
                 .unwrap_or_default();
+            if settings
+                .get("OPTIONS")
+                .is_some_and(|o| !o.trim().is_empty())
+            {
+                problems.push(problem(
+                    &var("OPTIONS"),
+                    "not supported: the original's free-form driver options have no documented \
+                     meaning (reference E.1 names the variable only), and Reporter passes no \
+                     options through",
+                    "unset or empty; TLS is _SSLMODE with _SSLROOTCERT / _SSLCA / _SSLCA_BASE64",
+                ));
+                continue;
+            }
             let spec = match kind.as_str() {
                 "file" => match settings
                     .get("PATH")
@@ -135,70 +211,49 @@ impl DataSourceConfig {
                     }
                 },
                 "postgresql" | "postgres" => {
-                    let port = match settings.get("PORT").map(|p| p.trim()) {
-                        None | Some("") => 5432,
-                        Some(p) => match p.parse::<u16>() {
-                            Ok(p) if p > 0 => p,
-                            _ => {
-                                problems.push(problem(
-                                    &var("PORT"),
-                                    format!("'{p}' is not a port"),
-                                    "1-65535",
-                                ));
-                                continue;
-                            }
-                        },
+                    let Some(c) = sql_connection(settings, &var, 5432, "postgres", problems) else {
+                        continue;
                     };
-                    if let Some(mode) = settings
-                        .get("SSLMODE")
-                        .map(|m| m.trim().to_ascii_lowercase())
-                        .filter(|m| !m.is_empty())
-                        && mode != "disable"
-                        && mode != "prefer"
-                    {
+                    DataSourceSpec::Postgresql {
+                        schemas: c.schemas.unwrap_or_else(|| vec!["public".to_owned()]),
+                        host: c.host,
+                        port: c.port,
+                        user: c.user,
+                        password: c.password,
+                        database: c.database,
+                        tls: c.tls,
+                    }
+                }
+                "mysql" | "mariadb" => {
+                    let Some(c) = sql_connection(settings, &var, 3306, "root", problems) else {
+                        continue;
+                    };
+                    DataSourceSpec::Mysql(c.with_default_schemas(|c| vec![c.database.clone()]))
+                }
+                "sqlserver" | "sql_server" | "mssql" => {
+                    let Some(c) = sql_connection(settings, &var, 1433, "sa", problems) else {
+                        continue;
+                    };
+                    DataSourceSpec::Sqlserver(c.with_default_schemas(|_| vec!["dbo".to_owned()]))
+                }
+                "oracle" => {
+                    problems.push(problem(
+                        &var("TYPE"),
+                        "'oracle' is not built: the Rust Oracle drivers need Oracle's client \
+                         libraries (README, Data sources)",
+                        SUPPORTED_TYPES,
+                    ));
+                    continue;
+                }
+                "mongodb" | "mongo" => {
+                    if let Some(s) = mongo_tls_setting(settings) {
                         problems.push(problem(
-                            &var("SSLMODE"),
-                            format!("'{mode}' is not supported yet"),
-                            "disable",
+                            &var(s),
+                            "a MongoDB source takes TLS in its connection string",
+                            "_URI with tls=true (and tlsCAFile=<PEM file>); unset this variable",
                         ));
                         continue;
                     }
-                    let Some(database) = settings
-                        .get("DATABASE")
-                        .map(|d| d.trim().to_owned())
-                        .filter(|d| !d.is_empty())
-                    else {
-                        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
-                        continue;
-                    };
-                    let schemas: Vec<String> = settings
-                        .get("SCHEMAS")
-                        .map(|s| {
-                            s.split(',')
-                                .map(|x| x.trim().to_owned())
-                                .filter(|x| !x.is_empty())
-                                .collect()
-                        })
-                        .filter(|v: &Vec<String>| !v.is_empty())
-                        .unwrap_or_else(|| vec!["public".to_owned()]);
-                    DataSourceSpec::Postgresql {
-                        host: settings
-                            .get("HOST")
-                            .map(|h| h.trim().to_owned())
-                            .filter(|h| !h.is_empty())
-                            .unwrap_or_else(|| "127.0.0.1".into()),
-                        port,
-                        user: settings
-                            .get("USER")
-                            .map(|u| u.trim().to_owned())
-                            .filter(|u| !u.is_empty())
-                            .unwrap_or_else(|| "postgres".into()),
-                        password: settings.get("PASSWORD").cloned().filter(|p| !p.is_empty()),
-                        database,
-                        schemas,
-                    }
-                }
-                "mongodb" | "mongo" => {
                     let Some(uri) = settings
                         .get("URI")
                         .map(|u| u.trim().to_owned())
@@ -222,14 +277,14 @@ impl DataSourceConfig {
                     DataSourceSpec::Mongodb { uri, database }
                 }
                 "" => {
-                    problems.push(problem(&var("TYPE"), "missing", "file|postgresql|mongodb"));
+                    problems.push(problem(&var("TYPE"), "missing", SUPPORTED_TYPES));
                     continue;
                 }
                 other => {
                     problems.push(problem(
                         &var("TYPE"),
                         format!("'{other}' is not a supported data source type"),
-                        "file|postgresql|mongodb",
+                        SUPPORTED_TYPES,
                     ));
                     continue;
                 }
@@ -252,4 +307,104 @@ impl DataSourceConfig {
         }
         Self { sources, example }
     }
+}
+
+/// The first SQL TLS setting of a MongoDB source that asks for something: empty values and
+/// the ones that say "no TLS" (`disable`, `false`) are harmless leftovers of a shared template.
+fn mongo_tls_setting(settings: &BTreeMap<String, String>) -> Option<&'static str> {
+    SQL_TLS_SUFFIXES.iter().copied().find(|s| {
+        settings.get(*s).is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            !matches!(v.as_str(), "" | "disable" | "false" | "0" | "no")
+        })
+    })
+}
+
+/// The variables of a SQL source before its default schemas are known.
+struct Parsed<M> {
+    host: String,
+    port: u16,
+    user: String,
+    password: Option<String>,
+    database: String,
+    schemas: Option<Vec<String>>,
+    tls: SqlTls<M>,
+}
+
+impl<M> Parsed<M> {
+    fn with_default_schemas(self, default: impl FnOnce(&Self) -> Vec<String>) -> SqlConnection<M> {
+        let schemas = match &self.schemas {
+            Some(s) => s.clone(),
+            None => default(&self),
+        };
+        SqlConnection {
+            host: self.host,
+            port: self.port,
+            user: self.user,
+            password: self.password,
+            database: self.database,
+            schemas,
+            tls: self.tls,
+        }
+    }
+}
+
+/// `_HOST`, `_PORT`, `_USER`, `_PASSWORD`, `_DATABASE`, `_SCHEMAS` and the TLS variables of
+/// one SQL source; `None` after recording the problems.
+fn sql_connection<M>(
+    settings: &BTreeMap<String, String>,
+    var: &dyn Fn(&str) -> String,
+    default_port: u16,
+    default_user: &str,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<Parsed<M>>
+where
+    M: std::str::FromStr<Err = String> + Default + PartialEq,
+{
+    let get = |key: &str| {
+        settings
+            .get(key)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let before = problems.len();
+    let port = match get("PORT") {
+        None => default_port,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => {
+                problems.push(problem(
+                    &var("PORT"),
+                    format!("'{p}' is not a port"),
+                    "1-65535",
+                ));
+                default_port
+            }
+        },
+    };
+    let tls = super::datasource_tls::sql_tls::<M>(&get, var, problems);
+    let database = get("DATABASE");
+    if database.is_none() {
+        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
+    }
+    let schemas = settings.get("SCHEMAS").and_then(|s| {
+        let list: Vec<String> = s
+            .split(',')
+            .map(|x| x.trim().to_owned())
+            .filter(|x| !x.is_empty())
+            .collect();
+        (!list.is_empty()).then_some(list)
+    });
+    if problems.len() > before {
+        return None;
+    }
+    Some(Parsed {
+        host: get("HOST").unwrap_or_else(|| "127.0.0.1".into()),
+        port,
+        user: get("USER").unwrap_or_else(|| default_user.into()),
+        password: settings.get("PASSWORD").cloned().filter(|p| !p.is_empty()),
+        database: database?,
+        schemas,
+        tls,
+    })
 }

@@ -3,10 +3,13 @@
 //! clap reads every variable (so `reporter --help` lists each with its default); values stay
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
+mod datasource_tls;
 mod datasources;
+mod deployment;
 mod mongo;
+mod original;
 
-pub use datasources::{DataSourceConfig, DataSourceSpec};
+pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlTls};
 pub use mongo::MongoSettings;
 
 use clap::Args;
@@ -21,12 +24,24 @@ pub struct RawConfig {
     /// Address the HTTP API binds to.
     #[arg(long, env = "SERVER_ADDRESS", default_value = "127.0.0.1:4005")]
     pub server_address: String,
-    /// Address `reporter worker` serves /health, /readyz, /version and /metrics on.
-    #[arg(long, env = "HEALTH_ADDRESS", default_value = "127.0.0.1:4006")]
-    pub health_address: String,
+    /// Address `reporter worker` serves /health, /readyz, /version and /metrics on
+    /// (default 127.0.0.1:4006, or every interface on HEALTH_PORT).
+    #[arg(long, env = "HEALTH_ADDRESS")]
+    pub health_address: Option<String>,
+    /// The original's health port of the worker: every interface on this port, when
+    /// HEALTH_ADDRESS is not set.
+    #[arg(long, env = "HEALTH_PORT")]
+    pub health_port: Option<String>,
     /// Deployment environment name; `production` enables strict checks.
     #[arg(long, env = "ENV_NAME", default_value = "development")]
     pub env_name: String,
+    /// Deployment shape reported by /readyz: `local`, `byoc` or `saas` (the original's values).
+    #[arg(long, env = "DEPLOYMENT_MODE", default_value = "local")]
+    pub deployment_mode: String,
+    /// Seconds between the shutdown signal (SIGTERM/SIGINT) and the HTTP server's stop, during
+    /// which /readyz answers 503 `draining` while requests are still served (0-300).
+    #[arg(long, env = "SHUTDOWN_DRAIN_SECONDS", default_value = "0")]
+    pub shutdown_drain_seconds: String,
     /// Log filter (tracing EnvFilter syntax), e.g. `info` or `reporter=debug,info`.
     #[arg(long, env = "LOG_LEVEL", default_value = "info")]
     pub log_level: String,
@@ -64,8 +79,8 @@ pub struct RawConfig {
     /// How long a completed idempotent response is replayed, in seconds.
     #[arg(long, env = "IDEMPOTENCY_TTL_SECONDS", default_value = "86400")]
     pub idempotency_ttl_seconds: String,
-    /// How long an in-flight idempotency key stays reserved if its request never finishes.
-    #[arg(long, env = "IDEMPOTENCY_IN_FLIGHT_SECONDS", default_value = "60")]
+    /// Lease of an in-flight idempotency key, renewed every third of it while its request runs: a key whose process died is free again this long after its last renewal.
+    #[arg(long, env = "IDEMPOTENCY_IN_FLIGHT_SECONDS", default_value = "10")]
     pub idempotency_in_flight_seconds: String,
     /// Object storage for template files and report artifacts: `memory` or `fs`.
     #[arg(long, env = "OBJECT_STORAGE_BACKEND", default_value = "memory")]
@@ -90,8 +105,9 @@ pub struct RawConfig {
     /// `reporter.events`).
     #[arg(long, env = "RABBITMQ_REPORT_EVENTS_EXCHANGE")]
     pub events_exchange: Option<String>,
-    /// Event brokers: comma-separated amqp(s):// URIs, or `memory://` for the in-memory broker
-    /// that records deliveries (required when streaming is on).
+    /// Event brokers (required, non-empty, when streaming is on): comma-separated amqp(s)://
+    /// URIs, `memory://` for the in-memory broker that records deliveries, or any other value
+    /// (e.g. the original's `rabbitmq:5672`), in which case events go to RABBITMQ_URI.
     #[arg(long, env = "STREAMING_BROKERS", hide_env_values = true)]
     pub streaming_brokers: Option<String>,
     /// CloudEvents source; must be exactly `reporter` (required when streaming is on).
@@ -113,6 +129,24 @@ pub struct RawConfig {
     /// Default: `<events exchange>.unroutable`.
     #[arg(long, env = "STREAMING_ALTERNATE_EXCHANGE")]
     pub streaming_alternate_exchange: Option<String>,
+    /// Seconds an unroutable event is kept in the alternate exchange's queue (its
+    /// `x-message-ttl`; the original's DLQ keeps 7 days).
+    #[arg(
+        long,
+        env = "STREAMING_UNROUTABLE_TTL_SECONDS",
+        default_value = "604800"
+    )]
+    pub streaming_unroutable_ttl_seconds: String,
+    /// Most unroutable events the alternate exchange's queue keeps (its `x-max-length`; the
+    /// oldest is dropped beyond it; the original's DLQ keeps 10,000).
+    #[arg(long, env = "STREAMING_UNROUTABLE_MAX_LENGTH", default_value = "10000")]
+    pub streaming_unroutable_max_length: String,
+    /// The original's per-event policy overrides (lib-streaming's
+    /// `<definitionKey>.<attr>=<value>,…`). Reporter's delivery policies are fixed per event
+    /// class (README, "Write path and events"), so only the empty value (Helm's default) is
+    /// accepted; any override stops start-up with a message rather than being ignored.
+    #[arg(long, env = "STREAMING_EVENT_POLICIES", hide_env_values = true)]
+    pub streaming_event_policies: Option<String>,
     /// Publish attempts of an outbox row before it is parked.
     #[arg(long, env = "STREAMING_OUTBOX_MAX_ATTEMPTS", default_value = "10")]
     pub streaming_outbox_max_attempts: String,
@@ -128,6 +162,14 @@ pub struct RawConfig {
     /// Seconds a dispatcher's claim on outbox rows lasts.
     #[arg(long, env = "STREAMING_OUTBOX_LEASE_S", default_value = "30")]
     pub streaming_outbox_lease_s: String,
+    /// Published outbox rows kept at most when state is in memory (the oldest go first; the
+    /// retention in hours applies too).
+    #[arg(
+        long,
+        env = "STREAMING_OUTBOX_MEMORY_MAX_PUBLISHED",
+        default_value = "10000"
+    )]
+    pub streaming_outbox_memory_max_published: String,
     /// MongoDB for durable state, outbox and idempotency (a replica set: transactions are
     /// required): a complete connection string, or only the scheme (`mongodb`,
     /// `mongodb+srv`) with MONGO_HOST. Unset with MONGO_HOST unset: everything in memory.
@@ -175,8 +217,25 @@ pub struct RawConfig {
     pub mongo_tenant_prefix: String,
     /// RabbitMQ for the report job queue (`reporter api` + `reporter worker` as two processes).
     /// Unset: `reporter serve` uses an in-process queue.
+    /// Either a complete amqp(s):// URI, or (as the original) only the scheme with
+    /// RABBITMQ_HOST and the variables below.
     #[arg(long, env = "RABBITMQ_URI", hide_env_values = true)]
     pub rabbitmq_uri: Option<String>,
+    /// RabbitMQ host, when RABBITMQ_URI is only the scheme (or unset).
+    #[arg(long, env = "RABBITMQ_HOST")]
+    pub rabbitmq_host: Option<String>,
+    /// RabbitMQ AMQP port with RABBITMQ_HOST (default 5672, 5671 for amqps).
+    #[arg(long, env = "RABBITMQ_PORT_AMQP")]
+    pub rabbitmq_port_amqp: Option<String>,
+    /// RabbitMQ user with RABBITMQ_HOST.
+    #[arg(long, env = "RABBITMQ_DEFAULT_USER")]
+    pub rabbitmq_user: Option<String>,
+    /// RabbitMQ password with RABBITMQ_HOST.
+    #[arg(long, env = "RABBITMQ_DEFAULT_PASS", hide_env_values = true)]
+    pub rabbitmq_pass: Option<String>,
+    /// With RABBITMQ_HOST and no scheme in RABBITMQ_URI: amqps instead of amqp.
+    #[arg(long, env = "RABBITMQ_TLS", default_value = "false")]
+    pub rabbitmq_tls: String,
     /// Job exchange.
     #[arg(
         long,
@@ -242,6 +301,33 @@ pub struct RawConfig {
     /// Largest rendered output in bytes.
     #[arg(long, env = "ENGINE_MAX_OUTPUT_BYTES", default_value = "67108864")]
     pub engine_max_output_bytes: String,
+    /// Template sandbox: the executable of its child processes (run with the hidden
+    /// `template-sandbox` subcommand). Default: this `reporter` binary.
+    #[arg(long, env = "TEMPLATE_SANDBOX_EXE")]
+    pub template_sandbox_exe: Option<String>,
+    /// Template sandbox: children kept started per pool (one pool parses uploads, one renders
+    /// reports), and so template parses (and renders) running at once.
+    #[arg(long, env = "TEMPLATE_SANDBOX_POOL_SIZE", default_value = "4")]
+    pub template_sandbox_pool_size: String,
+    /// Memory (heap) one render process may use, in MiB: the report's data, what the template
+    /// builds and the output. Over it the report ends Error (report_generation_failed).
+    #[arg(long, env = "TEMPLATE_RENDER_MEMORY_MIB", default_value = "1024")]
+    pub template_render_memory_mib: String,
+    /// CPU seconds one render process may use; over it the report ends Error
+    /// (report_generation_timeout).
+    #[arg(long, env = "TEMPLATE_RENDER_CPU_SECONDS", default_value = "120")]
+    pub template_render_cpu_seconds: String,
+    /// Wall-clock deadline of one render in seconds (the process is killed); the report ends
+    /// Error (report_generation_timeout).
+    #[arg(long, env = "TEMPLATE_RENDER_TIMEOUT_SEC", default_value = "120")]
+    pub template_render_timeout_sec: String,
+    /// Memory (heap) one upload parse may use, in MiB; over it the upload answers 400 TPL-0082.
+    #[arg(long, env = "TEMPLATE_PARSE_MEMORY_MIB", default_value = "256")]
+    pub template_parse_memory_mib: String,
+    /// Deadline of one upload parse in milliseconds (wall clock and CPU); over it the upload
+    /// answers 400 TPL-0081.
+    #[arg(long, env = "TEMPLATE_PARSE_TIMEOUT_MS", default_value = "10000")]
+    pub template_parse_timeout_ms: String,
     /// HTML to PDF: `native` (pure Rust, bundled fonts) or `chromium` (headless Chromium).
     #[arg(long, env = "PDF_RENDERER", default_value = "native")]
     pub pdf_renderer: String,
@@ -416,8 +502,14 @@ pub struct Config {
     pub max_request_body_bytes: usize,
     /// Event publication.
     pub streaming: StreamingSettings,
+    /// `DEPLOYMENT_MODE`: local, byoc or saas.
+    pub deployment_mode: DeploymentMode,
+    /// `SHUTDOWN_DRAIN_SECONDS`: readiness answers `draining` this long before the server stops.
+    pub shutdown_drain: std::time::Duration,
     /// Report jobs and generation.
     pub worker: WorkerConfig,
+    /// The template sandbox.
+    pub sandbox: SandboxSettings,
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
 }
@@ -472,6 +564,28 @@ pub struct WorkerConfig {
     pub pdf_timeout: std::time::Duration,
 }
 
+/// The template sandbox: child processes that parse uploads and render reports under OS
+/// limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// Child executable; `None`: this binary (`std::env::current_exe`).
+    pub exe: Option<PathBuf>,
+    /// Children per pool.
+    pub pool_size: usize,
+    /// Heap of a render process, bytes.
+    pub render_memory_bytes: u64,
+    /// CPU seconds of a render process.
+    pub render_cpu_seconds: u64,
+    /// Wall-clock deadline of a render.
+    pub render_timeout: std::time::Duration,
+    /// Heap of a parse process, bytes.
+    pub parse_memory_bytes: u64,
+    /// Deadline of a parse (wall clock; the CPU limit is its whole seconds, at least 1).
+    pub parse_timeout: std::time::Duration,
+    /// Largest output (ENGINE_MAX_OUTPUT_BYTES).
+    pub max_output_bytes: u64,
+}
+
 /// Where events are published.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventBroker {
@@ -479,6 +593,19 @@ pub enum EventBroker {
     Amqp(Vec<String>),
     /// The in-memory broker that records deliveries (testers).
     Memory,
+}
+
+/// Which setting named the event broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerOrigin {
+    /// `STREAMING_BROKERS` holds AMQP URIs (or `memory://`).
+    StreamingBrokers,
+    /// `STREAMING_BROKERS` holds no AMQP URI (e.g. the original's `rabbitmq:5672`, a
+    /// lib-streaming broker list): the AMQP server is `RABBITMQ_URI`.
+    RabbitmqUri {
+        /// The `STREAMING_BROKERS` value, for messages.
+        brokers: String,
+    },
 }
 
 /// Event publication settings (the seed's rules).
@@ -492,6 +619,12 @@ pub struct StreamingSettings {
     pub alternate_exchange: String,
     /// Broker (meaningful when enabled).
     pub broker: EventBroker,
+    /// Which setting named the broker.
+    pub broker_origin: BrokerOrigin,
+    /// `x-message-ttl` of the unroutable queue.
+    pub unroutable_ttl: std::time::Duration,
+    /// `x-max-length` of the unroutable queue.
+    pub unroutable_max_length: u32,
     /// Breaker failure ratio.
     pub cb_failure_ratio: f64,
     /// Breaker minimum requests.
@@ -510,6 +643,8 @@ pub struct StreamingSettings {
     pub dispatch_poll: std::time::Duration,
     /// Claim lease.
     pub outbox_lease: chrono::Duration,
+    /// Published rows kept at most by the in-memory outbox.
+    pub memory_max_published: usize,
 }
 
 /// Checks the seed's streaming rules: when enabled, `RABBITMQ_REPORT_EVENTS_EXCHANGE`,
@@ -536,7 +671,7 @@ pub fn streaming_rules(
             out.push(problem(
                 "STREAMING_BROKERS",
                 "blank while STREAMING_ENABLED=true",
-                "comma-separated amqp(s):// URIs, or memory://",
+                "non-empty: amqp(s):// URIs, memory://, or a broker list such as rabbitmq:5672 (then RABBITMQ_URI names the AMQP server)",
             ));
         }
         if blank(source) {
@@ -557,6 +692,22 @@ pub fn streaming_rules(
         ));
     }
     out
+}
+
+/// `STREAMING_EVENT_POLICIES`: empty or unset is fine; an override cannot be honoured (the
+/// policies are fixed per event class), so it is a problem naming the variable and why.
+fn event_policies_problem(value: Option<&str>) -> Option<ConfigProblem> {
+    let value = value.map(str::trim).filter(|v| !v.is_empty())?;
+    let shown: String = value.chars().take(80).collect();
+    Some(problem(
+        "STREAMING_EVENT_POLICIES",
+        format!(
+            "per-event policy overrides ('{shown}') are not supported: Reporter's delivery \
+             policies are fixed per event class (important: direct with the outbox as fallback; \
+             critical: outbox only), see README \"Write path and events\""
+        ),
+        "unset or empty",
+    ))
 }
 
 fn problem(var: &str, problem: impl Into<String>, rule: &str) -> ConfigProblem {
@@ -628,8 +779,11 @@ impl RawConfig {
     pub fn defaults() -> Self {
         RawConfig {
             server_address: "127.0.0.1:4005".into(),
-            health_address: "127.0.0.1:4006".into(),
+            health_address: None,
+            health_port: None,
             env_name: "development".into(),
+            deployment_mode: "local".into(),
+            shutdown_drain_seconds: "0".into(),
             log_level: "info".into(),
             log_format: "text".into(),
             auth_enabled: "true".into(),
@@ -642,7 +796,7 @@ impl RawConfig {
             default_tenant_id: "default".into(),
             max_pagination_limit: "100".into(),
             idempotency_ttl_seconds: "86400".into(),
-            idempotency_in_flight_seconds: "60".into(),
+            idempotency_in_flight_seconds: "10".into(),
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
             example_data_enabled: "auto".into(),
@@ -657,11 +811,15 @@ impl RawConfig {
             streaming_cb_timeout_s: "30".into(),
             streaming_publish_timeout_ms: "5000".into(),
             streaming_alternate_exchange: None,
+            streaming_event_policies: None,
+            streaming_unroutable_ttl_seconds: "604800".into(),
+            streaming_unroutable_max_length: "10000".into(),
             streaming_outbox_max_attempts: "10".into(),
             streaming_outbox_retention_hours: "24".into(),
             streaming_dispatch_batch: "256".into(),
             streaming_dispatch_poll_ms: "1000".into(),
             streaming_outbox_lease_s: "30".into(),
+            streaming_outbox_memory_max_published: "10000".into(),
             mongo_uri: None,
             mongo_host: None,
             mongo_port: None,
@@ -676,6 +834,11 @@ impl RawConfig {
             mongo_name: "reporter-db".into(),
             mongo_tenant_prefix: "reporter".into(),
             rabbitmq_uri: None,
+            rabbitmq_host: None,
+            rabbitmq_port_amqp: None,
+            rabbitmq_user: None,
+            rabbitmq_pass: None,
+            rabbitmq_tls: "false".into(),
             rabbitmq_exchange: "reporter.generate-report.exchange".into(),
             rabbitmq_queue: "reporter.generate-report.queue".into(),
             rabbitmq_key: "reporter.generate-report.key".into(),
@@ -693,6 +856,13 @@ impl RawConfig {
             engine_max_result_bytes: "104857600".into(),
             engine_render_fuel: "50000000".into(),
             engine_max_output_bytes: "67108864".into(),
+            template_sandbox_exe: None,
+            template_sandbox_pool_size: "4".into(),
+            template_render_memory_mib: "1024".into(),
+            template_render_cpu_seconds: "120".into(),
+            template_render_timeout_sec: "120".into(),
+            template_parse_memory_mib: "256".into(),
+            template_parse_timeout_ms: "10000".into(),
             pdf_renderer: "native".into(),
             pdf_chromium_path: "/usr/bin/chromium".into(),
             pdf_pool_workers: "2".into(),
@@ -712,30 +882,8 @@ impl RawConfig {
         let mut c = Checker {
             problems: Vec::new(),
         };
-        let server_address = self
-            .server_address
-            .trim()
-            .parse::<SocketAddr>()
-            .unwrap_or_else(|_| {
-                c.problems.push(problem(
-                    "SERVER_ADDRESS",
-                    format!("'{}' is not a socket address", self.server_address),
-                    "host:port with an IP host, e.g. 127.0.0.1:4005 or 0.0.0.0:4005",
-                ));
-                SocketAddr::from(([127, 0, 0, 1], 4005))
-            });
-        let health_address = self
-            .health_address
-            .trim()
-            .parse::<SocketAddr>()
-            .unwrap_or_else(|_| {
-                c.problems.push(problem(
-                    "HEALTH_ADDRESS",
-                    format!("'{}' is not a socket address", self.health_address),
-                    "host:port with an IP host, e.g. 127.0.0.1:4006",
-                ));
-                SocketAddr::from(([127, 0, 0, 1], 4006))
-            });
+        let server_address = self.server_listen(&mut c);
+        let health_address = self.health_listen(&mut c);
         let production = self.env_name.trim().eq_ignore_ascii_case("production");
         let log_json = match self.log_format.trim().to_ascii_lowercase().as_str() {
             "text" => false,
@@ -881,9 +1029,9 @@ impl RawConfig {
         let in_flight = c.number(
             "IDEMPOTENCY_IN_FLIGHT_SECONDS",
             &self.idempotency_in_flight_seconds,
-            1i64,
+            3i64,
             3600,
-            60,
+            10,
         );
         let object_storage = match self
             .object_storage_backend
@@ -969,9 +1117,36 @@ impl RawConfig {
             2 * 1024 * 1024,
         );
 
-        let streaming = self.streaming(&mut c);
-        let worker = self.worker(&mut c);
+        let rabbitmq = self.rabbitmq_url(&mut c);
+        let streaming = self.streaming(rabbitmq.as_deref(), &mut c);
+        let worker = self.worker(rabbitmq.as_deref(), &mut c);
+        let sandbox = self.sandbox(&mut c, worker.settings.render.max_output_bytes);
         let mongo = self.mongo(&mut c);
+        let deployment_mode = DeploymentMode::parse(&self.deployment_mode).unwrap_or_else(|| {
+            c.problems.push(problem(
+                "DEPLOYMENT_MODE",
+                format!("'{}' is not a deployment mode", self.deployment_mode),
+                "local|byoc|saas",
+            ));
+            DeploymentMode::Local
+        });
+        let shutdown_drain = std::time::Duration::from_secs(c.number(
+            "SHUTDOWN_DRAIN_SECONDS",
+            &self.shutdown_drain_seconds,
+            0u64,
+            300,
+            0,
+        ));
+        if deployment_mode == DeploymentMode::Saas {
+            c.problems
+                .extend(deployment::saas_tls_problems(&deployment::Connections {
+                    mongo: mongo.as_ref(),
+                    queue: &worker.queue,
+                    streaming: &streaming,
+                    storage: &object_storage,
+                    sources: &data_sources,
+                }));
+        }
         if matches!(object_storage, ObjectStorageChoice::GridFs) && mongo.is_none() {
             c.problems.push(problem(
                 "OBJECT_STORAGE_BACKEND",
@@ -1011,9 +1186,138 @@ impl RawConfig {
             cors_origins,
             max_request_body_bytes,
             streaming,
+            deployment_mode,
+            shutdown_drain,
             worker,
+            sandbox,
             mongo,
         })
+    }
+
+    /// `STREAMING_BROKERS` → the broker: `memory://`; its AMQP URIs; or, when it names none
+    /// (the original's `rabbitmq:5672`), `RABBITMQ_URI`. Any non-empty value is accepted;
+    /// only a missing AMQP server is a problem (when publication is on).
+    fn event_broker(
+        &self,
+        enabled: bool,
+        rabbitmq: Option<&str>,
+        c: &mut Checker,
+    ) -> (EventBroker, BrokerOrigin) {
+        let Some(raw) = self
+            .streaming_brokers
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
+            return (EventBroker::Memory, BrokerOrigin::StreamingBrokers);
+        };
+        let entries: Vec<&str> = raw
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if entries.contains(&"memory://") {
+            if entries.len() > 1 {
+                c.problems.push(problem(
+                    "STREAMING_BROKERS",
+                    "memory:// cannot be combined with other brokers",
+                    "either memory:// alone, or the brokers of a real deployment",
+                ));
+            }
+            return (EventBroker::Memory, BrokerOrigin::StreamingBrokers);
+        }
+        let amqp: Vec<String> = entries
+            .iter()
+            .filter(|e| e.starts_with("amqp://") || e.starts_with("amqps://"))
+            .map(|e| (*e).to_owned())
+            .collect();
+        if !amqp.is_empty() {
+            return (EventBroker::Amqp(amqp), BrokerOrigin::StreamingBrokers);
+        }
+        let origin = BrokerOrigin::RabbitmqUri {
+            brokers: raw.to_owned(),
+        };
+        match rabbitmq {
+            Some(uri) => (EventBroker::Amqp(vec![uri.to_owned()]), origin),
+            None => {
+                if enabled {
+                    c.problems.push(problem(
+                        "RABBITMQ_URI",
+                        format!(
+                            "unset, and STREAMING_BROKERS ('{}') names no AMQP URI",
+                            redact(raw)
+                        ),
+                        "the AMQP server of the events: set RABBITMQ_URI (amqp://user:pass@host:port/vhost), or put amqp(s):// URIs in STREAMING_BROKERS",
+                    ));
+                }
+                (EventBroker::Memory, origin)
+            }
+        }
+    }
+
+    fn sandbox(&self, c: &mut Checker, max_output_bytes: usize) -> SandboxSettings {
+        const MIB: u64 = 1024 * 1024;
+        let exe = self
+            .template_sandbox_exe
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        if let Some(p) = &exe
+            && !p.is_file()
+        {
+            c.problems.push(problem(
+                "TEMPLATE_SANDBOX_EXE",
+                format!("'{}' is not a file", p.display()),
+                "the path of a reporter binary (default: this one)",
+            ));
+        }
+        SandboxSettings {
+            exe,
+            pool_size: c.number(
+                "TEMPLATE_SANDBOX_POOL_SIZE",
+                &self.template_sandbox_pool_size,
+                1usize,
+                64,
+                4,
+            ),
+            render_memory_bytes: c.number(
+                "TEMPLATE_RENDER_MEMORY_MIB",
+                &self.template_render_memory_mib,
+                64u64,
+                1024 * 1024,
+                1024,
+            ) * MIB,
+            render_cpu_seconds: c.number(
+                "TEMPLATE_RENDER_CPU_SECONDS",
+                &self.template_render_cpu_seconds,
+                1u64,
+                86_400,
+                120,
+            ),
+            render_timeout: std::time::Duration::from_secs(c.number(
+                "TEMPLATE_RENDER_TIMEOUT_SEC",
+                &self.template_render_timeout_sec,
+                1u64,
+                86_400,
+                120,
+            )),
+            parse_memory_bytes: c.number(
+                "TEMPLATE_PARSE_MEMORY_MIB",
+                &self.template_parse_memory_mib,
+                32u64,
+                1024 * 1024,
+                256,
+            ) * MIB,
+            parse_timeout: std::time::Duration::from_millis(c.number(
+                "TEMPLATE_PARSE_TIMEOUT_MS",
+                &self.template_parse_timeout_ms,
+                100u64,
+                600_000,
+                10_000,
+            )),
+            max_output_bytes: max_output_bytes as u64,
+        }
     }
 
     /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above `job_timeout`
@@ -1040,32 +1344,18 @@ impl RawConfig {
         Some(std::time::Duration::from_secs(after))
     }
 
-    fn worker(&self, c: &mut Checker) -> WorkerConfig {
-        let queue = match self
-            .rabbitmq_uri
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+    fn worker(&self, rabbitmq: Option<&str>, c: &mut Checker) -> WorkerConfig {
+        let queue = match rabbitmq {
             None => JobQueueChoice::Memory,
-            Some(uri) => {
-                if !(uri.starts_with("amqp://") || uri.starts_with("amqps://")) {
-                    c.problems.push(problem(
-                        "RABBITMQ_URI",
-                        format!("'{}' is not an AMQP URI", redact(uri)),
-                        "amqp://user:pass@host:port/vhost or amqps://…",
-                    ));
-                }
-                JobQueueChoice::Rabbit {
-                    uri: uri.to_owned(),
-                    exchange: self.rabbitmq_exchange.trim().to_owned(),
-                    queue: self.rabbitmq_queue.trim().to_owned(),
-                    key: self.rabbitmq_key.trim().to_owned(),
-                    dlq: self.rabbitmq_dlq.trim().to_owned(),
-                    dlx: self.rabbitmq_dlx.trim().to_owned(),
-                    prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
-                }
-            }
+            Some(uri) => JobQueueChoice::Rabbit {
+                uri: uri.to_owned(),
+                exchange: self.rabbitmq_exchange.trim().to_owned(),
+                queue: self.rabbitmq_queue.trim().to_owned(),
+                key: self.rabbitmq_key.trim().to_owned(),
+                dlq: self.rabbitmq_dlq.trim().to_owned(),
+                dlx: self.rabbitmq_dlx.trim().to_owned(),
+                prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
+            },
         };
         let secs = |c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64| {
             std::time::Duration::from_secs(c.number(var, raw, 1u64, max, dflt))
@@ -1152,6 +1442,7 @@ impl RawConfig {
                         4 * 1024 * 1024 * 1024,
                         67_108_864,
                     ),
+                    ..reporter_ports::ports::RenderLimits::default()
                 },
                 drain_timeout: secs(
                     c,
@@ -1174,7 +1465,7 @@ impl RawConfig {
         }
     }
 
-    fn streaming(&self, c: &mut Checker) -> StreamingSettings {
+    fn streaming(&self, rabbitmq: Option<&str>, c: &mut Checker) -> StreamingSettings {
         let enabled = c.boolean("STREAMING_ENABLED", &self.streaming_enabled);
         c.problems.extend(streaming_rules(
             enabled,
@@ -1188,34 +1479,9 @@ impl RawConfig {
             .map(str::trim)
             .unwrap_or_default()
             .to_owned();
-        let mut broker = EventBroker::Memory;
-        if let Some(raw) = self
-            .streaming_brokers
-            .as_deref()
-            .filter(|s| !s.trim().is_empty())
-        {
-            let entries: Vec<String> = raw
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect();
-            if entries.iter().any(|e| e == "memory://") {
-                if entries.len() > 1 {
-                    c.problems.push(problem(
-                        "STREAMING_BROKERS",
-                        "memory:// cannot be combined with other brokers",
-                        "either amqp(s):// URIs or memory://",
-                    ));
-                }
-            } else {
-                for e in &entries {
-                    if !(e.starts_with("amqp://") || e.starts_with("amqps://")) {
-                        c.problems.push(problem("STREAMING_BROKERS", format!("'{}' is not an AMQP URI", redact(e)), "amqp://user:pass@host:port/vhost or amqps://…, comma-separated, or memory://"));
-                    }
-                }
-                broker = EventBroker::Amqp(entries);
-            }
+        let (broker, broker_origin) = self.event_broker(enabled, rabbitmq, c);
+        if let Some(p) = event_policies_problem(self.streaming_event_policies.as_deref()) {
+            c.problems.push(p);
         }
         let ratio = match self.streaming_cb_failure_ratio.trim().parse::<f64>() {
             Ok(r) if r > 0.0 && r <= 1.0 => r,
@@ -1284,6 +1550,13 @@ impl RawConfig {
             3600,
             30,
         );
+        let memory_max_published = c.number(
+            "STREAMING_OUTBOX_MEMORY_MAX_PUBLISHED",
+            &self.streaming_outbox_memory_max_published,
+            1usize,
+            10_000_000,
+            10_000,
+        );
         let alternate_exchange = self
             .streaming_alternate_exchange
             .as_deref()
@@ -1300,11 +1573,28 @@ impl RawConfig {
                     }
                 )
             });
+        let unroutable_ttl = std::time::Duration::from_secs(c.number(
+            "STREAMING_UNROUTABLE_TTL_SECONDS",
+            &self.streaming_unroutable_ttl_seconds,
+            1u64,
+            365 * 86_400,
+            604_800,
+        ));
+        let unroutable_max_length = c.number(
+            "STREAMING_UNROUTABLE_MAX_LENGTH",
+            &self.streaming_unroutable_max_length,
+            1u32,
+            10_000_000,
+            10_000,
+        );
         StreamingSettings {
             enabled,
             exchange,
             alternate_exchange,
             broker,
+            broker_origin,
+            unroutable_ttl,
+            unroutable_max_length,
             cb_failure_ratio: ratio,
             cb_min_requests: min_requests,
             cb_open: std::time::Duration::from_secs(open_s),
@@ -1314,6 +1604,71 @@ impl RawConfig {
             dispatch_batch: batch,
             dispatch_poll: std::time::Duration::from_millis(poll_ms),
             outbox_lease: chrono::Duration::seconds(lease_s),
+            memory_max_published,
+        }
+    }
+}
+
+/// `DEPLOYMENT_MODE` (the original's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeploymentMode {
+    /// A developer's machine or a plain installation (default).
+    Local,
+    /// Bring your own cloud.
+    Byoc,
+    /// Operated as a service: every connection must use TLS.
+    Saas,
+}
+
+impl DeploymentMode {
+    /// Parses `local`, `byoc` or `saas` (any case).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "local" => Some(Self::Local),
+            "byoc" => Some(Self::Byoc),
+            "saas" => Some(Self::Saas),
+            _ => None,
+        }
+    }
+    /// The value as /readyz reports it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Byoc => "byoc",
+            Self::Saas => "saas",
+        }
+    }
+}
+
+impl StreamingSettings {
+    /// One line for `reporter config check` and the start-up banner: where events go and
+    /// which setting said so.
+    pub fn describe(&self) -> String {
+        if !self.enabled {
+            return "event publication: off (STREAMING_ENABLED=false)".to_owned();
+        }
+        match (&self.broker, &self.broker_origin) {
+            (EventBroker::Memory, _) => format!(
+                "event publication: in-memory broker (STREAMING_BROKERS=memory://), exchange '{}'",
+                self.exchange
+            ),
+            (EventBroker::Amqp(uris), BrokerOrigin::StreamingBrokers) => format!(
+                "event publication: RabbitMQ {} from STREAMING_BROKERS, exchange '{}'",
+                uris.iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.exchange
+            ),
+            (EventBroker::Amqp(uris), BrokerOrigin::RabbitmqUri { brokers }) => format!(
+                "event publication: RabbitMQ {} from RABBITMQ_URI (STREAMING_BROKERS '{}' names no AMQP URI), exchange '{}'",
+                uris.iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                redact(brokers),
+                self.exchange
+            ),
         }
     }
 }

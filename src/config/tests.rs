@@ -248,12 +248,27 @@ fn streaming_configuration_table() {
                 "STREAMING_CLOUDEVENTS_SOURCE",
             ],
         },
+        // Any non-empty value is accepted; one that names no AMQP URI needs RABBITMQ_URI.
         Row {
             enabled: "true",
             exchange: Some("reporter.events"),
             brokers: Some("kafka://x:9092"),
             source: ok,
-            failing: &["STREAMING_BROKERS"],
+            failing: &["RABBITMQ_URI"],
+        },
+        Row {
+            enabled: "true",
+            exchange: Some("reporter.events"),
+            brokers: Some("rabbitmq:5672"),
+            source: ok,
+            failing: &["RABBITMQ_URI"],
+        },
+        Row {
+            enabled: "false",
+            exchange: None,
+            brokers: Some("rabbitmq:5672"),
+            source: None,
+            failing: &[],
         },
         Row {
             enabled: "yes-please",
@@ -328,4 +343,439 @@ fn report_requeue_after_is_off_or_above_the_job_deadline() {
             "{after}/{engine}: {errs:?}"
         );
     }
+}
+
+#[test]
+fn sql_data_sources_with_tls() {
+    let ca = std::env::temp_dir().join(format!("reporter-test-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca, "not checked here").unwrap();
+    let ca_path = ca.to_str().unwrap().to_owned();
+    let c = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_LEDGER_TYPE", "mysql"),
+            ("DATASOURCE_LEDGER_HOST", "db.local"),
+            ("DATASOURCE_LEDGER_PASSWORD", "s3cret"),
+            ("DATASOURCE_LEDGER_DATABASE", "ledger"),
+            ("DATASOURCE_LEDGER_SSLMODE", "verify-full"),
+            ("DATASOURCE_LEDGER_SSLROOTCERT", &ca_path),
+            ("DATASOURCE_PG_TYPE", "postgresql"),
+            ("DATASOURCE_PG_DATABASE", "core"),
+            ("DATASOURCE_PG_SSLMODE", "require"),
+            ("DATASOURCE_MS_TYPE", "sqlserver"),
+            ("DATASOURCE_MS_DATABASE", "erp"),
+            ("DATASOURCE_MS_SCHEMAS", "dbo, sales"),
+        ]))
+        .unwrap();
+    let get = |id: &str| c.data_sources.sources[&DataSourceId::parse(id).unwrap()].clone();
+    let DataSourceSpec::Mysql(my) = get("ledger") else {
+        panic!("mysql");
+    };
+    assert_eq!(
+        (my.host.as_str(), my.port, my.user.as_str()),
+        ("db.local", 3306, "root")
+    );
+    assert_eq!(my.password.as_deref(), Some("s3cret"));
+    assert_eq!(my.schemas, ["ledger"], "the database itself by default");
+    assert_eq!(my.tls.mode, reporter_adapter_mysql::SslMode::VerifyFull);
+    assert_eq!(
+        my.tls.root_cert,
+        Some(super::RootCert::File(ca.clone())),
+        "the CA file"
+    );
+    let DataSourceSpec::Postgresql { tls, port, .. } = get("pg") else {
+        panic!("postgresql");
+    };
+    assert_eq!(port, 5432);
+    assert_eq!(tls.mode, reporter_adapter_postgres::SslMode::Require);
+    let DataSourceSpec::Sqlserver(ms) = get("ms") else {
+        panic!("sqlserver");
+    };
+    assert_eq!((ms.port, ms.user.as_str()), (1433, "sa"));
+    assert_eq!(ms.schemas, ["dbo", "sales"]);
+
+    let errs = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_A_TYPE", "mysql"),
+            ("DATASOURCE_A_DATABASE", "x"),
+            ("DATASOURCE_A_SSLMODE", "sometimes"),
+            ("DATASOURCE_B_TYPE", "postgresql"),
+            ("DATASOURCE_B_DATABASE", "x"),
+            ("DATASOURCE_B_SSLROOTCERT", "/nonexistent/ca.pem"),
+            ("DATASOURCE_C_TYPE", "mysql"),
+            ("DATASOURCE_D_TYPE", "oracle"),
+        ]))
+        .unwrap_err();
+    let vars: Vec<&str> = errs.0.iter().map(|p| p.variable.as_str()).collect();
+    for v in [
+        "DATASOURCE_A_SSLMODE",
+        "DATASOURCE_B_SSLROOTCERT",
+        "DATASOURCE_C_DATABASE",
+        "DATASOURCE_D_TYPE",
+    ] {
+        assert!(vars.contains(&v), "{v} missing from {vars:?}");
+    }
+    assert!(
+        errs.to_string().contains("Oracle's client libraries"),
+        "{errs}"
+    );
+    let _ = std::fs::remove_file(ca);
+}
+
+/// The original's deployments set `STREAMING_BROKERS` to a broker list (`rabbitmq:5672`) and
+/// name the AMQP server in `RABBITMQ_URI`.
+#[test]
+fn streaming_brokers_without_an_amqp_uri_publish_to_rabbitmq_uri() {
+    let mut raw = RawConfig::defaults();
+    raw.streaming_enabled = "true".into();
+    raw.events_exchange = Some("reporter.events".into());
+    raw.streaming_source = Some("reporter".into());
+    raw.streaming_brokers = Some("rabbitmq:5672".into());
+    raw.rabbitmq_uri = Some("amqp://guest:secret@rabbitmq:5672/%2f".into());
+    let c = raw.validate(&[]).expect("valid");
+    assert_eq!(
+        c.streaming.broker,
+        EventBroker::Amqp(vec!["amqp://guest:secret@rabbitmq:5672/%2f".into()])
+    );
+    assert_eq!(
+        c.streaming.broker_origin,
+        BrokerOrigin::RabbitmqUri {
+            brokers: "rabbitmq:5672".into()
+        }
+    );
+    let said = c.streaming.describe();
+    assert!(said.contains("from RABBITMQ_URI"), "{said}");
+    assert!(
+        said.contains("rabbitmq:5672") && !said.contains("secret"),
+        "{said}"
+    );
+
+    // AMQP URIs in STREAMING_BROKERS win, whatever else the list holds.
+    raw.streaming_brokers = Some("rabbitmq:5672, amqp://a:b@other:5672/%2f".into());
+    let c = raw.validate(&[]).expect("valid");
+    assert_eq!(
+        c.streaming.broker,
+        EventBroker::Amqp(vec!["amqp://a:b@other:5672/%2f".into()])
+    );
+    assert_eq!(c.streaming.broker_origin, BrokerOrigin::StreamingBrokers);
+    assert!(c.streaming.describe().contains("from STREAMING_BROKERS"));
+
+    raw.streaming_brokers = Some("memory://".into());
+    let c = raw.validate(&[]).expect("valid");
+    assert_eq!(c.streaming.broker, EventBroker::Memory);
+    assert!(c.streaming.describe().contains("in-memory"));
+    raw.streaming_enabled = "false".into();
+    assert!(
+        raw.validate(&[])
+            .unwrap()
+            .streaming
+            .describe()
+            .contains("off")
+    );
+}
+
+#[test]
+fn unroutable_queue_bounds_default_to_the_original_dlq_and_are_checked() {
+    let c = RawConfig::defaults().validate(&[]).unwrap();
+    assert_eq!(
+        c.streaming.unroutable_ttl,
+        std::time::Duration::from_secs(7 * 86_400)
+    );
+    assert_eq!(c.streaming.unroutable_max_length, 10_000);
+    for (ttl, max, bad) in [
+        ("0", "10", "STREAMING_UNROUTABLE_TTL_SECONDS"),
+        ("60", "0", "STREAMING_UNROUTABLE_MAX_LENGTH"),
+        ("x", "10", "STREAMING_UNROUTABLE_TTL_SECONDS"),
+    ] {
+        let mut raw = RawConfig::defaults();
+        raw.streaming_unroutable_ttl_seconds = ttl.into();
+        raw.streaming_unroutable_max_length = max.into();
+        let e = raw.validate(&[]).unwrap_err();
+        assert_eq!(e.0.len(), 1, "{e}");
+        assert_eq!(e.0[0].variable, bad);
+    }
+}
+
+#[test]
+fn deployment_mode_and_drain() {
+    let c = RawConfig::defaults().validate(&[]).unwrap();
+    assert_eq!(c.deployment_mode, DeploymentMode::Local);
+    assert_eq!(c.shutdown_drain, std::time::Duration::ZERO);
+    let mut raw = RawConfig::defaults();
+    raw.deployment_mode = "BYOC".into();
+    raw.shutdown_drain_seconds = "7".into();
+    let c = raw.validate(&[]).unwrap();
+    assert_eq!(c.deployment_mode.as_str(), "byoc");
+    assert_eq!(c.shutdown_drain, std::time::Duration::from_secs(7));
+    raw.deployment_mode = "cloud".into();
+    raw.shutdown_drain_seconds = "301".into();
+    let mut vars: Vec<String> = raw
+        .validate(&[])
+        .unwrap_err()
+        .0
+        .into_iter()
+        .map(|p| p.variable)
+        .collect();
+    vars.sort();
+    assert_eq!(vars, ["DEPLOYMENT_MODE", "SHUTDOWN_DRAIN_SECONDS"]);
+}
+
+/// As the original: `saas` refuses any connection without TLS.
+#[test]
+fn saas_requires_tls_on_every_connection() {
+    let mut raw = RawConfig::defaults();
+    raw.deployment_mode = "saas".into();
+    assert!(raw.validate(&[]).is_ok(), "in memory: nothing to encrypt");
+    raw.mongo_uri = Some("mongodb://db:27017/?replicaSet=rs0".into());
+    raw.rabbitmq_uri = Some("amqp://u:p@mq:5672/%2f".into());
+    raw.streaming_enabled = "true".into();
+    raw.events_exchange = Some("reporter.events".into());
+    raw.streaming_source = Some("reporter".into());
+    raw.streaming_brokers = Some("rabbitmq:5672".into());
+    raw.object_storage_backend = "s3".into();
+    raw.s3_endpoint = Some("http://seaweedfs:8333".into());
+    let mut env = vec![
+        ("DATASOURCE_LEDGER_TYPE".to_owned(), "postgresql".to_owned()),
+        ("DATASOURCE_LEDGER_DATABASE".to_owned(), "ledger".to_owned()),
+        ("DATASOURCE_SHOP_TYPE".to_owned(), "mysql".to_owned()),
+        ("DATASOURCE_SHOP_DATABASE".to_owned(), "shop".to_owned()),
+    ];
+    let mut vars: Vec<String> = raw
+        .validate(&env)
+        .unwrap_err()
+        .0
+        .into_iter()
+        .map(|p| p.variable)
+        .collect();
+    vars.sort();
+    assert_eq!(
+        vars,
+        [
+            "DATASOURCE_LEDGER_SSLMODE",
+            "DATASOURCE_SHOP_SSLMODE",
+            "MONGO_URI",
+            "OBJECT_STORAGE_ENDPOINT",
+            "RABBITMQ_URI",
+            "STREAMING_BROKERS"
+        ]
+    );
+    raw.mongo_uri = Some("mongodb://db:27017/?replicaSet=rs0&tls=true".into());
+    raw.rabbitmq_uri = Some("amqps://u:p@mq:5671/%2f".into());
+    raw.s3_endpoint = Some("https://s3.example".into());
+    assert!(raw.validate(&[]).is_ok(), "{:?}", raw.validate(&[]).err());
+    env.push(("DATASOURCE_LEDGER_SSLMODE".into(), "verify-full".into()));
+    env.push(("DATASOURCE_SHOP_SSLMODE".into(), "require".into()));
+    assert!(raw.validate(&env).is_ok(), "{:?}", raw.validate(&env).err());
+}
+
+#[test]
+fn sandbox_bounds_are_validated() {
+    let c = RawConfig::defaults().validate(&[]).expect("defaults");
+    assert_eq!(c.sandbox.pool_size, 4);
+    assert_eq!(c.sandbox.render_memory_bytes, 1024 * 1024 * 1024);
+    assert_eq!(c.sandbox.parse_memory_bytes, 256 * 1024 * 1024);
+    assert_eq!(c.sandbox.render_cpu_seconds, 120);
+    assert_eq!(c.sandbox.render_timeout.as_secs(), 120);
+    assert_eq!(c.sandbox.parse_timeout.as_millis(), 10_000);
+    assert_eq!(c.sandbox.max_output_bytes, 67_108_864);
+    assert_eq!(c.sandbox.exe, None);
+    let mut raw = RawConfig::defaults();
+    raw.template_sandbox_pool_size = "0".into();
+    raw.template_render_memory_mib = "1".into();
+    raw.template_render_cpu_seconds = "x".into();
+    raw.template_render_timeout_sec = "0".into();
+    raw.template_parse_memory_mib = "8".into();
+    raw.template_parse_timeout_ms = "5".into();
+    raw.template_sandbox_exe = Some("/nonexistent/reporter".into());
+    let errs = raw.validate(&[]).unwrap_err();
+    let vars: Vec<&str> = errs.0.iter().map(|p| p.variable.as_str()).collect();
+    for v in [
+        "TEMPLATE_SANDBOX_POOL_SIZE",
+        "TEMPLATE_RENDER_MEMORY_MIB",
+        "TEMPLATE_RENDER_CPU_SECONDS",
+        "TEMPLATE_RENDER_TIMEOUT_SEC",
+        "TEMPLATE_PARSE_MEMORY_MIB",
+        "TEMPLATE_PARSE_TIMEOUT_MS",
+        "TEMPLATE_SANDBOX_EXE",
+    ] {
+        assert!(vars.contains(&v), "{v} not reported: {errs}");
+    }
+}
+
+/// `STREAMING_EVENT_POLICIES`: Helm's empty default starts; an override the fixed policies
+/// cannot honour stops start-up naming the variable, never silently ignored.
+#[test]
+fn streaming_event_policies_are_refused_unless_empty() {
+    let check = |value: Option<&str>| {
+        let mut raw = RawConfig::defaults();
+        raw.streaming_enabled = "true".into();
+        raw.events_exchange = Some("reporter.events".into());
+        raw.streaming_source = Some("reporter".into());
+        raw.streaming_brokers = Some("memory://".into());
+        raw.streaming_event_policies = value.map(Into::into);
+        raw.validate(&[])
+    };
+    for ok in [None, Some(""), Some("  ")] {
+        assert!(check(ok).is_ok(), "{ok:?}");
+    }
+    let errs = check(Some("report.finished.enabled=false")).unwrap_err();
+    assert_eq!(errs.0.len(), 1, "{errs}");
+    assert_eq!(errs.0[0].variable, "STREAMING_EVENT_POLICIES");
+    assert!(errs.to_string().contains("fixed per event class"), "{errs}");
+}
+
+/// The original's TLS variables of a data source (reference E.1), one row each: what a
+/// PostgreSQL source makes of them, or which variable the refusal names.
+#[test]
+fn the_original_s_data_source_tls_variables() {
+    use super::RootCert;
+    use base64::Engine as _;
+    use reporter_adapter_postgres::SslMode;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let ca = std::env::temp_dir().join(format!("reporter-test-ca2-{}.pem", std::process::id()));
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    std::fs::write(&ca, pem).unwrap();
+    let ca_path = ca.to_str().unwrap().to_owned();
+    let other = "/etc/hostname".to_owned();
+    // A DER certificate's first bytes: SEQUENCE with a two-byte length, then padding.
+    let mut der = vec![0x30, 0x82, 0x01, 0x0a];
+    der.extend(std::iter::repeat_n(0x5a, 266));
+    let pem_b64 = b64(pem.as_bytes());
+    let der_b64 = b64(&der);
+    let not_a_cert = b64(b"hello");
+    type Want = Result<(SslMode, Option<RootCert>), &'static str>;
+    let rows: Vec<(Vec<(&str, &str)>, Want)> = vec![
+        (vec![("SSL", "true")], Ok((SslMode::Require, None))),
+        (vec![("SSL", "TRUE")], Ok((SslMode::Require, None))),
+        (vec![("SSL", "false")], Ok((SslMode::Disable, None))),
+        (
+            vec![("SSL", "true"), ("SSLMODE", "verify-full")],
+            Ok((SslMode::VerifyFull, None)),
+        ),
+        (vec![("SSL", "true"), ("SSLMODE", "disable")], Err("SSL")),
+        (vec![("SSL", "false"), ("SSLMODE", "require")], Err("SSL")),
+        (vec![("SSL", "sometimes")], Err("SSL")),
+        (
+            vec![("SSLMODE", "verify-ca"), ("SSLCA", &ca_path)],
+            Ok((SslMode::VerifyCa, Some(RootCert::File(ca.clone())))),
+        ),
+        (
+            vec![("SSLCA", &ca_path), ("SSLROOTCERT", &ca_path)],
+            Ok((SslMode::Disable, Some(RootCert::File(ca.clone())))),
+        ),
+        (
+            vec![("SSLCA", &ca_path), ("SSLROOTCERT", &other)],
+            Err("SSLCA"),
+        ),
+        (vec![("SSLCA", "/nonexistent/ca.pem")], Err("SSLCA")),
+        (
+            vec![("SSL", "true"), ("SSLCA_BASE64", &pem_b64)],
+            Ok((
+                SslMode::Require,
+                Some(RootCert::Pem(pem.as_bytes().to_vec())),
+            )),
+        ),
+        (vec![("SSLCA_BASE64", "%%%")], Err("SSLCA_BASE64")),
+        (vec![("SSLCA_BASE64", &not_a_cert)], Err("SSLCA_BASE64")),
+        (
+            vec![("SSLCA_BASE64", &pem_b64), ("SSLCA", &ca_path)],
+            Err("SSLCA_BASE64"),
+        ),
+        (vec![("OPTIONS", "")], Ok((SslMode::Disable, None))),
+        (vec![("OPTIONS", "sslmode=require")], Err("OPTIONS")),
+    ];
+    for (i, (vars, want)) in rows.into_iter().enumerate() {
+        let mut pairs: Vec<(String, String)> = vec![
+            ("DATASOURCE_PG_TYPE".into(), "postgresql".into()),
+            ("DATASOURCE_PG_DATABASE".into(), "core".into()),
+        ];
+        pairs.extend(
+            vars.iter()
+                .map(|(k, v)| (format!("DATASOURCE_PG_{k}"), v.to_string())),
+        );
+        let got = RawConfig::defaults().validate(&pairs);
+        match (got, want) {
+            (Ok(c), Ok((mode, root))) => {
+                let DataSourceSpec::Postgresql { tls, .. } =
+                    &c.data_sources.sources[&DataSourceId::parse("pg").unwrap()]
+                else {
+                    panic!("row {i}: not PostgreSQL");
+                };
+                assert_eq!(
+                    (tls.mode, &tls.root_cert),
+                    (mode, &root),
+                    "row {i}: {vars:?}"
+                );
+            }
+            (Err(e), Err(var)) => {
+                let named: Vec<&str> = e.0.iter().map(|p| p.variable.as_str()).collect();
+                assert_eq!(named, [format!("DATASOURCE_PG_{var}")], "row {i}: {vars:?}");
+            }
+            (got, want) => panic!("row {i} {vars:?}: got {got:?}, want {want:?}"),
+        }
+    }
+    // A DER certificate given inline becomes PEM.
+    let c = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_PG_TYPE", "postgresql"),
+            ("DATASOURCE_PG_DATABASE", "core"),
+            ("DATASOURCE_PG_SSLCA_BASE64", &der_b64),
+        ]))
+        .expect("DER");
+    let DataSourceSpec::Postgresql { tls, .. } =
+        &c.data_sources.sources[&DataSourceId::parse("pg").unwrap()]
+    else {
+        panic!("PostgreSQL");
+    };
+    let Some(RootCert::Pem(text)) = &tls.root_cert else {
+        panic!("inline CA: {tls:?}");
+    };
+    let text = String::from_utf8(text.clone()).unwrap();
+    assert!(text.starts_with("-----BEGIN CERTIFICATE-----\n"), "{text}");
+    let body: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap(),
+        der
+    );
+    let _ = std::fs::remove_file(ca);
+}
+
+/// The unknown-setting problem lists every accepted suffix; a MongoDB source asking for TLS
+/// outside its URI is refused, a "no TLS" leftover is not.
+#[test]
+fn data_source_setting_errors_name_what_is_accepted() {
+    let errs = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_PG_TYPE", "postgresql"),
+            ("DATASOURCE_PG_DATABASE", "core"),
+            ("DATASOURCE_PG_SSLKEY", "/k.pem"),
+        ]))
+        .unwrap_err();
+    let text = errs.to_string();
+    for suffix in [
+        "SSLMODE",
+        "SSLROOTCERT",
+        "SSLCA_BASE64",
+        "SSLCA",
+        "SSL,",
+        "OPTIONS",
+        "HOST",
+        "URI",
+    ] {
+        assert!(text.contains(suffix), "{suffix} missing: {text}");
+    }
+    let mongo = |k: &str, v: &str| {
+        RawConfig::defaults().validate(&env(&[
+            ("DATASOURCE_M_TYPE", "mongodb"),
+            ("DATASOURCE_M_URI", "mongodb://h:27017"),
+            ("DATASOURCE_M_DATABASE", "d"),
+            (k, v),
+        ]))
+    };
+    assert!(mongo("DATASOURCE_M_SSLMODE", "disable").is_ok());
+    assert!(mongo("DATASOURCE_M_SSL", "false").is_ok());
+    let errs = mongo("DATASOURCE_M_SSL", "true").unwrap_err();
+    assert_eq!(errs.0[0].variable, "DATASOURCE_M_SSL");
+    assert!(errs.to_string().contains("tls=true"), "{errs}");
 }

@@ -9,13 +9,13 @@ use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 use std::sync::Arc;
 
-/// Errored reports per period.
+/// Reports in status `Error` per period.
 #[derive(Debug, Clone, Object)]
 #[oai(rename = "ErrorCounts", rename_all = "camelCase")]
 pub struct ErrorCountsDto {
-    /// Errored reports created in the last `errorPeriodDays` days.
+    /// Reports in status `Error` created in the last `errorPeriodDays` days.
     pub total: u64,
-    /// Errored reports created in the period before that.
+    /// Reports in status `Error` created in the period before that.
     pub previous_period_total: u64,
 }
 
@@ -29,7 +29,7 @@ pub struct DashboardDto {
     pub reports: u64,
     /// Configured data sources.
     pub data_sources: u64,
-    /// Errored reports.
+    /// Reports in status `Error`.
     pub errors: ErrorCountsDto,
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Technology of a data source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "DataSourceKind", rename_all = "lowercase")]
 pub enum DataSourceKindDto {
     /// A directory of JSON / CSV tables.
     File,
@@ -20,6 +20,10 @@ pub enum DataSourceKindDto {
     Postgresql,
     /// MongoDB.
     Mongodb,
+    /// MySQL or MariaDB.
+    Mysql,
+    /// Microsoft SQL Server.
+    Sqlserver,
 }
 
 /// A configured data source.
@@ -65,6 +69,8 @@ fn kind(k: DataSourceKind) -> DataSourceKindDto {
         DataSourceKind::File => DataSourceKindDto::File,
         DataSourceKind::Postgresql => DataSourceKindDto::Postgresql,
         DataSourceKind::Mongodb => DataSourceKindDto::Mongodb,
+        DataSourceKind::Mysql => DataSourceKindDto::Mysql,
+        DataSourceKind::Sqlserver => DataSourceKindDto::Sqlserver,
     }
 }
 

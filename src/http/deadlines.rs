@@ -1,8 +1,9 @@
 //! `/v1/deadlines` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{instant_or_day, page_request, path_uuid};
+use super::dto::{check_cursor, either, instant_or_day, page_request, path_uuid};
 use super::error::ApiResult;
 use super::tags::ApiTags;
+use super::text::Text;
 use crate::app::{App, AppError, Code, CreateDeadline, Severity, UpdateDeadline};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 
 /// Deadline type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "DeadlineType", rename_all = "lowercase")]
 pub enum DeadlineTypeDto {
     /// Imposed by a regulator.
     Regulatory,
@@ -27,7 +28,7 @@ pub enum DeadlineTypeDto {
 
 /// Recurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "Frequency", rename_all = "lowercase")]
 pub enum FrequencyDto {
     /// One-off.
     Once,
@@ -45,7 +46,7 @@ pub enum FrequencyDto {
 
 /// Derived status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "DeadlineStatus", rename_all = "lowercase")]
 pub enum DeadlineStatusDto {
     /// Not delivered, not yet due.
     Pending,
@@ -182,18 +183,18 @@ impl DeadlineDto {
 )]
 pub struct CreateDeadlineInput {
     /// Required, 1-200 characters.
-    pub name: Option<String>,
+    pub name: Option<Text>,
     /// Optional, at most 2000 characters.
-    pub description: Option<String>,
+    pub description: Option<Text>,
     /// Required: `regulatory` or `custom`.
     #[oai(rename = "type")]
-    pub kind: Option<String>,
+    pub kind: Option<Text>,
     /// Optional id of a live template.
-    pub template_id: Option<String>,
+    pub template_id: Option<Text>,
     /// Required RFC 3339 date-time, not before today (UTC).
-    pub due_date: Option<String>,
+    pub due_date: Option<Text>,
     /// Required: once, daily, weekly, monthly, semiannual or annual.
-    pub frequency: Option<String>,
+    pub frequency: Option<Text>,
     /// semiannual: exactly 2 distinct months; annual: exactly 1; others: none. Each 1-12.
     pub months_of_year: Option<Vec<i64>>,
     /// Default true.
@@ -201,22 +202,22 @@ pub struct CreateDeadlineInput {
     /// 0-366, default 0.
     pub notify_days_before: Option<i64>,
     /// Required `#RRGGBB`.
-    pub color: Option<String>,
+    pub color: Option<Text>,
 }
 
 impl Example for CreateDeadlineInput {
     fn example() -> Self {
         Self {
-            name: Some("Quarterly liquidity report".into()),
-            description: Some("Filed with the central bank".into()),
-            kind: Some("regulatory".into()),
+            name: Some(Text::from("Quarterly liquidity report")),
+            description: Some(Text::from("Filed with the central bank")),
+            kind: Some(Text::from("regulatory")),
             template_id: None,
-            due_date: Some("2027-03-31T23:59:59Z".into()),
-            frequency: Some("semiannual".into()),
+            due_date: Some(Text::from("2027-03-31T23:59:59Z")),
+            frequency: Some(Text::from("semiannual")),
             months_of_year: Some(vec![3, 9]),
             active: Some(true),
             notify_days_before: Some(10),
-            color: Some("#1E88E5".into()),
+            color: Some(Text::from("#1E88E5")),
         }
     }
 }
@@ -231,18 +232,18 @@ impl Example for CreateDeadlineInput {
 )]
 pub struct UpdateDeadlineInput {
     /// New name.
-    pub name: Option<String>,
+    pub name: Option<Text>,
     /// New description, or null to clear.
-    pub description: MaybeUndefined<String>,
+    pub description: MaybeUndefined<Text>,
     /// New type.
     #[oai(rename = "type")]
-    pub kind: Option<String>,
+    pub kind: Option<Text>,
     /// New template id, or null to unlink.
-    pub template_id: MaybeUndefined<String>,
+    pub template_id: MaybeUndefined<Text>,
     /// New due date (not before today).
-    pub due_date: Option<String>,
+    pub due_date: Option<Text>,
     /// New frequency.
-    pub frequency: Option<String>,
+    pub frequency: Option<Text>,
     /// New months.
     pub months_of_year: Option<Vec<i64>>,
     /// New active flag.
@@ -250,7 +251,7 @@ pub struct UpdateDeadlineInput {
     /// New lead time.
     pub notify_days_before: Option<i64>,
     /// New colour.
-    pub color: Option<String>,
+    pub color: Option<Text>,
 }
 
 impl Example for UpdateDeadlineInput {
@@ -270,12 +271,16 @@ impl Example for UpdateDeadlineInput {
     }
 }
 
-fn maybe(v: MaybeUndefined<String>) -> Option<Option<String>> {
+fn maybe(v: MaybeUndefined<Text>) -> Option<Option<String>> {
     match v {
         MaybeUndefined::Undefined => None,
         MaybeUndefined::Null => Some(None),
-        MaybeUndefined::Value(s) => Some(Some(s)),
+        MaybeUndefined::Value(s) => Some(Some(s.0)),
     }
+}
+
+fn text(v: Option<Text>) -> Option<String> {
+    v.map(Text::into_inner)
 }
 
 /// Deliver or revert.
@@ -302,7 +307,7 @@ pub struct DeadlinePage {
 
 /// Notification severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "Severity", rename_all = "lowercase")]
 pub enum SeverityDto {
     /// Past due.
     Overdue,
@@ -395,16 +400,16 @@ impl DeadlinesApi {
             .create_deadline(
                 &caller,
                 CreateDeadline {
-                    name: b.name,
-                    description: b.description,
-                    kind: b.kind,
-                    template_id: b.template_id,
-                    due_date: b.due_date,
-                    frequency: b.frequency,
+                    name: text(b.name),
+                    description: text(b.description),
+                    kind: text(b.kind),
+                    template_id: text(b.template_id),
+                    due_date: text(b.due_date),
+                    frequency: text(b.frequency),
                     months_of_year: b.months_of_year,
                     active: b.active,
                     notify_days_before: b.notify_days_before,
-                    color: b.color,
+                    color: text(b.color),
                 },
             )
             .await?;
@@ -417,8 +422,10 @@ impl DeadlinesApi {
     /// List deadlines
     ///
     /// Live deadlines, newest first by default. `status` is computed at request time
-    /// (recurrence applied), so the filter and the displayed status always agree. `startDate`
-    /// / `endDate` bound the current occurrence's due date (RFC 3339 or `YYYY-MM-DD`).
+    /// (recurrence applied), so the filter and the displayed status always agree. `start_date`
+    /// / `end_date` bound the current occurrence's due date (RFC 3339 or `YYYY-MM-DD`); each
+    /// snake_case name also has its camelCase alias (`startDate`, `endDate`, `sortOrder`). An
+    /// unknown query parameter answers 400 TPL-0019; an empty one counts as absent.
     /// Scope `deadlines:read`.
     #[oai(path = "/v1/deadlines", method = "get", operation_id = "listDeadlines")]
     #[allow(clippy::too_many_arguments)]
@@ -432,6 +439,12 @@ impl DeadlinesApi {
         limit: Query<Option<i64>>,
         /// `asc` or `desc` (default) by creation time.
         sort_order: Query<Option<String>>,
+        /// Alias of `sort_order`.
+        #[oai(name = "sortOrder")]
+        sort_order_alias: Query<Option<String>>,
+        /// The original's pagination cursor (base64 of `{"id", "points_next"}`): validated,
+        /// not used for paging (use `page`).
+        cursor: Query<Option<String>>,
         /// pending, overdue or delivered.
         status: Query<Option<String>>,
         /// true or false.
@@ -440,14 +453,25 @@ impl DeadlinesApi {
         #[oai(name = "type")]
         kind: Query<Option<String>>,
         /// Earliest due date.
-        #[oai(name = "startDate")]
         start_date: Query<Option<String>>,
+        /// Alias of `start_date`.
+        #[oai(name = "startDate")]
+        start_date_alias: Query<Option<String>>,
         /// Latest due date.
-        #[oai(name = "endDate")]
         end_date: Query<Option<String>>,
+        /// Alias of `end_date`.
+        #[oai(name = "endDate")]
+        end_date_alias: Query<Option<String>>,
     ) -> ApiResult<Json<DeadlinePage>> {
         let caller = auth.require(Scope::DeadlinesRead)?;
-        let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
+        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
+        let req = page_request(
+            page.0,
+            limit.0,
+            sort.map(|(v, _)| v),
+            app.settings.max_page_limit,
+        )?;
+        check_cursor(cursor.0.as_deref())?;
         let mut q = DeadlineQuery {
             active: active.0,
             ..Default::default()
@@ -470,20 +494,18 @@ impl DeadlinesApi {
                 .field("type", "regulatory|custom")
             })?);
         }
-        q.due_from = start_date
-            .0
-            .as_deref()
-            .map(|s| instant_or_day(s, "startDate", false))
+        q.due_from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?
+            .map(|(s, name)| instant_or_day(&s, name, false))
             .transpose()?;
-        q.due_to = end_date
-            .0
-            .as_deref()
-            .map(|s| instant_or_day(s, "endDate", true))
+        q.due_to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?
+            .map(|(s, name)| instant_or_day(&s, name, true))
             .transpose()?;
         if let (Some(a), Some(b)) = (q.due_from, q.due_to)
             && a > b
         {
-            return Err(AppError::new(Code::InvalidDateRange, "startDate is after endDate").into());
+            return Err(
+                AppError::new(Code::InvalidDateRange, "start_date is after end_date").into(),
+            );
         }
         let (page, now) = app.list_deadlines(&caller, &q, req).await?;
         Ok(Json(DeadlinePage {
@@ -594,16 +616,16 @@ impl DeadlinesApi {
                 &caller,
                 id,
                 UpdateDeadline {
-                    name: b.name,
+                    name: text(b.name),
                     description: maybe(b.description),
-                    kind: b.kind,
+                    kind: text(b.kind),
                     template_id: maybe(b.template_id),
-                    due_date: b.due_date,
-                    frequency: b.frequency,
+                    due_date: text(b.due_date),
+                    frequency: text(b.frequency),
                     months_of_year: b.months_of_year,
                     active: b.active,
                     notify_days_before: b.notify_days_before,
-                    color: b.color,
+                    color: text(b.color),
                 },
             )
             .await?;

@@ -43,8 +43,92 @@ pub fn page_request(
         .map_err(|e| AppError::new(Code::InvalidQueryParameter, e.to_string()))
 }
 
+/// One parameter given under its snake_case name (the original's) and/or its camelCase alias:
+/// the value with the name the caller used (for error messages).
+///
+/// MUST answer `InvalidQueryParameter` when both are given with different values (which one
+/// would the caller mean?); the same value twice is fine.
+pub fn either<'a>(
+    snake: Option<String>,
+    camel: Option<String>,
+    snake_name: &'a str,
+    camel_name: &'a str,
+) -> Result<Option<(String, &'a str)>, AppError> {
+    match (snake, camel) {
+        (Some(a), Some(b)) if a != b => Err(AppError::new(
+            Code::InvalidQueryParameter,
+            format!(
+                "{snake_name} '{a}' and its alias {camel_name} '{b}' disagree; send one of them"
+            ),
+        )
+        .field(snake_name, format!("differs from {camel_name}"))
+        .field(camel_name, format!("differs from {snake_name}"))),
+        (Some(a), _) => Ok(Some((a, snake_name))),
+        (None, Some(b)) => Ok(Some((b, camel_name))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// `output_format` / its alias `outputFormat` of a list operation: `None` when absent,
+/// `InvalidOutputFormat` naming the parameter the caller used for anything but html, pdf,
+/// csv, xml or txt (any case).
+pub fn output_format_filter(
+    snake: Option<String>,
+    camel: Option<String>,
+) -> Result<Option<reporter_ports::template::OutputFormat>, AppError> {
+    let Some((f, name)) = either(snake, camel, "output_format", "outputFormat")? else {
+        return Ok(None);
+    };
+    reporter_ports::template::OutputFormat::parse(&f)
+        .map(Some)
+        .ok_or_else(|| {
+            AppError::new(
+                Code::InvalidOutputFormat,
+                format!("{name} '{f}' is not one of html, pdf, csv, xml, txt"),
+            )
+            .field(name, "html|pdf|csv|xml|txt")
+        })
+}
+
+/// The original's pagination cursor: base64 (standard alphabet, padded) of a JSON object
+/// `{"id": "<string>", "points_next": <bool>}`. Like the original, a cursor is validated and
+/// then not used for paging (`page` is).
+#[derive(Debug, serde::Deserialize)]
+struct Cursor {
+    #[serde(default)]
+    #[allow(dead_code)]
+    id: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    points_next: bool,
+}
+
+/// Validates a `cursor` query parameter.
+///
+/// MUST answer `InvalidQueryParameter` (field `cursor`) when it is not base64 of a JSON
+/// object whose `id` is a string and `points_next` a boolean (both optional).
+pub fn check_cursor(raw: Option<&str>) -> Result<(), AppError> {
+    use base64::Engine;
+    let Some(raw) = raw else {
+        return Ok(());
+    };
+    let invalid = || {
+        AppError::new(
+            Code::InvalidQueryParameter,
+            "cursor is not a valid pagination cursor (base64 of {\"id\": string, \"points_next\": bool})",
+        )
+        .field("cursor", "base64 of {\"id\": string, \"points_next\": bool}")
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(raw.trim())
+        .map_err(|_| invalid())?;
+    serde_json::from_slice::<Cursor>(&bytes).map_err(|_| invalid())?;
+    Ok(())
+}
+
 /// A warning returned with an accepted template.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename = "Warning")]
 pub struct WarningDto {
     /// Stable warning code, e.g. `DATA_SOURCE_UNAVAILABLE`.
     pub code: String,

@@ -74,6 +74,12 @@ pub enum ApiError {
     /// The request body or file is too large.
     #[oai(status = 413)]
     PayloadTooLarge(Json<ErrorBody>),
+    /// The request URI is too long.
+    #[oai(status = 414)]
+    UriTooLong(Json<ErrorBody>),
+    /// The request headers are too large.
+    #[oai(status = 431)]
+    HeadersTooLarge(Json<ErrorBody>),
     /// Well-formed but not applicable to the entity's current state.
     #[oai(status = 422)]
     Unprocessable(Json<ErrorBody>),
@@ -95,6 +101,8 @@ impl From<AppError> for ApiError {
             ErrorKind::NotFound | ErrorKind::MethodNotAllowed => Self::NotFound(body),
             ErrorKind::Conflict => Self::Conflict(body),
             ErrorKind::PayloadTooLarge => Self::PayloadTooLarge(body),
+            ErrorKind::UriTooLong => Self::UriTooLong(body),
+            ErrorKind::HeadersTooLarge => Self::HeadersTooLarge(body),
             ErrorKind::Unprocessable => Self::Unprocessable(body),
             ErrorKind::Unavailable => Self::Unavailable(body),
             ErrorKind::Internal => Self::Internal(body),
@@ -115,6 +123,8 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::UriTooLong => StatusCode::URI_TOO_LONG,
+        ErrorKind::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         ErrorKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -166,13 +176,19 @@ pub async fn normalize_error(err: poem::Error) -> Response {
         )
         .field(e.name, e.reason.clone())
     } else if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
-        if e.reason.contains("unknown field") {
+        if e.reason.contains("recursion limit exceeded") {
+            AppError::new(
+                Code::NestingTooDeep,
+                "the request body is nested too deeply",
+            )
+        } else if e.reason.contains("unknown field") {
             AppError::new(
                 Code::UnexpectedFields,
                 format!("the request has unexpected fields: {}", e.reason),
             )
         } else if e.reason.contains("expects an object")
             || e.reason.contains("EOF while parsing") && e.reason.len() < 80
+            || e.reason.starts_with("Expected input type") && e.reason.ends_with("found null.")
         {
             AppError::new(
                 Code::MissingFields,

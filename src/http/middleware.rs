@@ -1,15 +1,13 @@
-//! Cross-cutting HTTP behaviour: security headers, request ids, body limits, idempotent
-//! replays and request metrics.
-use super::auth::AuthOutcome;
+//! Cross-cutting HTTP behaviour: security headers, request ids, body limits and request
+//! metrics.
 use super::error::error_response;
 use crate::app::{AppError, Code};
 use crate::telemetry::HttpMetrics;
-use poem::http::{HeaderValue, Method, StatusCode};
+use poem::http::{HeaderValue, Method};
 use poem::{Body, Endpoint, IntoResponse, Middleware, Request, Response};
-use reporter_ports::Clock;
-use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope, IdempotencyStore, StoredResponse};
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// Adds the reference's security headers to every response and echoes (or assigns) `X-Request-Id`.
 pub struct Hardening;
@@ -24,26 +22,25 @@ impl<E: Endpoint> Middleware<E> for Hardening {
 /// Endpoint of [`Hardening`].
 pub struct HardeningEndpoint<E>(E);
 
-fn request_id(req: &Request) -> String {
-    req.headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string())
-}
+/// The request's correlation id: the client's `X-Request-Id` when it follows the rule
+/// (`headers::client_request_id`), else a fresh UUIDv7. Handlers read it from the request's
+/// data; it is echoed in the response and carried to report jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
 
 impl<E: Endpoint> Endpoint for HardeningEndpoint<E> {
     type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
-        let id = request_id(&req);
+    async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        let id = super::headers::client_request_id(&req)
+            .map(str::to_owned)
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        req.extensions_mut().insert(RequestId(id.clone()));
         let span = tracing::info_span!("http", request_id = %id, method = %req.method(), path = %req.uri().path());
-        let mut resp = {
-            let _g = span.enter();
-            match self.0.call(req).await {
-                Ok(r) => r.into_response(),
-                Err(e) => e.into_response(),
-            }
+        // `instrument`, not `enter`: an entered guard held across an await would attach this
+        // span to whatever else runs on the thread meanwhile.
+        let mut resp = match self.0.call(req).instrument(span).await {
+            Ok(r) => r.into_response(),
+            Err(e) => e.into_response(),
         };
         let h = resp.headers_mut();
         h.insert(
@@ -92,15 +89,17 @@ impl<E: Endpoint> Endpoint for BodyLimitEndpoint<E> {
                 "the request body is too large",
             ))
         };
-        let declared = req
-            .headers()
-            .get("content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.limit as u64) {
-            return Ok(too_large());
-        }
+        // Only the methods whose operations read a body are bounded (and can answer 413); a
+        // body sent with another method is never read.
         if matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
+            let declared = req
+                .headers()
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > self.limit as u64) {
+                return Ok(too_large());
+            }
             let body = req.take_body();
             match body.into_bytes_limit(self.limit).await {
                 Ok(bytes) => req.set_body(Body::from_bytes(bytes)),
@@ -114,140 +113,6 @@ impl<E: Endpoint> Endpoint for BodyLimitEndpoint<E> {
             }
         }
         Ok(self.inner.call(req).await?.into_response())
-    }
-}
-
-/// Replays completed `X-Idempotency` requests and refuses concurrent duplicates.
-///
-/// Applies to `POST` on the listed paths when the header is present. A 2xx response is kept
-/// for the configured TTL and replayed with `X-Idempotency-Replayed: true`; any other outcome
-/// releases the key so the client can retry.
-pub struct Idempotency {
-    /// Store of records.
-    pub store: Arc<dyn IdempotencyStore>,
-    /// Time.
-    pub clock: Arc<dyn Clock>,
-    /// Paths it applies to.
-    pub paths: Vec<&'static str>,
-    /// Replay window.
-    pub ttl: chrono::Duration,
-    /// In-flight reservation.
-    pub in_flight: chrono::Duration,
-}
-
-impl<E: Endpoint> Middleware<E> for Idempotency {
-    type Output = IdempotencyEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        IdempotencyEndpoint {
-            inner: ep,
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            paths: self.paths.clone(),
-            ttl: self.ttl,
-            in_flight: self.in_flight,
-        }
-    }
-}
-
-/// Endpoint of [`Idempotency`].
-pub struct IdempotencyEndpoint<E> {
-    inner: E,
-    store: Arc<dyn IdempotencyStore>,
-    clock: Arc<dyn Clock>,
-    paths: Vec<&'static str>,
-    ttl: chrono::Duration,
-    in_flight: chrono::Duration,
-}
-
-impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
-        let applies = req.method() == Method::POST
-            && self.paths.contains(&req.uri().path().trim_end_matches('/'));
-        let key = req
-            .headers()
-            .get("x-idempotency")
-            .map(|v| v.to_str().map(str::trim).map(str::to_owned));
-        let tenant = match req.extensions().get::<AuthOutcome>() {
-            Some(AuthOutcome(Ok(p))) => Some(p.tenant.clone()),
-            _ => None,
-        };
-        let (Some(key), Some(tenant), true) = (key, tenant, applies) else {
-            return Ok(self.inner.call(req).await?.into_response());
-        };
-        let key = match key {
-            Ok(k) if !k.is_empty() && k.len() <= 255 => k,
-            _ => {
-                return Ok(error_response(
-                    &AppError::new(
-                        Code::BadRequest,
-                        "X-Idempotency must be 1-255 visible ASCII characters",
-                    )
-                    .field("X-Idempotency", "invalid"),
-                ));
-            }
-        };
-        let scope = IdempotencyScope {
-            tenant,
-            operation: format!("POST {}", req.uri().path().trim_end_matches('/')),
-            key,
-        };
-        let now = self.clock.now();
-        match self.store.begin(&scope, now, now + self.in_flight).await {
-            Ok(IdempotencyBegin::Completed(stored)) => {
-                let mut resp = Response::builder()
-                    .status(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK))
-                    .content_type(stored.content_type)
-                    .body(stored.body);
-                resp.headers_mut()
-                    .insert("x-idempotency-replayed", HeaderValue::from_static("true"));
-                return Ok(resp);
-            }
-            Ok(IdempotencyBegin::InFlight) => {
-                return Ok(error_response(&AppError::new(
-                    Code::IdempotencyInFlight,
-                    "a request with this X-Idempotency key is still being processed; retry later",
-                )));
-            }
-            Ok(IdempotencyBegin::Started) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "idempotency store unavailable");
-                return Ok(error_response(&AppError::new(
-                    Code::ServiceUnavailable,
-                    "the idempotency store is unavailable; retry later",
-                )));
-            }
-        }
-        let resp = match self.inner.call(req).await {
-            Ok(r) => r.into_response(),
-            Err(e) => super::error::normalize_error(e).await,
-        };
-        if resp.status().is_success() {
-            let status = resp.status();
-            let headers = resp.headers().clone();
-            let content_type = resp.content_type().unwrap_or("application/json").to_owned();
-            let body = resp.into_body().into_vec().await.unwrap_or_default();
-            let stored = StoredResponse {
-                status: status.as_u16(),
-                content_type,
-                body: body.clone(),
-            };
-            if let Err(e) = self
-                .store
-                .complete(&scope, stored, self.clock.now() + self.ttl)
-                .await
-            {
-                tracing::error!(error = %e, "could not record an idempotent response; a replay will run again");
-            }
-            let mut rebuilt = Response::builder().status(status).body(body);
-            *rebuilt.headers_mut() = headers;
-            Ok(rebuilt)
-        } else {
-            if let Err(e) = self.store.release(&scope).await {
-                tracing::warn!(error = %e, "could not release an idempotency key; it expires with its reservation");
-            }
-            Ok(resp)
-        }
     }
 }
 

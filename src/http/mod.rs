@@ -5,25 +5,34 @@
 // them); boxing them would hide the error shapes from the spec.
 #![allow(clippy::result_large_err)]
 pub mod auth;
+mod builder;
 mod dashboard;
 mod datasources;
 mod deadlines;
+mod deep_json;
 pub mod dto;
 pub mod error;
+pub mod head_limit;
+pub mod headers;
+pub mod idempotency;
+pub mod methods;
 pub mod middleware;
 pub mod ops;
+pub mod query;
 mod reports;
 pub mod spec;
 pub mod streaming;
 mod tags;
 mod templates;
+pub mod text;
 
 pub use ops::{Probe, Readiness};
 
 use crate::app::App;
 use crate::telemetry::{HttpMetrics, render};
 use auth::{AuthMiddleware, Authenticator};
-use middleware::{BodyLimit, Hardening, Idempotency, Metrics};
+use idempotency::Idempotency;
+use middleware::{BodyLimit, Hardening, Metrics};
 use poem::endpoint::make_sync;
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
@@ -34,6 +43,7 @@ use std::sync::Arc;
 /// Every operation group, in the order the spec lists them.
 pub type Apis = (
     templates::TemplatesApi,
+    builder::BuilderApi,
     reports::ReportsApi,
     deadlines::DeadlinesApi,
     datasources::DataSourcesApi,
@@ -47,6 +57,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             templates::TemplatesApi,
+            builder::BuilderApi,
             reports::ReportsApi,
             deadlines::DeadlinesApi,
             datasources::DataSourcesApi,
@@ -58,7 +69,6 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
         env!("CARGO_PKG_VERSION"),
     )
     .description(spec::DESCRIPTION)
-    .server("http://127.0.0.1:4005")
 }
 
 /// What the HTTP layer needs besides the application.
@@ -95,9 +105,15 @@ pub fn endpoint(
 ) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
     let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
     let service = api_service();
-    let swagger = service.swagger_ui();
-    let json = spec::json();
-    let yaml = spec::yaml();
+    let query_contract = Arc::new(query::QueryContract::from_spec(
+        &serde_json::from_str(&service.spec()).unwrap_or_default(),
+    ));
+    let limits = spec::ParamLimits {
+        max_page_limit: app.settings.max_page_limit,
+    };
+    let swagger_html = spec::swagger_html(limits);
+    let json = spec::json_with(limits);
+    let yaml = spec::yaml_with(limits);
     let routes = Route::new()
         .nest("/", service)
         .at(
@@ -116,7 +132,13 @@ pub fn endpoint(
                     .body(yaml.clone())
             }),
         )
-        .nest("/swagger", swagger)
+        .nest(
+            "/swagger",
+            Route::new().at(
+                "/",
+                make_sync(move |_| poem::web::Html(swagger_html.clone())),
+            ),
+        )
         .at("/metrics", prometheus_metrics)
         .data(app.clone())
         .data(setup.readiness)
@@ -127,12 +149,15 @@ pub fn endpoint(
         clock: app.ports.clock.clone(),
         paths: vec!["/v1/templates", "/v1/reports"],
         ttl: setup.idempotency_ttl,
-        in_flight: setup.idempotency_in_flight,
+        lease: setup.idempotency_in_flight,
     };
     let core = routes
+        .with(query::QueryCheck(query_contract.clone()))
         .with(idempotency)
         .with(AuthMiddleware(setup.authenticator))
         .with(BodyLimit(setup.max_body_bytes))
+        .with(methods::MethodCheck(query_contract.clone()))
+        .with(head_limit::HeadLimit)
         .catch_all_error(error::normalize_error);
     let cors = if setup.cors_origins.is_empty() {
         None

@@ -1,6 +1,8 @@
 //! `/v1/reports` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{day_window, instant_or_day, page_request, path_uuid};
+use super::dto::{
+    check_cursor, day_window, either, instant_or_day, output_format_filter, page_request, path_uuid,
+};
 use super::error::ApiResult;
 use super::tags::ApiTags;
 use super::templates::OutputFormatDto;
@@ -13,12 +15,14 @@ use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
 use reporter_ports::ports::ReportQuery;
 use reporter_ports::report::{FilterCondition, Report, ReportFilters, ReportStatus};
+use reporter_ports::template::OutputFormat;
 use reporter_ports::{ReportId, TemplateId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Report status. `Processing` is the only non-terminal one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename = "ReportStatus")]
 pub enum ReportStatusDto {
     /// Queued or being generated.
     Processing,
@@ -26,8 +30,8 @@ pub enum ReportStatusDto {
     Finished,
     /// Some sections failed; an artifact from the others exists but is not downloadable.
     Partial,
-    /// The report ended in error.
-    Errored,
+    /// The report ended in error (`metadata.error_code` says why).
+    Error,
 }
 
 fn status_dto(s: ReportStatus) -> ReportStatusDto {
@@ -35,7 +39,7 @@ fn status_dto(s: ReportStatus) -> ReportStatusDto {
         ReportStatus::Processing => ReportStatusDto::Processing,
         ReportStatus::Finished => ReportStatusDto::Finished,
         ReportStatus::Partial => ReportStatusDto::Partial,
-        ReportStatus::Errored => ReportStatusDto::Errored,
+        ReportStatus::Error => ReportStatusDto::Error,
     }
 }
 
@@ -158,7 +162,7 @@ fn from_domain(f: &ReportFilters) -> FiltersDto {
 )]
 pub struct CreateReportInput {
     /// The template to render (required).
-    pub template_id: Option<String>,
+    pub template_id: Option<super::text::Text>,
     /// Filters: data source → table → field → condition (required; `{}` for none).
     pub filters: Option<FiltersDto>,
 }
@@ -185,9 +189,9 @@ impl Example for CreateReportInput {
     }
 }
 
-/// Outcome of one section (data source).
+/// Outcome of one section (data source). Keys are snake_case, as the original's metadata.
 #[derive(Debug, Clone, Object)]
-#[oai(rename = "SectionOutcome", rename_all = "camelCase")]
+#[oai(rename = "SectionOutcome", rename_all = "snake_case")]
 pub struct SectionDto {
     /// True when the section's data was extracted.
     pub ok: bool,
@@ -197,18 +201,23 @@ pub struct SectionDto {
     pub error_code: Option<String>,
 }
 
-/// Report metadata: per-section outcome and, when errored, the fixed error vocabulary.
+/// Report metadata with the original's keys (snake_case, unlike the rest of the report):
+/// `error` and `error_code` when the report is `Error` or `Partial`, and one entry per
+/// section (data source) under `sections`. Only fixed vocabularies, never raw error text.
 #[derive(Debug, Clone, Object)]
-#[oai(rename = "ReportMetadata", rename_all = "camelCase")]
+#[oai(rename = "ReportMetadata", rename_all = "snake_case")]
 pub struct MetadataDto {
-    /// By data source id.
-    pub sections: BTreeMap<String, SectionDto>,
-    /// report_generation_failed, report_generation_timeout or report_generation_canceled.
+    /// Fixed summary: for `Error` the summary of `error_code` (`Report generation failed`,
+    /// `Report generation timed out`, `Report generation was canceled`), for `Partial`
+    /// `Some report data sections failed`.
+    #[oai(skip_serializing_if_is_none)]
+    pub error: Option<String>,
+    /// `Error`: report_generation_failed, report_generation_timeout or
+    /// report_generation_canceled (as `report.errored`); `Partial`: report_sections_failed.
     #[oai(skip_serializing_if_is_none)]
     pub error_code: Option<String>,
-    /// The fixed summary of the error code.
-    #[oai(skip_serializing_if_is_none)]
-    pub error_summary: Option<String>,
+    /// By data source id.
+    pub sections: BTreeMap<String, SectionDto>,
 }
 
 /// A report.
@@ -250,6 +259,8 @@ impl From<&Report> for ReportDto {
             filters: from_domain(&r.filters),
             status: status_dto(r.status),
             metadata: MetadataDto {
+                error: r.failure().map(|(summary, _)| summary.to_owned()),
+                error_code: r.failure().map(|(_, code)| code.to_owned()),
                 sections: r
                     .sections
                     .iter()
@@ -263,8 +274,6 @@ impl From<&Report> for ReportDto {
                         )
                     })
                     .collect(),
-                error_code: r.error_code.map(|c| c.as_str().to_owned()),
-                error_summary: r.error_code.map(|c| c.summary().to_owned()),
             },
             artifact_size_bytes: r.artifact_size,
             completed_at: r.completed_at,
@@ -300,9 +309,22 @@ pub enum CreatedReport {
 #[derive(Debug, ApiResponse)]
 pub enum Download {
     /// The artifact bytes with the format's Content-Type and `Content-Disposition: attachment`.
+    /// Every format but pdf also carries a `Content-Security-Policy` that allows no script,
+    /// no network and no framing (defence in depth: html output is already sanitized).
     #[oai(status = 200)]
-    Ok(Attachment<Vec<u8>>, #[oai(header = "Content-Type")] String),
+    Ok(
+        Attachment<Vec<u8>>,
+        #[oai(header = "Content-Type")] String,
+        #[oai(header = "Content-Security-Policy")] Option<String>,
+    ),
 }
+
+/// The policy of downloaded artifacts opened in a browser: no script, no plugin, no network,
+/// no framing, no form; inline styles and `data:` images and fonts (what report layouts use)
+/// still work; `sandbox` gives the document an opaque origin with scripts off.
+pub const ARTIFACT_CSP: &str = "default-src 'none'; script-src 'none'; object-src 'none'; \
+style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; form-action 'none'; \
+frame-ancestors 'none'; sandbox";
 
 /// Report operations.
 pub struct ReportsApi;
@@ -324,20 +346,35 @@ impl ReportsApi {
         /// Client idempotency key: a replay within the TTL returns the stored response.
         #[oai(name = "X-Idempotency")]
         _idempotency: poem_openapi::param::Header<Option<String>>,
-        /// Correlation id, carried to the worker.
+        /// Correlation id (1-128 visible ASCII), carried to the worker and echoed; another
+        /// value is replaced by a generated id.
         #[oai(name = "X-Request-Id")]
-        request_id: poem_openapi::param::Header<Option<String>>,
+        _request_id: poem_openapi::param::Header<Option<String>>,
+        req: &poem::Request,
         body: Json<CreateReportInput>,
     ) -> ApiResult<CreatedReport> {
+        let request_id = req
+            .extensions()
+            .get::<super::middleware::RequestId>()
+            .map(|id| id.0.clone());
         let caller = auth.require(Scope::ReportsWrite)?;
         let b = body.0;
+        let idempotency = super::idempotency::IdempotencyReservation::of(req).map(|r| {
+            r.for_use_case(|report: &reporter_ports::report::Report| {
+                super::idempotency::json_answer(
+                    poem::http::StatusCode::CREATED,
+                    &ReportDto::from(report),
+                )
+            })
+        });
         let r = app
             .create_report(
                 &caller,
                 CreateReport {
-                    template_id: b.template_id,
+                    template_id: b.template_id.map(super::text::Text::into_inner),
                     filters: b.filters.map(to_domain),
-                    request_id: request_id.0,
+                    request_id,
+                    idempotency,
                 },
             )
             .await?;
@@ -346,8 +383,17 @@ impl ReportsApi {
 
     /// List reports
     ///
-    /// Newest first by default. Filters: `status`, `templateId`, `createdAt` (a `YYYY-MM-DD`
-    /// day) or the window `createdFrom` / `createdTo` (RFC 3339 or `YYYY-MM-DD`). Scope `reports:read`.
+    /// Newest first by default. Filters: `status` (Processing, Finished, Partial, Error),
+    /// `template_id`, `output_format` and `description` (of the template, as copied to the
+    /// report at creation: `templateOutputFormat`, and a case-insensitive plain-text substring
+    /// of `templateDescription`), `created_at` (a `YYYY-MM-DD` day) or the creation window
+    /// `start_date` / `end_date` (RFC 3339 or `YYYY-MM-DD`, inclusive; `createdFrom` /
+    /// `createdTo` are older names of the same window). Each snake_case name also has its
+    /// camelCase alias (`templateId`, `outputFormat`, `createdAt`, `startDate`, `endDate`,
+    /// `sortOrder`). `active` and `type`, which the original accepts on this list without
+    /// effect (its list parameters are shared with other lists), are accepted and ignored. An
+    /// unknown query parameter answers 400 TPL-0019; an empty one counts as absent. Scope
+    /// `reports:read`.
     #[oai(path = "/v1/reports", method = "get", operation_id = "listReports")]
     #[allow(clippy::too_many_arguments)]
     async fn list(
@@ -360,60 +406,144 @@ impl ReportsApi {
         limit: Query<Option<i64>>,
         /// `asc` or `desc` (default) by creation time.
         sort_order: Query<Option<String>>,
-        /// Processing, Finished, Partial or Errored.
+        /// Alias of `sort_order`.
+        #[oai(name = "sortOrder")]
+        sort_order_alias: Query<Option<String>>,
+        /// The original's pagination cursor (base64 of `{"id", "points_next"}`): validated,
+        /// not used for paging (use `page`).
+        cursor: Query<Option<String>>,
+        /// Processing, Finished, Partial or Error.
         status: Query<Option<String>>,
         /// Template id.
-        #[oai(name = "templateId")]
         template_id: Query<Option<String>>,
+        /// Alias of `template_id`.
+        #[oai(name = "templateId")]
+        template_id_alias: Query<Option<String>>,
+        /// The template's output format (`templateOutputFormat`): html, pdf, csv, xml or txt
+        /// (any case).
+        output_format: Query<Option<String>>,
+        /// Alias of `output_format`.
+        #[oai(name = "outputFormat")]
+        output_format_alias: Query<Option<String>>,
+        /// Substring of the template's description (`templateDescription`), any case.
+        description: Query<Option<String>>,
+        /// Accepted for the original's clients and ignored: reports have no active flag (the
+        /// original accepts it here without effect).
+        active: Query<Option<String>>,
+        /// Accepted for the original's clients and ignored: reports have no type (the original
+        /// accepts it here without effect).
+        #[oai(name = "type")]
+        kind: Query<Option<String>>,
         /// Creation day, `YYYY-MM-DD`.
-        #[oai(name = "createdAt")]
         created_at: Query<Option<String>>,
-        /// Created at or after.
+        /// Alias of `created_at`.
+        #[oai(name = "createdAt")]
+        created_at_alias: Query<Option<String>>,
+        /// Created at or after (RFC 3339, or `YYYY-MM-DD` from the start of that day).
+        start_date: Query<Option<String>>,
+        /// Alias of `start_date`.
+        #[oai(name = "startDate")]
+        start_date_alias: Query<Option<String>>,
+        /// Created at or before (RFC 3339, or `YYYY-MM-DD` to the end of that day).
+        end_date: Query<Option<String>>,
+        /// Alias of `end_date`.
+        #[oai(name = "endDate")]
+        end_date_alias: Query<Option<String>>,
+        /// Same as `start_date` (earlier name).
         #[oai(name = "createdFrom")]
         created_from: Query<Option<String>>,
-        /// Created at or before.
+        /// Same as `end_date` (earlier name).
         #[oai(name = "createdTo")]
         created_to: Query<Option<String>>,
     ) -> ApiResult<Json<ReportPage>> {
         let caller = auth.require(Scope::ReportsRead)?;
-        let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
+        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
+        let req = page_request(
+            page.0,
+            limit.0,
+            sort.map(|(v, _)| v),
+            app.settings.max_page_limit,
+        )?;
+        check_cursor(cursor.0.as_deref())?;
         let mut q = ReportQuery::default();
         if let Some(s) = status.0.as_deref() {
             q.status = Some(ReportStatus::parse(s).ok_or_else(|| {
                 AppError::new(
                     Code::InvalidQueryParameter,
-                    format!("status '{s}' is not Processing, Finished, Partial or Errored"),
+                    format!("status '{s}' is not Processing, Finished, Partial or Error"),
                 )
-                .field("status", "Processing|Finished|Partial|Errored")
+                .field("status", "Processing|Finished|Partial|Error")
             })?);
         }
-        if let Some(t) = template_id.0.as_deref() {
-            q.template_id = Some(t.parse::<TemplateId>().map_err(|_| {
+        let template = either(
+            template_id.0,
+            template_id_alias.0,
+            "template_id",
+            "templateId",
+        )?;
+        if let Some((t, name)) = template {
+            q.template_id = Some(t.trim().parse::<TemplateId>().map_err(|_| {
                 AppError::new(
                     Code::InvalidTemplateId,
-                    format!("templateId '{t}' is not a UUID"),
+                    format!("{name} '{t}' is not a UUID"),
                 )
-                .field("templateId", "must be a UUID")
+                .field(name, "must be a UUID")
             })?);
         }
-        if let Some(day) = created_at.0.as_deref() {
-            let (from, to) = day_window(day, "createdAt")?;
+        let _ignored = (active.0, kind.0);
+        q.output_format = output_format_filter(output_format.0, output_format_alias.0)?;
+        q.description_contains = description
+            .0
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| d.trim().to_owned());
+        if let Some((day, name)) =
+            either(created_at.0, created_at_alias.0, "created_at", "createdAt")?
+        {
+            let (from, to) = day_window(&day, name)?;
             q.created_from = Some(from);
             q.created_to = Some(to);
         }
-        if let Some(f) = created_from.0.as_deref() {
-            q.created_from = Some(instant_or_day(f, "createdFrom", false)?);
+        let from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?;
+        let from = match (from, created_from.0) {
+            (Some((a, n)), Some(b)) if a != b => {
+                return Err(AppError::new(
+                    Code::InvalidQueryParameter,
+                    format!("{n} '{a}' and createdFrom '{b}' name the same bound differently"),
+                )
+                .field(n, "differs from createdFrom")
+                .into());
+            }
+            (Some(a), _) => Some(a),
+            (None, b) => b.map(|b| (b, "createdFrom")),
+        };
+        let to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?;
+        let to = match (to, created_to.0) {
+            (Some((a, n)), Some(b)) if a != b => {
+                return Err(AppError::new(
+                    Code::InvalidQueryParameter,
+                    format!("{n} '{a}' and createdTo '{b}' name the same bound differently"),
+                )
+                .field(n, "differs from createdTo")
+                .into());
+            }
+            (Some(a), _) => Some(a),
+            (None, b) => b.map(|b| (b, "createdTo")),
+        };
+        // Both bounds narrow the window `created_at` may have set.
+        if let Some((f, name)) = from {
+            let f = instant_or_day(&f, name, false)?;
+            q.created_from = Some(q.created_from.map_or(f, |c| c.max(f)));
         }
-        if let Some(t) = created_to.0.as_deref() {
-            q.created_to =
-                Some(instant_or_day(t, "createdTo", true)? + chrono::Duration::milliseconds(1));
+        if let Some((t, name)) = to {
+            let t = instant_or_day(&t, name, true)? + chrono::Duration::milliseconds(1);
+            q.created_to = Some(q.created_to.map_or(t, |c| c.min(t)));
         }
         if let (Some(a), Some(b)) = (q.created_from, q.created_to)
             && a >= b
         {
             return Err(AppError::new(
                 Code::InvalidDateRange,
-                "the creation window is empty (from after to)",
+                "the creation window is empty (start after end)",
             )
             .into());
         }
@@ -471,6 +601,7 @@ impl ReportsApi {
                 .attachment_type(AttachmentType::Attachment)
                 .filename(file),
             format.content_type().to_owned(),
+            (format != OutputFormat::Pdf).then(|| ARTIFACT_CSP.to_owned()),
         ))
     }
 }

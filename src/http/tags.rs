@@ -6,6 +6,9 @@ use poem_openapi::Tags;
 pub enum ApiTags {
     /// Upload and manage report templates (`.tpl` files rendered into html, pdf, csv, xml or txt).
     Templates,
+    /// Build templates from blocks: the block and filter catalogues, code generation and
+    /// validation.
+    TemplateBuilder,
     /// Request reports, follow their status and download their artifacts.
     Reports,
     /// Filing deadlines: recurrence, delivery and notifications.

@@ -1,13 +1,17 @@
 //! `/v1/templates` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{WarningDto, day_window, page_request, path_uuid};
+use super::dto::{
+    WarningDto, check_cursor, day_window, either, output_format_filter, page_request, path_uuid,
+};
 use super::error::{ApiError, ApiResult};
+use super::idempotency::{IdempotencyReservation, json_answer};
 use super::tags::ApiTags;
 use crate::app::{
     App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate,
 };
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -22,7 +26,7 @@ use std::sync::Arc;
 
 /// Output format of a template and its reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
+#[oai(rename = "OutputFormat", rename_all = "lowercase")]
 pub enum OutputFormatDto {
     /// HTML.
     Html,
@@ -70,7 +74,8 @@ pub struct TemplateDto {
     pub created_at: DateTime<Utc>,
     /// Last change instant.
     pub updated_at: DateTime<Utc>,
-    /// Non-fatal findings of the upload (e.g. a data source that could not be checked).
+    /// Non-fatal findings of the upload (e.g. a data source that could not be checked);
+    /// absent when there are none, as in the original.
     #[oai(skip_serializing_if_is_empty)]
     pub warnings: Vec<WarningDto>,
 }
@@ -249,10 +254,16 @@ impl TemplatesApi {
         /// Client idempotency key: a replay within the TTL returns the stored response.
         #[oai(name = "X-Idempotency")]
         _idempotency: poem_openapi::param::Header<Option<String>>,
+        req: &poem::Request,
         form: CreateTemplateForm,
     ) -> ApiResult<CreatedTemplate> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let file = read_upload(form.template).await?;
+        let idempotency = IdempotencyReservation::of(req).map(|r| {
+            r.for_use_case(|t: &TemplateWithWarnings| {
+                json_answer(StatusCode::CREATED, &TemplateDto::from(t.clone()))
+            })
+        });
         let created = app
             .create_template(
                 &caller,
@@ -260,6 +271,7 @@ impl TemplatesApi {
                     file,
                     output_format: form.output_format,
                     description: form.description,
+                    idempotency,
                 },
             )
             .await?;
@@ -268,9 +280,11 @@ impl TemplatesApi {
 
     /// List templates
     ///
-    /// Live templates, newest first by default. Filters: `outputFormat`, `description`
-    /// (case-insensitive substring, plain text), `createdAt` (a `YYYY-MM-DD` day, UTC).
-    /// `total` is the number of matches across all pages. Scope `templates:read`.
+    /// Live templates, newest first by default. Filters: `output_format`, `description`
+    /// (case-insensitive substring, plain text), `created_at` (a `YYYY-MM-DD` day, UTC); each
+    /// snake_case name also has its camelCase alias (`outputFormat`, `createdAt`,
+    /// `sortOrder`). `total` is the number of matches across all pages. An unknown query
+    /// parameter answers 400 TPL-0019; an empty one counts as absent. Scope `templates:read`.
     #[oai(path = "/v1/templates", method = "get", operation_id = "listTemplates")]
     #[allow(clippy::too_many_arguments)]
     async fn list(
@@ -283,33 +297,45 @@ impl TemplatesApi {
         limit: Query<Option<i64>>,
         /// `asc` or `desc` (default) by creation time.
         sort_order: Query<Option<String>>,
-        /// html, pdf, csv, xml or txt.
-        #[oai(name = "outputFormat")]
+        /// Alias of `sort_order`.
+        #[oai(name = "sortOrder")]
+        sort_order_alias: Query<Option<String>>,
+        /// The original's pagination cursor (base64 of `{"id", "points_next"}`): validated,
+        /// not used for paging (use `page`).
+        cursor: Query<Option<String>>,
+        /// html, pdf, csv, xml or txt (any case).
         output_format: Query<Option<String>>,
+        /// Alias of `output_format`.
+        #[oai(name = "outputFormat")]
+        output_format_alias: Query<Option<String>>,
         /// Substring of the description.
         description: Query<Option<String>>,
         /// Creation day, `YYYY-MM-DD`.
-        #[oai(name = "createdAt")]
         created_at: Query<Option<String>>,
+        /// Alias of `created_at`.
+        #[oai(name = "createdAt")]
+        created_at_alias: Query<Option<String>>,
     ) -> ApiResult<Json<TemplatePage>> {
         let caller = auth.require(Scope::TemplatesRead)?;
-        let req = page_request(page.0, limit.0, sort_order.0, app.settings.max_page_limit)?;
-        let mut query = TemplateQuery::default();
-        if let Some(f) = output_format.0.as_deref() {
-            query.output_format = Some(OutputFormat::parse(f).ok_or_else(|| {
-                AppError::new(
-                    Code::InvalidOutputFormat,
-                    format!("outputFormat '{f}' is not one of html, pdf, csv, xml, txt"),
-                )
-                .field("outputFormat", "html|pdf|csv|xml|txt")
-            })?);
-        }
-        query.description_contains = description
-            .0
-            .filter(|d| !d.trim().is_empty())
-            .map(|d| d.trim().to_owned());
-        if let Some(day) = created_at.0.as_deref() {
-            let (from, to) = day_window(day, "createdAt")?;
+        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
+        let req = page_request(
+            page.0,
+            limit.0,
+            sort.map(|(v, _)| v),
+            app.settings.max_page_limit,
+        )?;
+        check_cursor(cursor.0.as_deref())?;
+        let mut query = TemplateQuery {
+            output_format: output_format_filter(output_format.0, output_format_alias.0)?,
+            description_contains: description
+                .0
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| d.trim().to_owned()),
+            ..TemplateQuery::default()
+        };
+        let created = either(created_at.0, created_at_alias.0, "created_at", "createdAt")?;
+        if let Some((day, name)) = created {
+            let (from, to) = day_window(&day, name)?;
             query.created_from = Some(from);
             query.created_to = Some(to);
         }

@@ -144,6 +144,15 @@ impl CircuitBreaker {
         }
     }
 
+    /// A publish that `try_acquire` let through was never attempted (e.g. the publisher's
+    /// confirm window stayed full): no outcome is recorded, and a half-open breaker lets the
+    /// next caller probe instead.
+    pub fn abandon(&self) {
+        if let Inner::HalfOpen { probing } = &mut *self.lock() {
+            *probing = false;
+        }
+    }
+
     /// Current state (an open breaker whose time is up reports half-open).
     pub fn state(&self) -> BreakerState {
         match &*self.lock() {
@@ -188,6 +197,30 @@ mod tests {
             assert!(b.try_acquire());
             b.record(i % 4 != 0);
         }
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn an_abandoned_publish_records_nothing_and_frees_the_probe() {
+        let b = breaker(20);
+        for _ in 0..10 {
+            assert!(b.try_acquire());
+            b.abandon();
+        }
+        assert_eq!(b.state(), BreakerState::Closed, "nothing counted");
+        for _ in 0..4 {
+            b.try_acquire();
+            b.record(false);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(b.try_acquire(), "the probe");
+        assert!(!b.try_acquire(), "one probe at a time");
+        b.abandon();
+        assert!(
+            b.try_acquire(),
+            "an abandoned probe lets the next one through"
+        );
+        b.record(true);
         assert_eq!(b.state(), BreakerState::Closed);
     }
 

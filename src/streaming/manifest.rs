@@ -29,6 +29,7 @@ pub struct PublisherDto {
 
 /// Delivery profile of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename = "DeliveryProfile")]
 pub enum DeliveryProfileDto {
     /// Published directly with confirms; falls back to the outbox when the breaker is open.
     Important,
@@ -36,18 +37,22 @@ pub enum DeliveryProfileDto {
     Critical,
 }
 
-/// A delivery policy (lib-streaming shape).
+/// A delivery policy, in lib-streaming's shape and vocabulary (`enabled`, `direct`
+/// `direct|skip`, `outbox` `never|fallback_on_circuit_open|always`, `dlq`
+/// `never|on_routable_failure`).
 #[derive(Debug, Clone, Object)]
 #[oai(rename = "DeliveryPolicy")]
 pub struct PolicyDto {
     /// Publication enabled for this event.
     pub enabled: bool,
-    /// `direct` or `skip`.
+    /// `direct` (Important) or `skip` (Critical).
     pub direct: String,
-    /// `fallback_on_circuit_open` or `always`.
+    /// `fallback_on_circuit_open` (Important) or `always` (Critical).
     pub outbox: String,
-    /// `never`: routable failures are retried from the outbox; unroutable messages are kept by
-    /// the alternate exchange.
+    /// `on_routable_failure` for every event, as the seed says: the policy requests
+    /// dead-letter handling for routable failures, but the RabbitMQ route configures no DLQ
+    /// destination, so none is produced (a routable failure stays in the outbox and is
+    /// retried; unroutable messages are kept by the alternate exchange).
     pub dlq: String,
 }
 
@@ -95,19 +100,23 @@ pub struct ManifestDto {
     pub events: Vec<EventDefinitionDto>,
 }
 
+/// lib-streaming's `dlq` mode that requests dead-letter handling of routable failures.
+const DLQ_ON_ROUTABLE_FAILURE: &str = "on_routable_failure";
+
+/// The seed's delivery table as lib-streaming policies.
 fn policy(profile: DeliveryProfile) -> PolicyDto {
     match profile {
         DeliveryProfile::Important => PolicyDto {
             enabled: true,
             direct: "direct".into(),
             outbox: "fallback_on_circuit_open".into(),
-            dlq: "never".into(),
+            dlq: DLQ_ON_ROUTABLE_FAILURE.into(),
         },
         DeliveryProfile::Critical => PolicyDto {
             enabled: true,
             direct: "skip".into(),
             outbox: "always".into(),
-            dlq: "never".into(),
+            dlq: DLQ_ON_ROUTABLE_FAILURE.into(),
         },
     }
 }
@@ -238,7 +247,7 @@ pub fn asyncapi() -> serde_json::Value {
             "description": "CloudEvents 1.0 in binary mode over AMQP 0-9-1: context attributes travel as `ce-*` message headers, the JSON payload is the message body (content type application/json, delivery mode 2). Bind a queue to the exchange named by RABBITMQ_REPORT_EVENTS_EXCHANGE (reference value `reporter.events`, a durable topic exchange) with the routing keys you need; each message's routing key is its definition key verbatim. Delivery is at-least-once: deduplicate on (ce-source, ce-id)."
         },
         "defaultContentType": "application/json",
-        "servers": { "rabbitmq": { "host": "localhost:5672", "protocol": "amqp", "protocolVersion": "0.9.1", "description": "The RabbitMQ broker named by STREAMING_BROKERS." } },
+        "servers": { "rabbitmq": { "host": "localhost:5672", "protocol": "amqp", "protocolVersion": "0.9.1", "description": "The RabbitMQ broker: the amqp(s):// URIs of STREAMING_BROKERS, or RABBITMQ_URI when STREAMING_BROKERS names none (e.g. the original's `rabbitmq:5672`). Messages no binding routes go to the alternate exchange (STREAMING_ALTERNATE_EXCHANGE, default `<exchange>.unroutable`) and its queue, bounded by STREAMING_UNROUTABLE_TTL_SECONDS and STREAMING_UNROUTABLE_MAX_LENGTH." } },
         "channels": channels,
         "operations": operations,
         "components": { "messages": messages }

@@ -103,6 +103,32 @@ impl StreamingMetrics {
             .inc();
     }
 
+    /// Rows committed: the backlog grows at once (a gauge that waited for the next stats
+    /// query would lag far behind during an outage).
+    pub fn pending_added(&self, n: usize) {
+        if self.outbox_depth.get() <= 0 {
+            self.oldest_pending_age.set(0);
+        }
+        self.outbox_depth.add(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Rows that left the backlog (published or parked by this process).
+    pub fn pending_settled(&self, n: usize) {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let left = (self.outbox_depth.get() - n).max(0);
+        self.outbox_depth.set(left);
+    }
+
+    /// The backlog as the outbox counts it (every process's rows).
+    pub fn backlog(&self, stats: &reporter_ports::ports::OutboxStats) {
+        self.outbox_depth
+            .set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
+        self.parked
+            .set(i64::try_from(stats.parked).unwrap_or(i64::MAX));
+        self.oldest_pending_age
+            .set(stats.oldest_pending_age_secs.unwrap_or(0));
+    }
+
     /// Current count (tests).
     pub fn get(&self, event: &str, outcome: Outcome) -> u64 {
         self.emitted

@@ -7,6 +7,6 @@ pub mod manifest;
 pub mod metrics;
 
 pub use breaker::{BreakerSettings, BreakerState, CircuitBreaker};
-pub use delivery::Delivery;
-pub use dispatcher::{Dispatcher, DispatcherSettings};
+pub use delivery::{Delivery, DeliverySetup, DirectLane};
+pub use dispatcher::{BatchReport, Dispatcher, DispatcherSettings};
 pub use metrics::{Outcome, StreamingMetrics};

@@ -5,14 +5,17 @@
 //! filters, render, convert to PDF when the format is pdf, store the artifact, then record the
 //! terminal status and its event in one unit of work. Every step is bounded: a job timeout, a
 //! per-query timeout, a row and byte limit per section, a render instruction budget and output
-//! limit, and a limit on concurrent jobs. On shutdown in-flight jobs get a drain period, after
+//! limit, a sandboxed render process bounded in memory, CPU and wall-clock time, and a limit on
+//! concurrent jobs. html and pdf output is sanitized in the sandbox before it is stored. On shutdown in-flight jobs get a drain period, after
 //! which they are recorded as canceled.
+mod metrics;
 mod pipeline;
 
+pub use metrics::WorkerMetrics;
 pub use pipeline::{Generation, SectionError};
 
 use crate::app::App;
-use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateEngine};
+use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateRunner};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
@@ -64,12 +67,14 @@ pub struct Worker {
     pub app: Arc<App>,
     /// Job source.
     pub consumer: Arc<dyn JobConsumer>,
-    /// Template engine.
-    pub engine: Arc<dyn TemplateEngine>,
+    /// Template rendering (in the sandbox).
+    pub runner: Arc<dyn TemplateRunner>,
     /// HTML → PDF.
     pub pdf: Arc<dyn PdfRenderer>,
     /// Limits.
     pub settings: WorkerSettings,
+    /// Received-job counters.
+    pub metrics: WorkerMetrics,
 }
 
 impl Worker {

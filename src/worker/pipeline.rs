@@ -5,10 +5,14 @@ use futures_util::StreamExt;
 use reporter_ports::StoreError;
 use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::{ReportFinished, ReportPartial, SectionFailure};
-use reporter_ports::ports::{Change, DataSourceError, JobDelivery, TableQuery, UnitOfWork};
+use reporter_ports::ports::{
+    Change, DataSourceError, JobDelivery, RenderError, RenderJob, RunnerError, TableQuery,
+    UnitOfWork,
+};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::OutputFormat;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -82,6 +86,10 @@ impl Worker {
     ) {
         use tracing::Instrument;
         let job = delivery.job().clone();
+        self.metrics.received(delivery.redelivered());
+        if delivery.redelivered() {
+            tracing::info!(report_id = %job.report_id, "job redelivered (the consumer that held it did not settle it)");
+        }
         let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = job.request_id.as_deref().unwrap_or(""));
         let settle = self
             .process(&job, delivery.attempt(), cancel)
@@ -149,8 +157,11 @@ impl Worker {
         }
     }
 
-    /// Extracts, renders and converts. `Err` means a transient infrastructure problem worth a
-    /// retry (the template file could not be read).
+    /// Extracts, renders (in the sandbox; html and pdf sanitized there) and converts. `Err`
+    /// means a transient infrastructure problem worth a retry (the template file could not be
+    /// read, the sandbox could not start a process). A render over its time bound is
+    /// `report_generation_timeout`; over its memory bound, crashed or failed,
+    /// `report_generation_failed`.
     async fn generate(&self, report: &Report) -> Result<Generation, String> {
         let app = &self.app;
         let template = match app
@@ -195,25 +206,25 @@ impl Worker {
                 sections,
             });
         }
-        let engine = self.engine.clone();
-        let limits = self.settings.render;
-        let rendered =
-            tokio::task::spawn_blocking(move || engine.render(&source, &data, &limits)).await;
-        let text = match rendered {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "render failed");
-                return Ok(Generation::Failed {
-                    code: ReportErrorCode::ReportGenerationFailed,
-                    sections,
-                });
+        let job = RenderJob {
+            source: Arc::from(source),
+            data: Arc::new(data),
+            limits: self.settings.render,
+            sanitize_html: matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf),
+        };
+        let text = match self.runner.render(job).await {
+            Ok(t) => t,
+            Err(RunnerError::Unavailable(e)) => {
+                return Err(format!("template sandbox unavailable: {e}"));
             }
-            Err(e) => {
-                tracing::error!(error = %e, "render task panicked");
-                return Ok(Generation::Failed {
-                    code: ReportErrorCode::ReportGenerationFailed,
-                    sections,
-                });
+            Err(RunnerError::Template(e)) => {
+                tracing::warn!(error = %e, "render failed");
+                let code = if e == RenderError::Timeout {
+                    ReportErrorCode::ReportGenerationTimeout
+                } else {
+                    ReportErrorCode::ReportGenerationFailed
+                };
+                return Ok(Generation::Failed { code, sections });
             }
         };
         let bytes = if report.output_format == OutputFormat::Pdf {
@@ -434,6 +445,7 @@ async fn extract_section(
                 return Err(SectionError::Unavailable);
             }
             Ok(Err(DataSourceError::RowLimit(_))) => return Err(SectionError::RowLimit),
+            Ok(Err(DataSourceError::TooLarge(_))) => return Err(SectionError::TooLarge),
             Ok(Err(e)) => {
                 tracing::warn!(data_source = %ds, error = %e, "section query failed");
                 return Err(SectionError::QueryFailed);

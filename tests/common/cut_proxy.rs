@@ -2,6 +2,7 @@
 //! without stopping the server every other test shares (what Toxiproxy's connection-loss toxic
 //! does for the reference's chaos tests).
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -12,6 +13,7 @@ pub struct CutProxy {
     target: SocketAddr,
     accept: Mutex<Option<JoinHandle<()>>>,
     conns: Arc<Mutex<Vec<AbortHandle>>>,
+    hold: Arc<AtomicBool>,
 }
 
 impl CutProxy {
@@ -24,6 +26,7 @@ impl CutProxy {
             target,
             accept: Mutex::new(None),
             conns: Arc::new(Mutex::new(Vec::new())),
+            hold: Arc::new(AtomicBool::new(false)),
         };
         proxy.serve(listener);
         proxy
@@ -37,17 +40,32 @@ impl CutProxy {
     fn serve(&self, listener: TcpListener) {
         let target = self.target;
         let conns = self.conns.clone();
+        let hold = self.hold.clone();
         let task = tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let hold = hold.clone();
                 let conn = tokio::spawn(async move {
-                    if let Ok(mut outbound) = TcpStream::connect(target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    if let Ok(outbound) = TcpStream::connect(target).await {
+                        let (client_read, client_write) = inbound.into_split();
+                        let (server_read, server_write) = outbound.into_split();
+                        let never = Arc::new(AtomicBool::new(false));
+                        tokio::join!(
+                            pump(client_read, server_write, never),
+                            pump(server_read, client_write, hold)
+                        );
                     }
                 });
                 conns.lock().expect("conns").push(conn.abort_handle());
             }
         });
         *self.accept.lock().expect("accept") = Some(task);
+    }
+
+    /// While `on`, what the server sends is held back (not read, so it waits in the socket)
+    /// and what clients send still reaches it: for a broker, publishes are routed but their
+    /// confirms never come back. Off: the held bytes flow again.
+    pub fn hold_replies(&self, on: bool) {
+        self.hold.store(on, Ordering::SeqCst);
     }
 
     /// The outage: every open connection is closed and new ones are refused.
@@ -87,6 +105,35 @@ impl Drop for CutProxy {
         }
         for c in self.conns.lock().expect("conns").drain(..) {
             c.abort();
+        }
+    }
+}
+
+/// Copies `from` to `to` until either side closes, pausing while `held`.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    held: Arc<AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        while held.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                let _ = to.shutdown().await;
+                return;
+            }
+            Ok(n) => {
+                while held.load(Ordering::SeqCst) {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                if to.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }

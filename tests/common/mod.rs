@@ -2,7 +2,10 @@
 //! the real wiring) driven through poem's test client, and a token minter.
 #![allow(dead_code)]
 
+pub mod cdp;
+pub mod chaos;
 pub mod cut_proxy;
+pub mod served;
 
 use poem::Response;
 use poem::endpoint::BoxEndpoint;
@@ -417,6 +420,7 @@ pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestAp
     if raw.auth_jwt_public_key.is_none() {
         raw.auth_jwt_secret = Some(SECRET.into());
     }
+    sandbox_of_the_released_binary(&mut raw);
     let mongo = mongo_backend(&mut raw);
     if let Ok(filter) = std::env::var("REPORTER_TEST_LOG") {
         reporter::telemetry::init_tracing(&filter, false);
@@ -444,6 +448,18 @@ pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestAp
         _example: built.example_dir,
         _stop: stop,
         _mongo: mongo,
+    }
+}
+
+/// Template work runs in the real sandbox: children of the `reporter` binary under test (the
+/// test executable itself cannot be a sandbox child). Two children per pool unless the test
+/// chose otherwise.
+fn sandbox_of_the_released_binary(raw: &mut RawConfig) {
+    if raw.template_sandbox_exe.is_none() {
+        raw.template_sandbox_exe = Some(env!("CARGO_BIN_EXE_reporter").into());
+    }
+    if raw.template_sandbox_pool_size == RawConfig::defaults().template_sandbox_pool_size {
+        raw.template_sandbox_pool_size = "2".into();
     }
 }
 
@@ -510,32 +526,6 @@ pub fn rabbit_declare_bound_queue(queue: &str, exchange: &str, pattern: &str) {
     .expect("bind queue");
 }
 
-/// Declares a non-durable fanout `exchange` on the default vhost.
-pub fn rabbit_declare_fanout(exchange: &str) {
-    rabbitmqctl(&["eval", &format!(
-        r#"rabbit_exchange:declare(rabbit_misc:r(<<"/">>, exchange, <<"{exchange}">>), fanout, false, false, false, [], <<"reporter-tests">>)."#
-    )])
-    .expect("declare fanout exchange");
-}
-
-/// Moves every message of `queue` (now and later) to `exchange`, properties and headers
-/// intact: a policy with `max-length` 0 drops them from the head, dead-lettering them there
-/// (a `message-ttl` policy would not expire messages enqueued before it). The policy is named
-/// after the queue.
-pub fn rabbit_drain_queue_to(queue: &str, exchange: &str) {
-    rabbitmqctl(&[
-        "set_policy",
-        "--apply-to",
-        "queues",
-        "--priority",
-        "999",
-        &format!("drain-{queue}"),
-        &format!("^{queue}$"),
-        &format!(r#"{{"max-length":0,"dead-letter-exchange":"{exchange}"}}"#),
-    ])
-    .expect("drain policy");
-}
-
 /// Best-effort removal of what a test left on the broker (queues, exchanges, drain policies).
 pub fn rabbit_cleanup(queues: &[&str], exchanges: &[&str]) {
     for q in queues {
@@ -578,11 +568,24 @@ pub fn request(
     content_type: &str,
     body: &[u8],
 ) -> (u16, Vec<u8>) {
+    let headers = format!("Content-Type: {content_type}\r\n");
+    request_with(addr, method, path, token, &headers, body)
+}
+
+/// [`request`] with `headers` (each `Name: value\r\n`) instead of just a content type.
+pub fn request_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    headers: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).unwrap();

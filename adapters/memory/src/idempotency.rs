@@ -1,19 +1,22 @@
-//! [`MemoryIdempotencyStore`].
+//! Idempotency reservations and stored responses of [`MemoryStore`], kept under the store's
+//! lock so that a unit of work completes its key atomically with its changes.
+use crate::store::MemoryStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use reporter_ports::StoreError;
-use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope, IdempotencyStore, StoredResponse};
+use reporter_ports::ports::{
+    IdempotencyBegin, IdempotencyCompletion, IdempotencyOwner, IdempotencyScope, IdempotencyStore,
+    StoredResponse,
+};
 use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How many `begin` calls pass between two sweeps of expired entries.
 const SWEEP_EVERY: u64 = 256;
 
 #[derive(Debug, Clone)]
 enum Entry {
-    /// Reserved by a request in flight until the instant.
-    InFlight(DateTime<Utc>),
+    /// Reserved by `owner` until the instant (a lease, renewed while the request runs).
+    InFlight(IdempotencyOwner, DateTime<Utc>),
     /// Completed; the response is replayed until the instant.
     Completed(StoredResponse, DateTime<Utc>),
 }
@@ -22,86 +25,107 @@ impl Entry {
     /// True when the entry still counts at `now` (its end instant is strictly later).
     fn live(&self, now: DateTime<Utc>) -> bool {
         match self {
-            Self::InFlight(until) | Self::Completed(_, until) => *until > now,
+            Self::InFlight(_, until) | Self::Completed(_, until) => *until > now,
         }
     }
 }
 
-#[derive(Default)]
-struct State {
+/// The keys of one store.
+#[derive(Debug, Default)]
+pub(crate) struct IdempotencyTable {
     entries: HashMap<IdempotencyScope, Entry>,
     begins: u64,
 }
 
-/// In-memory [`IdempotencyStore`].
-///
-/// - `begin` is atomic: of concurrent callers with the same scope exactly one gets `Started`.
-///   A reservation or a completed record whose end instant is `<= now` counts as free.
-/// - `complete` stores the response until `expires_at` whether or not the reservation is still
-///   held (the request did run; its response is the one to replay).
-/// - `release` frees an in-flight reservation and leaves a completed record alone; releasing a
-///   free key succeeds.
-///
-/// Expired entries are swept every few hundred `begin` calls (and by [`Self::purge_expired`]),
-/// so memory stays bounded by the live keys.
-#[derive(Clone, Default)]
-pub struct MemoryIdempotencyStore {
-    inner: Arc<Mutex<State>>,
-}
-
-impl fmt::Debug for MemoryIdempotencyStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemoryIdempotencyStore")
-            .finish_non_exhaustive()
-    }
-}
-
-impl MemoryIdempotencyStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
+impl IdempotencyTable {
+    fn begin(
+        &mut self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> IdempotencyBegin {
+        self.begins = self.begins.wrapping_add(1);
+        if self.begins.is_multiple_of(SWEEP_EVERY) {
+            self.entries.retain(|_, e| e.live(now));
+        }
+        match self.entries.get(scope) {
+            Some(e @ Entry::InFlight(..)) if e.live(now) => IdempotencyBegin::InFlight,
+            Some(Entry::Completed(resp, until)) if *until > now => {
+                IdempotencyBegin::Completed(resp.clone())
+            }
+            _ => {
+                self.entries
+                    .insert(scope.clone(), Entry::InFlight(owner, lease_until));
+                IdempotencyBegin::Started
+            }
+        }
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
-        self.inner
-            .lock()
-            .map_err(|_| StoreError::Unavailable("idempotency store lock poisoned".into()))
+    /// The reservation of `scope` held by `owner`, if any.
+    fn held_by(&mut self, scope: &IdempotencyScope, owner: IdempotencyOwner) -> Option<&mut Entry> {
+        self.entries
+            .get_mut(scope)
+            .filter(|e| matches!(e, Entry::InFlight(o, _) if *o == owner))
+    }
+
+    /// Checks, before a unit of work applies anything, that it may complete its key.
+    pub(crate) fn check(&self, c: &IdempotencyCompletion) -> Result<(), StoreError> {
+        match self.entries.get(&c.scope) {
+            Some(Entry::InFlight(o, _)) if *o == c.owner => Ok(()),
+            _ => Err(StoreError::IdempotencyLost),
+        }
+    }
+
+    /// Stores the completion (after [`Self::check`], under the same lock).
+    pub(crate) fn apply(&mut self, c: IdempotencyCompletion) {
+        self.entries
+            .insert(c.scope, Entry::Completed(c.response, c.expires_at));
     }
 
     /// Drops every entry no longer live at `now`; answers how many were dropped.
-    pub fn purge_expired(&self, now: DateTime<Utc>) -> Result<usize, StoreError> {
-        let mut state = self.lock()?;
-        let before = state.entries.len();
-        state.entries.retain(|_, e| e.live(now));
-        Ok(before - state.entries.len())
+    pub(crate) fn purge_expired(&mut self, now: DateTime<Utc>) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|_, e| e.live(now));
+        before - self.entries.len()
     }
 }
 
+/// Reservations are leases held by an owner: `begin` is atomic (of concurrent callers with one
+/// scope exactly one gets `Started`); `renew` and `release` act only on the caller's own
+/// reservation; `complete` stores the response whether or not the reservation is still held
+/// (the request did run); a unit of work carrying a completion applies only while its owner
+/// holds the key (`StoreError::IdempotencyLost` otherwise). Expired entries are swept every
+/// few hundred `begin` calls and by [`MemoryStore::purge_expired_idempotency`].
 #[async_trait]
-impl IdempotencyStore for MemoryIdempotencyStore {
+impl IdempotencyStore for MemoryStore {
     async fn begin(
         &self,
         scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
         now: DateTime<Utc>,
-        in_flight_until: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
     ) -> Result<IdempotencyBegin, StoreError> {
+        Ok(self
+            .lock()?
+            .idempotency
+            .begin(scope, owner, now, lease_until))
+    }
+
+    async fn renew(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
         let mut state = self.lock()?;
-        state.begins = state.begins.wrapping_add(1);
-        if state.begins % SWEEP_EVERY == 0 {
-            state.entries.retain(|_, e| e.live(now));
-        }
-        match state.entries.get(scope) {
-            Some(e @ Entry::InFlight(_)) if e.live(now) => Ok(IdempotencyBegin::InFlight),
-            Some(Entry::Completed(resp, until)) if *until > now => {
-                Ok(IdempotencyBegin::Completed(resp.clone()))
+        Ok(match state.idempotency.held_by(scope, owner) {
+            Some(entry) => {
+                *entry = Entry::InFlight(owner, lease_until);
+                true
             }
-            _ => {
-                state
-                    .entries
-                    .insert(scope.clone(), Entry::InFlight(in_flight_until));
-                Ok(IdempotencyBegin::Started)
-            }
-        }
+            None => false,
+        })
     }
 
     async fn complete(
@@ -112,16 +136,28 @@ impl IdempotencyStore for MemoryIdempotencyStore {
     ) -> Result<(), StoreError> {
         let mut state = self.lock()?;
         state
+            .idempotency
             .entries
             .insert(scope.clone(), Entry::Completed(response, expires_at));
         Ok(())
     }
 
-    async fn release(&self, scope: &IdempotencyScope) -> Result<(), StoreError> {
+    async fn release(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+    ) -> Result<(), StoreError> {
         let mut state = self.lock()?;
-        if matches!(state.entries.get(scope), Some(Entry::InFlight(_))) {
-            state.entries.remove(scope);
+        if state.idempotency.held_by(scope, owner).is_some() {
+            state.idempotency.entries.remove(scope);
         }
         Ok(())
+    }
+}
+
+impl MemoryStore {
+    /// Drops every idempotency entry no longer live at `now`; answers how many were dropped.
+    pub fn purge_expired_idempotency(&self, now: DateTime<Utc>) -> Result<usize, StoreError> {
+        Ok(self.lock()?.idempotency.purge_expired(now))
     }
 }

@@ -1,9 +1,9 @@
 //! In-memory adapters for every Reporter port: the zero-install mode and the reference
 //! implementation the contract suites (`reporter-contract`) are first run against.
 //!
-//! - [`MemoryStore`]: templates, deadlines, reports, units of work and the outbox, all under one
-//!   lock so a unit of work (record changes + outbox rows) is atomic.
-//! - [`MemoryIdempotencyStore`]: idempotency reservations and stored responses.
+//! - [`MemoryStore`]: templates, deadlines, reports, units of work, the outbox and idempotency
+//!   records, all under one lock so a unit of work (record changes, outbox rows, the stored
+//!   answer of an idempotent request) is atomic.
 //! - [`MemoryObjectStorage`]: object storage in a map.
 //! - [`MemoryJobQueue`] / [`MemoryJobReceiver`]: a bounded in-process job channel, and
 //!   [`MemoryJobConsumer`], the embedded worker's consumer with retries and a dead-letter list.
@@ -17,10 +17,9 @@ mod publisher;
 mod storage;
 mod store;
 
-pub use idempotency::MemoryIdempotencyStore;
 pub use jobs::{
     DeadLetters, MemoryJobConsumer, MemoryJobQueue, MemoryJobReceiver, MemoryRetryPolicy,
 };
 pub use publisher::MemoryPublisher;
 pub use storage::{MemoryObjectStorage, is_valid_object_key};
-pub use store::{DEADLINE_UNIQUENESS_RULE, MemoryStore};
+pub use store::{DEADLINE_UNIQUENESS_RULE, DEFAULT_MAX_PUBLISHED, MemoryStore};

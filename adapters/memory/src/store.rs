@@ -6,13 +6,13 @@ use reporter_ports::deadline::{Deadline, DeadlineStatus, uniqueness_key};
 use reporter_ports::ids::OutboxId;
 use reporter_ports::page::{Page, PageRequest, SortOrder};
 use reporter_ports::ports::{
-    Change, DeadlineQuery, DeadlineRepository, OutboxRecord, ReportQuery, ReportRepository,
-    TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    Change, DeadlineQuery, DeadlineRepository, OutboxRecord, OutboxStatus, ReportQuery,
+    ReportRepository, TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::Template;
 use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,19 +30,119 @@ pub(crate) struct TenantState {
     pub(crate) reports: HashMap<ReportId, Report>,
 }
 
+/// How many published outbox rows [`MemoryStore::new`] keeps at most (the oldest go first).
+pub const DEFAULT_MAX_PUBLISHED: usize = 10_000;
+
 /// Outbox rows in commit order. `seq` is the insertion sequence, which is the per-aggregate
 /// commit order the dispatcher must respect.
-#[derive(Default)]
+///
+/// Besides the rows, three indexes keep every operation's cost independent of how many
+/// published rows are retained: the pending rows in commit order (what a claim walks), the
+/// parked rows (what a redrive walks), and the published rows in publish order (what
+/// retention trims, by age and by count).
 pub(crate) struct OutboxState {
     pub(crate) next_seq: u64,
     pub(crate) rows: BTreeMap<u64, OutboxRecord>,
     pub(crate) index: HashMap<OutboxId, u64>,
+    pub(crate) pending: BTreeSet<u64>,
+    pub(crate) parked: BTreeSet<u64>,
+    pub(crate) published: VecDeque<u64>,
+    pub(crate) max_published: usize,
+}
+
+impl Default for OutboxState {
+    fn default() -> Self {
+        Self {
+            next_seq: 0,
+            rows: BTreeMap::new(),
+            index: HashMap::new(),
+            pending: BTreeSet::new(),
+            parked: BTreeSet::new(),
+            published: VecDeque::new(),
+            max_published: DEFAULT_MAX_PUBLISHED,
+        }
+    }
 }
 
 impl OutboxState {
+    pub(crate) fn seq_of(&self, id: OutboxId) -> Option<u64> {
+        self.index.get(&id).copied()
+    }
+
     pub(crate) fn row_mut(&mut self, id: OutboxId) -> Option<&mut OutboxRecord> {
         let seq = self.index.get(&id)?;
         self.rows.get_mut(seq)
+    }
+
+    /// Appends a committed row (pending, or whatever status it carries).
+    pub(crate) fn insert(&mut self, row: OutboxRecord) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.index.insert(row.id, seq);
+        match row.status {
+            OutboxStatus::Pending => {
+                self.pending.insert(seq);
+            }
+            OutboxStatus::Parked => {
+                self.parked.insert(seq);
+            }
+            OutboxStatus::Published => self.published.push_back(seq),
+        }
+        self.rows.insert(seq, row);
+        self.trim_published();
+    }
+
+    /// Moves row `seq` to `status`, keeping the indexes in step.
+    pub(crate) fn set_status(&mut self, seq: u64, status: OutboxStatus) {
+        let Some(row) = self.rows.get_mut(&seq) else {
+            return;
+        };
+        match row.status {
+            OutboxStatus::Pending => {
+                self.pending.remove(&seq);
+            }
+            OutboxStatus::Parked => {
+                self.parked.remove(&seq);
+            }
+            // Left in the deque; `drop_published` skips rows no longer published.
+            OutboxStatus::Published => {}
+        }
+        row.status = status;
+        match status {
+            OutboxStatus::Pending => {
+                self.pending.insert(seq);
+            }
+            OutboxStatus::Parked => {
+                self.parked.insert(seq);
+            }
+            OutboxStatus::Published => {
+                self.published.push_back(seq);
+                self.trim_published();
+            }
+        }
+    }
+
+    /// Removes the oldest published rows beyond `max_published`.
+    fn trim_published(&mut self) {
+        while self.published.len() > self.max_published {
+            if let Some(seq) = self.published.pop_front() {
+                self.drop_published(seq);
+            }
+        }
+    }
+
+    /// Removes row `seq` if it is (still) published; true when it did.
+    pub(crate) fn drop_published(&mut self, seq: u64) -> bool {
+        if self
+            .rows
+            .get(&seq)
+            .is_some_and(|r| r.status == OutboxStatus::Published)
+            && let Some(row) = self.rows.remove(&seq)
+        {
+            self.index.remove(&row.id);
+            return true;
+        }
+        false
     }
 }
 
@@ -51,10 +151,12 @@ impl OutboxState {
 pub(crate) struct State {
     pub(crate) tenants: HashMap<TenantId, TenantState>,
     pub(crate) outbox: OutboxState,
+    pub(crate) idempotency: crate::idempotency::IdempotencyTable,
 }
 
 /// In-memory implementation of [`TemplateRepository`], [`DeadlineRepository`],
-/// [`ReportRepository`], [`UnitOfWorkPort`] and [`reporter_ports::ports::Outbox`].
+/// [`ReportRepository`], [`UnitOfWorkPort`], [`reporter_ports::ports::Outbox`] and
+/// [`reporter_ports::ports::IdempotencyStore`].
 ///
 /// All state sits behind one mutex, so every operation, and in particular every
 /// [`UnitOfWorkPort::commit`], is atomic and linearizable: a commit validates every change
@@ -80,9 +182,20 @@ impl fmt::Debug for MemoryStore {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty store keeping at most [`DEFAULT_MAX_PUBLISHED`] published outbox rows.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store keeping at most `max_published` published outbox rows (at least 1): once
+    /// more are published, the oldest are removed, whatever their age. A published row is
+    /// only kept for diagnostics; retention by age is `purge_published`.
+    pub fn with_max_published(max_published: usize) -> Self {
+        let store = Self::default();
+        if let Ok(mut state) = store.inner.lock() {
+            state.outbox.max_published = max_published.max(1);
+        }
+        store
     }
 
     pub(crate) fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
@@ -256,6 +369,9 @@ impl UnitOfWorkPort for MemoryStore {
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
         let mut state = self.lock()?;
         let staged = validate(&state, tenant, &uow)?;
+        if let Some(c) = &uow.idempotency {
+            state.idempotency.check(c)?;
+        }
         if !(staged.templates.is_empty()
             && staged.deadlines.is_empty()
             && staged.reports.is_empty())
@@ -265,12 +381,11 @@ impl UnitOfWorkPort for MemoryStore {
             t.deadlines.extend(staged.deadlines);
             t.reports.extend(staged.reports);
         }
-        let outbox = &mut state.outbox;
         for row in uow.outbox {
-            let seq = outbox.next_seq;
-            outbox.next_seq += 1;
-            outbox.index.insert(row.id, seq);
-            outbox.rows.insert(seq, row);
+            state.outbox.insert(row);
+        }
+        if let Some(c) = uow.idempotency {
+            state.idempotency.apply(c);
         }
         Ok(())
     }

@@ -1,7 +1,5 @@
 //! Runs every port contract suite against the in-memory adapters.
-use reporter_adapter_memory::{
-    MemoryIdempotencyStore, MemoryJobQueue, MemoryJobReceiver, MemoryStore,
-};
+use reporter_adapter_memory::{MemoryJobQueue, MemoryJobReceiver, MemoryStore};
 use reporter_contract::jobs::JobDrain;
 use reporter_contract::{idempotency, jobs, outbox, store};
 use reporter_ports::ports::ReportJob;
@@ -18,7 +16,7 @@ async fn outbox_contract() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotency_contract() {
-    idempotency::run_idempotency_suite(|| async { MemoryIdempotencyStore::new() }).await;
+    idempotency::run_idempotency_suite(|| async { MemoryStore::new() }).await;
 }
 
 struct Drain(MemoryJobReceiver);
@@ -36,4 +34,9 @@ async fn jobs_contract() {
         (q, Drain(rx))
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_commit_contract() {
+    idempotency::run_idempotent_commit_suite(|| async { MemoryStore::new() }).await;
 }

@@ -39,10 +39,10 @@ impl Default for MongoDataSourceConfig {
 ///
 /// - **Tables** are the database's collections (except `system.*`), sorted by name.
 /// - **Fields** of a table are the union of the top-level keys of its first `sample_size`
-///   documents (natural order), sorted. `_id` is not a field (it is MongoDB's internal key:
-///   keep business ids in a field of their own), and neither are keys that are empty, start
-///   with `$` or contain `.`, which a projection or filter could not address literally. A
-///   field that appears only in documents past the sample is unknown.
+///   documents (natural order), sorted. `_id` is a field, as in the original: an ObjectId
+///   reads as its hex string. Keys that are empty, start with `$` or contain `.` are not
+///   fields (a projection or filter could not address them literally). A field that appears
+///   only in documents past the sample is unknown.
 /// - **Queries** project exactly the requested fields (a document without the field answers
 ///   `null`), filter in the database, and read at most `max_rows + 1` documents: more than
 ///   `max_rows` matches is [`DataSourceError::RowLimit`]. Row order is unspecified.
@@ -73,7 +73,7 @@ fn unavailable(what: &str, e: &mongodb::error::Error) -> DataSourceError {
 }
 
 fn is_addressable(key: &str) -> bool {
-    !key.is_empty() && key != "_id" && !key.starts_with('$') && !key.contains('.')
+    !key.is_empty() && !key.starts_with('$') && !key.contains('.')
 }
 
 /// A JSON scalar as BSON.
@@ -91,7 +91,22 @@ fn to_bson(v: &Value) -> Bson {
     }
 }
 
-/// A stored BSON value as JSON.
+/// An instant as Go's `time.Time.String()` prints a UTC time (`2025-06-01 10:00:00.123 +0000
+/// UTC`): the original's MongoDB source hands templates `time.Time` values.
+fn go_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    let mut s = t.format("%Y-%m-%d %H:%M:%S").to_string();
+    let nanos = t.timestamp_subsec_nanos();
+    if nanos != 0 {
+        let frac = format!("{nanos:09}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    s.push_str(" +0000 UTC");
+    s
+}
+
+/// A stored BSON value as JSON, in the shapes the original's templates see: dates as Go
+/// times, object ids as hex, UUID binaries as UUID text, other binaries as hex.
 pub(crate) fn to_json(v: &Bson) -> Value {
     match v {
         Bson::Null | Bson::Undefined => Value::Null,
@@ -103,11 +118,14 @@ pub(crate) fn to_json(v: &Bson) -> Value {
         Bson::Decimal128(d) => Value::String(d.to_string()),
         Bson::DateTime(dt) => {
             let ms = dt.timestamp_millis();
-            chrono::DateTime::from_timestamp_millis(ms).map_or(Value::from(ms), |t| {
-                Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            })
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map_or(Value::from(ms), |t| Value::String(go_time(t)))
         }
         Bson::ObjectId(o) => Value::String(o.to_hex()),
+        Bson::Binary(b) => match uuid::Uuid::from_slice(&b.bytes) {
+            Ok(u) if b.bytes.len() == 16 => Value::String(u.to_string()),
+            _ => Value::String(hex::encode(&b.bytes)),
+        },
         Bson::Array(a) => Value::Array(a.iter().map(to_json).collect()),
         Bson::Document(d) => {
             Value::Object(d.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
@@ -279,7 +297,10 @@ impl DataSource for MongoDataSource {
         } else {
             doc! { "$and": clauses }
         };
-        let mut projection = doc! { "_id": 0 };
+        let mut projection = doc! {};
+        if !query.fields.iter().any(|f| f == "_id") {
+            projection.insert("_id", 0);
+        }
         for f in &query.fields {
             projection.insert(f.as_str(), 1);
         }
@@ -380,14 +401,19 @@ mod tests {
         );
         assert_eq!(
             to_json(&Bson::DateTime(mongodb::bson::DateTime::from_millis(0))),
-            json!("1970-01-01T00:00:00.000Z")
+            json!("1970-01-01 00:00:00 +0000 UTC")
+        );
+        assert_eq!(
+            to_json(&Bson::DateTime(mongodb::bson::DateTime::from_millis(1_500))),
+            json!("1970-01-01 00:00:01.5 +0000 UTC")
         );
     }
 
     #[test]
     fn addressable_keys() {
         assert!(is_addressable("name"));
-        for k in ["", "_id", "$x", "a.b"] {
+        assert!(is_addressable("_id"));
+        for k in ["", "$x", "a.b"] {
             assert!(!is_addressable(k), "{k}");
         }
     }

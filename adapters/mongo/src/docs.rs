@@ -274,7 +274,8 @@ pub(crate) struct ReportDoc {
     /// The requested filters as JSON text: never queried, and JSON text keeps arbitrary field
     /// names (dots, `$`) and number representations exactly.
     pub filters_json: String,
-    /// `Processing` / `Finished` / `Partial` / `Errored`.
+    /// `Processing` / `Finished` / `Partial` / `Error` (earlier builds wrote `Errored`; it is
+    /// still read, and every filter on `Error` matches both spellings).
     pub status: String,
     pub sections: Vec<SectionDoc>,
     pub error_code: Option<String>,
@@ -329,7 +330,8 @@ impl ReportDoc {
             template_description: self.template_description,
             filters: serde_json::from_str(&self.filters_json)
                 .map_err(|_| corrupt("report filters"))?,
-            status: ReportStatus::parse(&self.status).ok_or_else(|| corrupt("report status"))?,
+            status: ReportStatus::parse_stored(&self.status)
+                .ok_or_else(|| corrupt("report status"))?,
             sections: self
                 .sections
                 .into_iter()

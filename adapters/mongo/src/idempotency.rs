@@ -7,7 +7,10 @@ use mongodb::bson::{Binary, Bson, Document, doc, spec::BinarySubtype};
 use mongodb::options::{IndexOptions, ReturnDocument};
 use mongodb::{Client, Collection, Database, IndexModel};
 use reporter_ports::StoreError;
-use reporter_ports::ports::{IdempotencyBegin, IdempotencyScope, IdempotencyStore, StoredResponse};
+use reporter_ports::ports::{
+    IdempotencyBegin, IdempotencyCompletion, IdempotencyOwner, IdempotencyScope, IdempotencyStore,
+    StoredResponse,
+};
 use std::time::Duration;
 
 /// Default collection name.
@@ -24,9 +27,9 @@ const BEGIN_ROUNDS: usize = 5;
 /// MongoDB implementation of [`IdempotencyStore`].
 ///
 /// One document per scope in collection `idempotency`:
-/// `{_id: {tenant, operation, key}, state: "in_flight" | "completed", expires_at, status,
-/// content_type, body}`. `expires_at` is the reservation's `in_flight_until` or the
-/// response's `expires_at`; a record with `expires_at <= now` counts as free, and the TTL
+/// `{_id: {tenant, operation, key}, state: "in_flight" | "completed", owner, expires_at, status,
+/// content_type, body}`. `expires_at` is the reservation's lease end (renewed by its `owner`)
+/// or the response's `expires_at`; a record with `expires_at <= now` counts as free, and the TTL
 /// index on `expires_at` (`expireAfterSeconds: 0`) deletes it within the TTL monitor's period
 /// (about a minute), so the collection does not grow with old keys.
 ///
@@ -38,6 +41,39 @@ const BEGIN_ROUNDS: usize = 5;
 #[derive(Debug, Clone)]
 pub struct MongoIdempotencyStore {
     coll: Collection<Document>,
+}
+
+fn owner_str(owner: IdempotencyOwner) -> String {
+    owner.0.to_string()
+}
+
+/// The filter of `owner`'s reservation of `scope`.
+fn held(scope: &IdempotencyScope, owner: IdempotencyOwner) -> Document {
+    doc! { "_id": id(scope), "state": IN_FLIGHT, "owner": owner_str(owner) }
+}
+
+/// The update that turns a record into the completed `response`.
+fn completed(response: StoredResponse, expires_at: DateTime<Utc>) -> Document {
+    let body = Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: response.body,
+    };
+    doc! {
+        "$set": {
+            "state": COMPLETED,
+            "expires_at": floor_ms(expires_at),
+            "status": i32::from(response.status),
+            "content_type": response.content_type,
+            "body": body,
+        },
+        "$unset": { "owner": "" },
+    }
+}
+
+/// (filter, update) that complete `c` inside a unit of work's transaction: the filter matches
+/// only while `c.owner` holds the key, so no match means `IdempotencyLost`.
+pub(crate) fn completion_write(c: IdempotencyCompletion) -> (Document, Document) {
+    (held(&c.scope, c.owner), completed(c.response, c.expires_at))
 }
 
 fn id(scope: &IdempotencyScope) -> Document {
@@ -107,8 +143,9 @@ impl IdempotencyStore for MongoIdempotencyStore {
     async fn begin(
         &self,
         scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
         now: DateTime<Utc>,
-        in_flight_until: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
     ) -> Result<IdempotencyBegin, StoreError> {
         let now_ms = floor_ms(now);
         for _ in 0..BEGIN_ROUNDS {
@@ -117,7 +154,11 @@ impl IdempotencyStore for MongoIdempotencyStore {
                 .find_one_and_update(
                     doc! { "_id": id(scope), "expires_at": { "$lte": now_ms } },
                     doc! {
-                        "$set": { "state": IN_FLIGHT, "expires_at": floor_ms(in_flight_until) },
+                        "$set": {
+                            "state": IN_FLIGHT,
+                            "owner": owner_str(owner),
+                            "expires_at": floor_ms(lease_until),
+                        },
                         "$unset": { "status": "", "content_type": "", "body": "" },
                     },
                 )
@@ -158,6 +199,24 @@ impl IdempotencyStore for MongoIdempotencyStore {
         ))
     }
 
+    /// Moves the lease end of `owner`'s reservation.
+    async fn renew(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let r = self
+            .coll
+            .update_one(
+                held(scope, owner),
+                doc! { "$set": { "expires_at": floor_ms(lease_until) } },
+            )
+            .await
+            .map_err(|e| unavailable("idempotency renew", &e))?;
+        Ok(r.matched_count == 1)
+    }
+
     /// Upserts the completed record (whether or not the reservation is still held).
     async fn complete(
         &self,
@@ -165,31 +224,22 @@ impl IdempotencyStore for MongoIdempotencyStore {
         response: StoredResponse,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let body = Binary {
-            subtype: BinarySubtype::Generic,
-            bytes: response.body,
-        };
         self.coll
-            .update_one(
-                doc! { "_id": id(scope) },
-                doc! { "$set": {
-                    "state": COMPLETED,
-                    "expires_at": floor_ms(expires_at),
-                    "status": i32::from(response.status),
-                    "content_type": response.content_type,
-                    "body": body,
-                } },
-            )
+            .update_one(doc! { "_id": id(scope) }, completed(response, expires_at))
             .upsert(true)
             .await
             .map_err(|e| unavailable("idempotency complete", &e))?;
         Ok(())
     }
 
-    /// Deletes the record only while it is a reservation; a completed response stays.
-    async fn release(&self, scope: &IdempotencyScope) -> Result<(), StoreError> {
+    /// Deletes the record only while it is `owner`'s reservation; a completed response stays.
+    async fn release(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+    ) -> Result<(), StoreError> {
         self.coll
-            .delete_one(doc! { "_id": id(scope), "state": IN_FLIGHT })
+            .delete_one(held(scope, owner))
             .await
             .map_err(|e| unavailable("idempotency release", &e))?;
         Ok(())

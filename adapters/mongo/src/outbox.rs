@@ -287,6 +287,19 @@ impl Outbox for MongoStore {
         .await
     }
 
+    /// Same errors as `mark_published`. Lease released, `available_at = now`; attempts and
+    /// `last_error` untouched.
+    async fn release(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut set = released();
+        set.insert("available_at", floor_ms(now));
+        self.settle(id, token, doc! { "$set": set }).await
+    }
+
     /// Same errors as `mark_published`. The reason goes to `last_error`.
     async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
         let mut set = released();

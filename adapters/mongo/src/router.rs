@@ -17,9 +17,9 @@ use reporter_ports::deadline::Deadline;
 use reporter_ports::ids::OutboxId;
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{
-    DeadlineQuery, DeadlineRepository, IdempotencyBegin, IdempotencyScope, IdempotencyStore,
-    Outbox, OutboxRecord, OutboxStats, ReportQuery, ReportRepository, StoredResponse,
-    TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    DeadlineQuery, DeadlineRepository, IdempotencyBegin, IdempotencyOwner, IdempotencyScope,
+    IdempotencyStore, Outbox, OutboxRecord, OutboxStats, ReportQuery, ReportRepository,
+    StoredResponse, TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::report::Report;
 use reporter_ports::template::Template;
@@ -345,6 +345,16 @@ impl Outbox for MongoTenantRouter {
         self.forget(id);
         r
     }
+    async fn release(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let r = self.store_of_row(id).await?.release(id, token, now).await;
+        self.forget(id);
+        r
+    }
     async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
         let r = self.store_of_row(id).await?.park(id, token, reason).await;
         self.forget(id);
@@ -400,13 +410,26 @@ impl IdempotencyStore for MongoTenantRouter {
     async fn begin(
         &self,
         scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
         now: DateTime<Utc>,
-        in_flight_until: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
     ) -> Result<IdempotencyBegin, StoreError> {
         self.handles(&scope.tenant)
             .await?
             .idempotency
-            .begin(scope, now, in_flight_until)
+            .begin(scope, owner, now, lease_until)
+            .await
+    }
+    async fn renew(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.handles(&scope.tenant)
+            .await?
+            .idempotency
+            .renew(scope, owner, lease_until)
             .await
     }
     async fn complete(
@@ -421,11 +444,15 @@ impl IdempotencyStore for MongoTenantRouter {
             .complete(scope, response, expires_at)
             .await
     }
-    async fn release(&self, scope: &IdempotencyScope) -> Result<(), StoreError> {
+    async fn release(
+        &self,
+        scope: &IdempotencyScope,
+        owner: IdempotencyOwner,
+    ) -> Result<(), StoreError> {
         self.handles(&scope.tenant)
             .await?
             .idempotency
-            .release(scope)
+            .release(scope, owner)
             .await
     }
 }

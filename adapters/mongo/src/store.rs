@@ -14,8 +14,8 @@ use mongodb::{Client, ClientSession, Collection, Database, IndexModel};
 use reporter_ports::deadline::{Deadline, DeadlineStatus};
 use reporter_ports::page::{Page, PageRequest, SortOrder};
 use reporter_ports::ports::{
-    Change, DeadlineQuery, DeadlineRepository, ReportQuery, ReportRepository, TemplateQuery,
-    TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    Change, DeadlineQuery, DeadlineRepository, IdempotencyCompletion, ReportQuery,
+    ReportRepository, TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::Template;
@@ -422,6 +422,9 @@ impl MongoStore {
         writes: &[Write],
         uow: &UnitOfWork,
     ) -> Result<(), TxError> {
+        if let Some(c) = &uow.idempotency {
+            self.complete_idempotency(session, c).await?;
+        }
         for w in writes {
             let coll = self.coll::<Document>(w.collection);
             match w.expected_version {
@@ -532,6 +535,26 @@ impl MongoStore {
         Ok(())
     }
 
+    /// Completes the unit's idempotency key in the transaction, only while its owner holds it.
+    async fn complete_idempotency(
+        &self,
+        session: &mut ClientSession,
+        c: &IdempotencyCompletion,
+    ) -> Result<(), TxError> {
+        let (filter, update) = crate::idempotency::completion_write(c.clone());
+        let r = self
+            .coll::<Document>(crate::idempotency::IDEMPOTENCY_COLLECTION)
+            .update_one(filter, update)
+            .session(&mut *session)
+            .await
+            .map_err(|e| driver("idempotency complete", e))?;
+        if r.matched_count == 1 {
+            Ok(())
+        } else {
+            Err(TxError::Fail(StoreError::IdempotencyLost))
+        }
+    }
+
     /// Commits, retrying the commit alone on `UnknownTransactionCommitResult`.
     async fn commit_transaction(&self, session: &mut ClientSession) -> Result<(), TxError> {
         let mut retries = 0;
@@ -583,7 +606,7 @@ impl UnitOfWorkPort for MongoStore {
     /// outbox rows are committed together or not at all.
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
         let writes = plan(tenant, &uow)?;
-        if writes.is_empty() && uow.outbox.is_empty() {
+        if writes.is_empty() && uow.outbox.is_empty() && uow.idempotency.is_none() {
             return Ok(());
         }
         let mut session = self
@@ -777,10 +800,21 @@ fn deadline_filter(tenant: &TenantId, q: &DeadlineQuery, now: DateTime<Utc>) -> 
 fn report_filter(tenant: &TenantId, q: &ReportQuery) -> Document {
     let mut f = doc! { "tenant": tenant.as_str() };
     if let Some(status) = q.status {
-        f.insert("status", status.as_str());
+        // Every stored spelling: records written as `Errored` by earlier builds count as
+        // `Error` in lists and in the dashboard's error counts.
+        f.insert("status", doc! { "$in": status.stored_names() });
     }
     if let Some(t) = q.template_id {
         f.insert("template_id", t.to_string());
+    }
+    if let Some(fmt) = q.output_format {
+        f.insert("output_format", fmt.as_str());
+    }
+    if let Some(text) = &q.description_contains {
+        f.insert(
+            "template_description",
+            doc! { "$regex": escape_regex(text), "$options": "i" },
+        );
     }
     created_range(&mut f, q.created_from, q.created_to);
     f

@@ -51,7 +51,7 @@ async fn datasource_contract_suite() {
     .await;
 }
 
-/// Fields seen only beyond the sample are unknown; `_id` is never a field.
+/// Fields seen only beyond the sample are unknown; `_id` is a field (read as hex).
 #[tokio::test]
 async fn fields_come_from_a_bounded_sample() {
     with_mongo(|dbs| async move {
@@ -69,7 +69,19 @@ async fn fields_come_from_a_bounded_sample() {
         let schema = source.schema().await.expect("schema");
         assert_eq!(
             schema.table("wide").map(|t| t.fields.clone()),
-            Some(vec!["n".to_owned()])
+            Some(vec!["_id".to_owned(), "n".to_owned()])
+        );
+        let ids = TableQuery {
+            table: "wide".into(),
+            fields: vec!["_id".into()],
+            filters: Default::default(),
+            max_rows: 10,
+        };
+        let rows = source.query(&ids).await.expect("ids");
+        assert!(
+            rows.iter()
+                .all(|r| r["_id"].as_str().is_some_and(|s| s.len() == 24)),
+            "{rows:?}"
         );
         let q = TableQuery {
             table: "wide".into(),

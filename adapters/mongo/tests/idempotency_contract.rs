@@ -67,3 +67,104 @@ async fn idempotency_ttl_index_is_present() {
     })
     .await;
 }
+
+/// The store and the idempotency records of one database, as `reporter serve` wires them on
+/// MongoDB: a unit of work completes its key in the same transaction as its changes.
+#[derive(Clone)]
+struct OneDatabase {
+    store: reporter_adapter_mongo::MongoStore,
+    idempotency: MongoIdempotencyStore,
+}
+
+mod delegation {
+    use super::OneDatabase;
+    use async_trait::async_trait;
+    use chrono::{DateTime, Utc};
+    use reporter_ports::ports::*;
+    use reporter_ports::template::Template;
+    use reporter_ports::{StoreError, TemplateId, TenantId};
+
+    #[async_trait]
+    impl IdempotencyStore for OneDatabase {
+        async fn begin(
+            &self,
+            s: &IdempotencyScope,
+            o: IdempotencyOwner,
+            now: DateTime<Utc>,
+            until: DateTime<Utc>,
+        ) -> Result<IdempotencyBegin, StoreError> {
+            self.idempotency.begin(s, o, now, until).await
+        }
+        async fn renew(
+            &self,
+            s: &IdempotencyScope,
+            o: IdempotencyOwner,
+            until: DateTime<Utc>,
+        ) -> Result<bool, StoreError> {
+            self.idempotency.renew(s, o, until).await
+        }
+        async fn complete(
+            &self,
+            s: &IdempotencyScope,
+            r: StoredResponse,
+            until: DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.idempotency.complete(s, r, until).await
+        }
+        async fn release(
+            &self,
+            s: &IdempotencyScope,
+            o: IdempotencyOwner,
+        ) -> Result<(), StoreError> {
+            self.idempotency.release(s, o).await
+        }
+    }
+
+    #[async_trait]
+    impl UnitOfWorkPort for OneDatabase {
+        async fn commit(&self, t: &TenantId, uow: UnitOfWork) -> Result<(), StoreError> {
+            self.store.commit(t, uow).await
+        }
+    }
+
+    #[async_trait]
+    impl TemplateRepository for OneDatabase {
+        async fn get(
+            &self,
+            t: &TenantId,
+            id: TemplateId,
+            deleted: bool,
+        ) -> Result<Option<Template>, StoreError> {
+            TemplateRepository::get(&self.store, t, id, deleted).await
+        }
+        async fn list(
+            &self,
+            t: &TenantId,
+            q: &TemplateQuery,
+            p: reporter_ports::page::PageRequest,
+        ) -> Result<reporter_ports::page::Page<Template>, StoreError> {
+            TemplateRepository::list(&self.store, t, q, p).await
+        }
+        async fn count(&self, t: &TenantId) -> Result<u64, StoreError> {
+            TemplateRepository::count(&self.store, t).await
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_commit_suite() {
+    with_mongo(|dbs| async move {
+        reporter_contract::idempotency::run_idempotent_commit_suite(|| {
+            let dbs = dbs.clone();
+            async move {
+                let store = dbs.store().await;
+                let idempotency = MongoIdempotencyStore::new(store.database())
+                    .await
+                    .expect("MongoIdempotencyStore::new");
+                OneDatabase { store, idempotency }
+            }
+        })
+        .await;
+    })
+    .await;
+}

@@ -87,7 +87,7 @@ async fn two_claimers_race_over_10000_rows() {
             per_claimer.push(mine.len());
             all.extend(mine);
         }
-        eprintln!(
+        reporter_contract::figure!(
             "2 claimers drained {ROWS} rows in {:?} (split {per_claimer:?})",
             started.elapsed()
         );

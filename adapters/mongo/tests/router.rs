@@ -208,3 +208,15 @@ async fn claims_serve_every_tenant() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_commit_suite_through_the_router() {
+    with_mongo(|dbs| async move {
+        reporter_contract::idempotency::run_idempotent_commit_suite(|| {
+            let r = dbs.router();
+            async move { r }
+        })
+        .await;
+    })
+    .await;
+}

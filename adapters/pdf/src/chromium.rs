@@ -66,6 +66,8 @@ impl Default for ChromiumOptions {
 ///   the renderer kills it).
 /// - Each conversion gets a fresh browser context (no cookies or storage shared between
 ///   reports) and tab, disposed afterwards, even on timeout.
+/// - Script execution is disabled in the page (`Emulation.setScriptExecutionDisabled`):
+///   nothing in the document runs.
 /// - Network and file URLs are blocked in the page; the HTML is set with
 ///   `Page.setDocumentContent` (no size limit of `data:` URLs).
 /// - At most `pool_size` conversions at once; the whole call is bounded by `timeout`.
@@ -205,6 +207,15 @@ impl ChromiumPdfRenderer {
             .call("Network.setBlockedURLs", json!({ "urls": BLOCKED_URLS }), s)
             .await?;
         browser.call("Page.enable", json!({}), s).await?;
+        // The document never runs script: only this renderer's own readiness probe below
+        // (DevTools evaluation is not page script) runs in the page.
+        browser
+            .call(
+                "Emulation.setScriptExecutionDisabled",
+                json!({ "value": true }),
+                s,
+            )
+            .await?;
         let tree = browser.call("Page.getFrameTree", json!({}), s).await?;
         let frame_id = tree
             .pointer("/frameTree/frame/id")

@@ -141,6 +141,26 @@ async fn hostile_or_empty_html_never_panics() {
 }
 
 #[tokio::test]
+async fn the_document_never_runs_script() {
+    let Some(r) = renderer(1) else { return };
+    let html = "<html><body><p id=p>static</p>\
+        <script>document.getElementById('p').textContent = 'SCRIPT' + 'RAN';</script>\
+        <img src=x onerror=\"document.body.append('HANDLER' + 'RAN')\">\
+        <script>setTimeout(() => document.body.append('TIMER' + 'RAN'), 0)</script></body></html>";
+    let pdf = r.render(html).await.expect("renders");
+    if let Some(text) = common::poppler("pdftotext", &pdf) {
+        assert!(text.contains("static"), "{text}");
+        for ran in ["SCRIPTRAN", "HANDLERRAN", "TIMERRAN"] {
+            assert!(
+                !text.contains(ran),
+                "script ran in the PDF renderer: {text}"
+            );
+        }
+    }
+    r.shutdown().await;
+}
+
+#[tokio::test]
 async fn missing_binary_is_unavailable() {
     let r = ChromiumPdfRenderer::new(ChromiumOptions {
         chromium_path: "/nonexistent/chromium".into(),

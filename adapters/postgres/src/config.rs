@@ -5,21 +5,21 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// TLS mode for the connection (the `DATASOURCE_<NAME>_SSLMODE` setting).
-///
-/// Only [`SslMode::Disable`] is supported for now: [`PostgresDataSource::new`](crate::PostgresDataSource::new)
-/// refuses the other modes with [`DataSourceError::Unavailable`] rather than silently connecting
-/// without TLS. The modes are parsed so that configuration can name them and fail clearly.
+/// TLS mode for the connection (the `DATASOURCE_<NAME>_SSLMODE` setting), as in libpq; see
+/// the `tls` module for what each mode checks. With a CA file
+/// ([`PostgresConfig::ssl_root_cert`]), `require` behaves as `verify-ca`, as in libpq.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SslMode {
     /// Plain TCP (or a Unix socket). The default.
     #[default]
     Disable,
-    /// TLS required, certificate not verified. Not supported yet.
+    /// TLS when the server offers it, certificate not verified; else plain TCP.
+    Prefer,
+    /// TLS required, certificate not verified (unless a CA file is given).
     Require,
-    /// TLS with a certificate signed by a trusted CA. Not supported yet.
+    /// TLS with a certificate chain leading to a trusted CA; host name not checked.
     VerifyCa,
-    /// TLS with CA and host-name verification. Not supported yet.
+    /// TLS with CA and host-name verification.
     VerifyFull,
 }
 
@@ -28,6 +28,7 @@ impl SslMode {
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Disable => "disable",
+            Self::Prefer => "prefer",
             Self::Require => "require",
             Self::VerifyCa => "verify-ca",
             Self::VerifyFull => "verify-full",
@@ -41,13 +42,31 @@ impl FromStr for SslMode {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "disable" => Ok(Self::Disable),
+            "prefer" => Ok(Self::Prefer),
             "require" => Ok(Self::Require),
             "verify-ca" => Ok(Self::VerifyCa),
             "verify-full" => Ok(Self::VerifyFull),
             other => Err(format!(
-                "unknown sslmode {other:?} (disable, require, verify-ca, verify-full)"
+                "unknown sslmode {other:?} (disable, prefer, require, verify-ca, verify-full)"
             )),
         }
+    }
+}
+
+/// A URL without its `sslmode` and `sslrootcert` parameters (read apart, see
+/// [`PostgresConfig::from_url`]); key=value strings are returned unchanged.
+fn without_tls_params(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("sslmode=") && !p.starts_with("sslrootcert="))
+        .collect();
+    if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
     }
 }
 
@@ -89,8 +108,11 @@ pub struct PostgresConfig {
     pub password: Option<String>,
     /// Database name; also the descriptor's `external_name`.
     pub database: String,
-    /// TLS mode. Only [`SslMode::Disable`] is supported now (see [`SslMode`]).
+    /// TLS mode. Default [`SslMode::Disable`].
     pub sslmode: SslMode,
+    /// A PEM file of CA certificates to trust (`DATASOURCE_<NAME>_SSLROOTCERT`); without
+    /// one the verifying modes trust the built-in Mozilla roots.
+    pub ssl_root_cert: Option<std::path::PathBuf>,
     /// Schemas to discover. Tables of `public` are named `table`, tables of any other schema
     /// `schema__table`. Default `["public"]`; must not be empty.
     pub schemas: Vec<String>,
@@ -122,6 +144,7 @@ impl fmt::Debug for PostgresConfig {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("database", &self.database)
             .field("sslmode", &self.sslmode)
+            .field("ssl_root_cert", &self.ssl_root_cert)
             .field("schemas", &self.schemas)
             .field("pool_size", &self.pool_size)
             .field("query_timeout", &self.query_timeout)
@@ -145,6 +168,7 @@ impl PostgresConfig {
             password: None,
             database: database.into(),
             sslmode: SslMode::Disable,
+            ssl_root_cert: None,
             schemas: vec!["public".to_owned()],
             pool_size: 10,
             query_timeout: Duration::from_secs(10),
@@ -164,7 +188,7 @@ impl PostgresConfig {
     /// Fails with [`DataSourceError::Unavailable`] when the URL does not parse or names more
     /// than one host.
     pub fn from_url(id: DataSourceId, url: &str) -> Result<Self, DataSourceError> {
-        let parsed = tokio_postgres::Config::from_str(url)
+        let parsed = tokio_postgres::Config::from_str(&without_tls_params(url))
             .map_err(|e| DataSourceError::Unavailable(format!("invalid PostgreSQL URL: {e}")))?;
         let mut config = Self::new(id, "");
         match parsed.get_hosts() {
@@ -194,20 +218,49 @@ impl PostgresConfig {
             .map_or_else(|| config.user.clone(), str::to_owned);
         config.sslmode = match parsed.get_ssl_mode() {
             tokio_postgres::config::SslMode::Require => SslMode::Require,
-            // `prefer` (the libpq default) is honoured as plain TCP: TLS is not supported yet.
+            tokio_postgres::config::SslMode::Prefer => SslMode::Prefer,
             _ => SslMode::Disable,
         };
+        // tokio-postgres knows neither verify-ca / verify-full nor sslrootcert: read both
+        // from the URL itself.
+        for (key, value) in url
+            .split_once('?')
+            .map(|(_, q)| {
+                q.split('&')
+                    .filter_map(|p| p.split_once('='))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        {
+            match key {
+                "sslmode" => {
+                    config.sslmode = value.parse().map_err(|e: String| {
+                        DataSourceError::Unavailable(format!("invalid PostgreSQL URL: {e}"))
+                    })?;
+                }
+                "sslrootcert" => {
+                    let path = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                    config.ssl_root_cert = Some(path.into_owned().into());
+                }
+                _ => {}
+            }
+        }
         Ok(config)
+    }
+
+    /// The TLS mode in force: `require` with a CA file is `verify-ca`, as in libpq.
+    pub fn effective_sslmode(&self) -> SslMode {
+        match (self.sslmode, &self.ssl_root_cert) {
+            (SslMode::Require, Some(_)) => SslMode::VerifyCa,
+            (mode, _) => mode,
+        }
     }
 
     /// Checks the settings that [`PostgresDataSource::new`](crate::PostgresDataSource::new) relies on.
     pub(crate) fn validate(&self) -> Result<(), DataSourceError> {
         let bad = |why: String| Err(DataSourceError::Unavailable(format!("{}: {why}", self.id)));
-        if self.sslmode != SslMode::Disable {
-            return bad(format!(
-                "sslmode {} is not supported yet (only disable)",
-                self.sslmode.as_str()
-            ));
+        if self.ssl_root_cert.is_some() && matches!(self.sslmode, SslMode::Disable) {
+            return bad("sslrootcert is set but sslmode is disable".to_owned());
         }
         if self.schemas.is_empty() || self.schemas.iter().any(|s| s.is_empty()) {
             return bad("schemas must be a non-empty list of non-empty names".to_owned());
@@ -253,16 +306,42 @@ mod tests {
     }
 
     #[test]
-    fn only_sslmode_disable_is_accepted() {
+    fn tls_modes_parse_from_settings_and_urls() {
         let mut c = PostgresConfig::new(id(), "db");
-        assert!(c.validate().is_ok());
         c.sslmode = "verify-full".parse().expect("mode");
-        assert!(
-            matches!(c.validate(), Err(DataSourceError::Unavailable(m)) if m.contains("sslmode"))
-        );
+        assert!(c.validate().is_ok());
         assert!("bogus".parse::<SslMode>().is_err());
-        let c = PostgresConfig::from_url(id(), "postgres://a@h/db?sslmode=require").expect("url");
-        assert_eq!(c.sslmode, SslMode::Require);
+        for (url, mode) in [
+            ("postgres://a@h/db?sslmode=require", SslMode::Require),
+            ("postgres://a@h/db?sslmode=prefer", SslMode::Prefer),
+            ("postgres://a@h/db?sslmode=verify-ca", SslMode::VerifyCa),
+            ("postgres://a@h/db?sslmode=verify-full", SslMode::VerifyFull),
+            ("postgres://a@h/db", SslMode::Prefer),
+            ("postgres://a@h/db?sslmode=disable", SslMode::Disable),
+        ] {
+            assert_eq!(
+                PostgresConfig::from_url(id(), url).expect("url").sslmode,
+                mode,
+                "{url}"
+            );
+        }
+        let c = PostgresConfig::from_url(
+            id(),
+            "postgres://a@h/db?sslmode=require&sslrootcert=/ca.pem",
+        )
+        .expect("url");
+        assert_eq!(
+            c.ssl_root_cert.as_deref(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        assert_eq!(
+            c.effective_sslmode(),
+            SslMode::VerifyCa,
+            "require + CA file, as libpq"
+        );
+        let mut c = PostgresConfig::new(id(), "db");
+        c.ssl_root_cert = Some("/ca.pem".into());
+        assert!(c.validate().is_err(), "a CA file without TLS is a mistake");
     }
 
     #[test]

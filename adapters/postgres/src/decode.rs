@@ -1,5 +1,6 @@
-//! PostgreSQL values → JSON (crate docs, "Values").
-use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+//! PostgreSQL values → JSON, in the shapes the original's templates see (crate docs,
+//! "Values"): times in Go's `time.Time` print form, JSON columns as nested values.
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Number, Value};
 use tokio_postgres::Row as PgRow;
 use tokio_postgres::types::{FromSql, Type};
@@ -11,6 +12,29 @@ fn get<'a, T: FromSql<'a>>(row: &'a PgRow, i: usize) -> Result<Option<T>, String
 /// A float as JSON: a number when finite, else its name (`NaN`, `inf`, `-inf`).
 fn float(value: f64) -> Value {
     Number::from_f64(value).map_or_else(|| Value::String(value.to_string()), Value::Number)
+}
+
+/// An instant as Go's `time.Time.String()` prints a UTC time, the form the original's
+/// templates print timestamps in: `2025-06-01 10:00:00 +0000 UTC`, with the fraction of a
+/// second only when there is one (`2025-06-01 10:00:00.5 +0000 UTC`).
+pub fn go_time(t: DateTime<Utc>) -> String {
+    let mut s = t.format("%Y-%m-%d %H:%M:%S").to_string();
+    let nanos = t.timestamp_subsec_nanos();
+    if nanos != 0 {
+        let frac = format!("{nanos:09}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    s.push_str(" +0000 UTC");
+    s
+}
+
+/// The text of a `json`/`jsonb` column as a nested value (left as text if it does not parse).
+pub(crate) fn json_text(v: Value) -> Value {
+    match &v {
+        Value::String(s) => serde_json::from_str(s).unwrap_or(v),
+        _ => v,
+    }
 }
 
 /// Column `i` of `row` as JSON, decoded by the column's wire type. Numeric and other types
@@ -31,14 +55,28 @@ pub(crate) fn value(row: &PgRow, i: usize) -> Result<Value, String> {
             get::<f32>(row, i)?.map(|f| float(f.to_string().parse::<f64>().unwrap_or(f64::from(f))))
         }
         Type::FLOAT8 => get::<f64>(row, i)?.map(float),
-        Type::DATE => {
-            get::<NaiveDate>(row, i)?.map(|d| Value::String(d.format("%Y-%m-%d").to_string()))
+        // Dates and timestamps are times in UTC, as the original's driver returns them.
+        Type::DATE => get::<NaiveDate>(row, i)?
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|t| Value::String(go_time(t.and_utc()))),
+        Type::TIMESTAMP => {
+            get::<NaiveDateTime>(row, i)?.map(|t| Value::String(go_time(t.and_utc())))
         }
-        Type::TIMESTAMP => get::<NaiveDateTime>(row, i)?
-            .map(|t| Value::String(t.format("%Y-%m-%dT%H:%M:%S%.f").to_string())),
-        Type::TIMESTAMPTZ => get::<DateTime<Utc>>(row, i)?
-            .map(|t| Value::String(t.to_rfc3339_opts(SecondsFormat::AutoSi, true))),
+        Type::TIMESTAMPTZ => get::<DateTime<Utc>>(row, i)?.map(|t| Value::String(go_time(t))),
         _ => get::<String>(row, i)?.map(Value::String),
     };
     Ok(v.unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    #[test]
+    fn go_time_form() {
+        let t = chrono::Utc.with_ymd_and_hms(2025, 6, 1, 10, 0, 0).unwrap();
+        assert_eq!(super::go_time(t), "2025-06-01 10:00:00 +0000 UTC");
+        let t = t + chrono::Duration::milliseconds(500);
+        assert_eq!(super::go_time(t), "2025-06-01 10:00:00.5 +0000 UTC");
+    }
 }

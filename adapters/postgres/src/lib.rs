@@ -45,11 +45,12 @@
 //! Rows are JSON objects with exactly the requested fields: integers → numbers, `real` and
 //! `double precision` → numbers (non-finite ones as strings), `numeric` → a string with the
 //! exact digits and scale (`1250.10` stays `"1250.10"`: money never goes through a float),
-//! `boolean` → boolean, `date` → `"YYYY-MM-DD"`, `timestamp with time zone` → RFC 3339 in
-//! UTC (`2024-03-31T12:00:00Z`), `timestamp without time zone` → `"YYYY-MM-DDTHH:MM:SS[.f]"`
-//! (no offset: none is known), NULL → `null`, everything else (uuid, json, time, interval,
-//! enums, arrays, ...) → PostgreSQL's text form. Infinite dates and timestamps cannot be
-//! read and fail the query with `Unavailable`.
+//! `boolean` → boolean, `date`, `timestamp` and `timestamp with time zone` → the instant in
+//! UTC in Go's `time.Time` print form, as the original's templates print them
+//! (`2024-03-31 10:00:00 +0000 UTC`, `2024-03-31 00:00:00 +0000 UTC` for a date; a timestamp
+//! without zone is taken as UTC), `json`/`jsonb` → the nested JSON value, NULL → `null`,
+//! everything else (uuid, time, interval, enums, arrays, ...) → PostgreSQL's text form.
+//! Infinite dates and timestamps cannot be read and fail the query with `Unavailable`.
 //!
 //! # Limits and timeouts
 //! A query fetches `LIMIT limit + 1` rows, where `limit` is the smaller of the query's
@@ -69,13 +70,16 @@
 //! without touching the network; then one probe call decides between closing and reopening.
 //!
 //! # TLS
-//! Only `sslmode=disable` is supported for now; other modes are refused at construction.
+//! `sslmode` `disable` (default), `prefer`, `require`, `verify-ca` or `verify-full`, with an
+//! optional CA file (`ssl_root_cert`), as in libpq: rustls with the ring provider (see the
+//! `tls` module for what each mode checks). Cancel requests use the same TLS settings.
 mod breaker;
 mod config;
 mod decode;
 mod schema;
 mod source;
 mod sql;
+mod tls;
 
 pub use breaker::BreakerState;
 pub use config::{BreakerConfig, PostgresConfig, SslMode};

@@ -24,7 +24,9 @@ pub(crate) enum ColumnKind {
     Timestamp,
     /// `timestamp with time zone`: read as RFC 3339 in UTC; filtered by strings.
     TimestampTz,
-    /// Anything else (uuid, json, time, interval, enums, arrays, ...): read as PostgreSQL's
+    /// `json`, `jsonb`: read as text and decoded into a nested JSON value.
+    Json,
+    /// Anything else (uuid, time, interval, enums, arrays, ...): read as PostgreSQL's
     /// text form; filtered by any scalar, cast to the column type by the server.
     Other,
 }
@@ -41,13 +43,14 @@ impl ColumnKind {
             "date" => Self::Date,
             "timestamp without time zone" => Self::Timestamp,
             "timestamp with time zone" => Self::TimestampTz,
+            "json" | "jsonb" => Self::Json,
             _ => Self::Other,
         }
     }
 
     /// True when the projection must cast the column to `text` (no exact native decoding).
     pub(crate) fn read_as_text(self) -> bool {
-        matches!(self, Self::Numeric | Self::Other)
+        matches!(self, Self::Numeric | Self::Json | Self::Other)
     }
 }
 

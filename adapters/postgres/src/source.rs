@@ -4,6 +4,7 @@ use crate::config::PostgresConfig;
 use crate::decode;
 use crate::schema::{ColumnRow, Discovered};
 use crate::sql::{self, Param};
+use crate::tls::{self, Tls};
 use async_trait::async_trait;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
@@ -12,7 +13,6 @@ use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSch
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -48,6 +48,7 @@ pub struct PostgresDataSource {
     config: PostgresConfig,
     descriptor: DataSourceDescriptor,
     pool: Pool,
+    tls: Tls,
     breaker: CircuitBreaker,
     cache: tokio::sync::Mutex<Option<Cached>>,
 }
@@ -105,10 +106,11 @@ fn pool_error(error: PoolError) -> DataSourceError {
 impl PostgresDataSource {
     /// Validates `config` and prepares the pool (no connection is opened yet).
     ///
-    /// Fails with [`DataSourceError::Unavailable`] on an unsupported `sslmode`, an empty
+    /// Fails with [`DataSourceError::Unavailable`] on an unreadable CA file, an empty
     /// schema list or database name, a zero pool size or a zero timeout.
     pub fn new(config: PostgresConfig) -> Result<Self, DataSourceError> {
         config.validate()?;
+        let tls = tls::tls(&config)?;
         // Server-side backstop: statements die even if the client never cancels them.
         let backstop = config.query_timeout.max(config.discovery_timeout);
         let mut pg = tokio_postgres::Config::new();
@@ -118,7 +120,7 @@ impl PostgresDataSource {
             .dbname(&config.database)
             .application_name("reporter")
             .connect_timeout(config.connect_timeout)
-            .ssl_mode(tokio_postgres::config::SslMode::Disable)
+            .ssl_mode(tls.mode)
             .options(format!(
                 "-c statement_timeout={} -c TimeZone=UTC",
                 backstop.as_millis().max(1)
@@ -128,7 +130,7 @@ impl PostgresDataSource {
         }
         let manager = Manager::from_config(
             pg,
-            NoTls,
+            tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -149,6 +151,7 @@ impl PostgresDataSource {
             breaker: CircuitBreaker::new(config.breaker),
             config,
             pool,
+            tls,
             cache: tokio::sync::Mutex::new(None),
         })
     }
@@ -292,12 +295,15 @@ impl PostgresDataSource {
         for row in &rows {
             let mut object = Row::new();
             for (i, field) in statement.fields.iter().enumerate() {
-                let value = decode::value(row, i).map_err(|e| {
+                let mut value = decode::value(row, i).map_err(|e| {
                     DataSourceError::Unavailable(format!(
                         "cannot read {}.{field}: {e}",
                         query.table
                     ))
                 })?;
+                if statement.json.get(i).copied().unwrap_or(false) {
+                    value = decode::json_text(value);
+                }
                 object.insert(field.clone(), value);
             }
             out.push(object);
@@ -311,8 +317,9 @@ impl PostgresDataSource {
         let token = client.cancel_token();
         drop(Object::take(client));
         let id = self.descriptor.id.clone();
+        let tls = self.tls.connector.clone();
         tokio::spawn(async move {
-            if let Err(error) = token.cancel_query(NoTls).await {
+            if let Err(error) = token.cancel_query(tls).await {
                 tracing::warn!(data_source = %id, %error, "cannot cancel a timed-out query");
             }
         });

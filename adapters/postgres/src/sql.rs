@@ -25,6 +25,8 @@ pub(crate) struct Statement {
     pub(crate) params: Vec<Param>,
     /// Requested field names, in projection order.
     pub(crate) fields: Vec<String>,
+    /// Per field: a `json`/`jsonb` column, whose text is decoded into a nested value.
+    pub(crate) json: Vec<bool>,
 }
 
 fn invalid(field: &str, op: &str, why: &str) -> DataSourceError {
@@ -51,8 +53,10 @@ pub(crate) fn build(
             })
     };
     let mut projection = Vec::with_capacity(query.fields.len());
+    let mut json = Vec::with_capacity(query.fields.len());
     for field in &query.fields {
         let col = column(field)?;
+        json.push(col.kind == crate::schema::ColumnKind::Json);
         let quoted = quote_ident(field);
         projection.push(if col.kind.read_as_text() {
             format!("{quoted}::text")
@@ -80,6 +84,7 @@ pub(crate) fn build(
         sql,
         params: builder.params,
         fields: query.fields.clone(),
+        json,
     })
 }
 
@@ -106,9 +111,9 @@ fn compatible(kind: ColumnKind, value: &Value) -> Option<String> {
             Value::String(s),
         ) => Some(s.clone()),
         (ColumnKind::Bool, Value::Bool(b)) => Some(b.to_string()),
-        (ColumnKind::Other, Value::String(s)) => Some(s.clone()),
-        (ColumnKind::Other, Value::Number(n)) => Some(n.to_string()),
-        (ColumnKind::Other, Value::Bool(b)) => Some(b.to_string()),
+        (ColumnKind::Other | ColumnKind::Json, Value::String(s)) => Some(s.clone()),
+        (ColumnKind::Other | ColumnKind::Json, Value::Number(n)) => Some(n.to_string()),
+        (ColumnKind::Other | ColumnKind::Json, Value::Bool(b)) => Some(b.to_string()),
         _ => None,
     }
 }

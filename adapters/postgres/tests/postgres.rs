@@ -2,7 +2,9 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`. Each test creates its own database and
 //! drops it afterwards. The breaker test needs no server.
 use futures_util::FutureExt;
-use reporter_adapter_postgres::{BreakerConfig, BreakerState, PostgresConfig, PostgresDataSource};
+use reporter_adapter_postgres::{
+    BreakerConfig, BreakerState, PostgresConfig, PostgresDataSource, SslMode,
+};
 use reporter_contract::datasource::{people_rows, run_data_source_suite};
 use reporter_contract::services::{service_url, unique_name};
 use reporter_ports::datasource::DataSourceId;
@@ -406,8 +408,9 @@ async fn column_types_map_to_json() {
             sorted(rows, "i2"),
             [json!({
                 "i2": -3, "i8": 9007199254740993_i64, "r": 0.1, "f": 2.5, "b": true,
-                "d": "2024-03-31", "ts": "2024-03-31T12:34:56.500", "tstz": "2024-03-31T10:00:00Z",
-                "u": "6f9619ff-8b86-d011-b42d-00cf4fc964ff", "j": "{\"a\": [1, 2]}", "m": "happy",
+                "d": "2024-03-31 00:00:00 +0000 UTC", "ts": "2024-03-31 12:34:56.5 +0000 UTC",
+                "tstz": "2024-03-31 10:00:00 +0000 UTC",
+                "u": "6f9619ff-8b86-d011-b42d-00cf4fc964ff", "j": {"a": [1, 2]}, "m": "happy",
                 "vc": "abc", "ch": "xy ", "t": "08:30:00", "tags": "{a,b}",
             })]
         );
@@ -706,12 +709,33 @@ async fn the_breaker_opens_after_consecutive_failures_and_fails_fast() {
 }
 
 #[tokio::test]
-async fn unsupported_tls_modes_are_refused() {
-    let config = PostgresConfig::from_url(id(), "postgres://u@127.0.0.1/db?sslmode=require")
-        .expect("config");
-    let err = PostgresDataSource::new(config).expect_err("no TLS yet");
-    assert!(
-        matches!(&err, DataSourceError::Unavailable(m) if m.contains("sslmode")),
-        "{err:?}"
-    );
+async fn prefer_connects_whatever_the_server_offers_and_verify_full_needs_a_trusted_certificate() {
+    with_db(|db| async move {
+        create_people(&db.client().await, "public").await;
+        let mut config = db.config();
+        config.sslmode = SslMode::Prefer;
+        let rows = PostgresDataSource::new(config)
+            .expect("source")
+            .query(&query("people", &["id"], json!({}), 10))
+            .await
+            .expect("prefer: TLS if offered, else plain TCP");
+        assert_eq!(rows.len(), 5);
+        // A CA of our own signed nothing the shared server presents (if it offers TLS at all).
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let ca = ca.self_signed(&key).expect("ca");
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.pem()).expect("write");
+        let mut config = db.config();
+        config.sslmode = SslMode::VerifyFull;
+        config.ssl_root_cert = Some(ca_file);
+        let err = PostgresDataSource::new(config)
+            .expect("source")
+            .schema()
+            .await
+            .expect_err("untrusted");
+        assert!(matches!(err, DataSourceError::Unavailable(_)), "{err:?}");
+    })
+    .await;
 }

@@ -12,6 +12,10 @@ pub enum RabbitError {
     /// The broker did not answer within the deadline (e.g. a blocked connection).
     #[error("rabbitmq did not answer within {0:?}")]
     Timeout(Duration),
+    /// The broker refused Reporter's topology (e.g. a missing exchange the user may not
+    /// declare); the text names the entity and the broker's reply.
+    #[error("rabbitmq topology: {0}")]
+    Topology(String),
     /// The configuration is unusable (e.g. a name longer than 255 bytes).
     #[error("invalid rabbitmq configuration: {0}")]
     Config(String),

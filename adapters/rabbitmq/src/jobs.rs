@@ -209,7 +209,15 @@ async fn declare_jobs_topology(ch: Channel, n: Names) -> lapin::Result<()> {
 
 fn topology(names: &Names) -> Declare {
     let names = names.clone();
-    Arc::new(move |ch: Channel| Box::pin(declare_jobs_topology(ch, names.clone())))
+    Arc::new(move |conn: Arc<Connection>| {
+        let names = names.clone();
+        Box::pin(async move {
+            let ch = conn.create_channel().await?;
+            declare_jobs_topology(ch.clone(), names).await?;
+            let _ = ch.close(200, "topology declared".into()).await;
+            Ok(())
+        })
+    })
 }
 
 /// The upper bound of the backoff before retry number `attempt + 1`:
@@ -491,6 +499,7 @@ impl JobConsumer for RabbitJobConsumer {
                     return Ok(Some(Box::new(RabbitDelivery {
                         job,
                         attempt,
+                        redelivered: d.redelivered,
                         acker: d.acker,
                         properties: d.properties,
                         body: d.data,
@@ -575,6 +584,7 @@ fn copy_properties(
 struct RabbitDelivery {
     job: ReportJob,
     attempt: u32,
+    redelivered: bool,
     acker: Acker,
     properties: BasicProperties,
     body: Vec<u8>,
@@ -641,6 +651,11 @@ impl JobDelivery for RabbitDelivery {
 
     fn attempt(&self) -> u32 {
         self.attempt
+    }
+
+    /// The broker's `redelivered` flag: the message was delivered before and not settled.
+    fn redelivered(&self) -> bool {
+        self.redelivered
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), StoreError> {

@@ -1,41 +1,20 @@
 //! [`EventPublisher`] on RabbitMQ: CloudEvents (binary mode, `ce-` headers) on a durable topic
 //! exchange, with publisher confirms, `mandatory`, and an optional alternate exchange.
 use crate::cloudevents::envelope_to_message;
+use crate::confirms::{Confirms, Outstanding};
 use crate::error::RabbitError;
-use crate::link::{Declare, Link};
+use crate::link::{Declare, Link, NotReady, OnReady};
+use crate::topology::{AlternateExchange, EventsTopology};
 use async_trait::async_trait;
-use lapin::message::BasicReturnMessage;
-use lapin::options::{
-    BasicPublishOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
-};
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, Channel, Confirmation, ExchangeKind, PublisherConfirm};
+use lapin::BasicProperties;
+use lapin::options::BasicPublishOptions;
+use lapin::types::ShortString;
 use reporter_ports::events::EventEnvelope;
 use reporter_ports::ports::{EventPublisher, PublishError};
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Mutex;
+use tokio::sync::{Semaphore, oneshot};
 use tokio::time::{Instant, timeout_at};
-
-/// Where unroutable events are kept: a fanout, durable exchange named as the events exchange's
-/// `alternate-exchange`, bound to one durable queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlternateExchange {
-    /// The alternate exchange (fanout, durable). Default `reporter.events.unroutable`.
-    pub exchange: String,
-    /// The durable queue bound to it. Default `reporter.events.unroutable`.
-    pub queue: String,
-}
-
-impl Default for AlternateExchange {
-    fn default() -> Self {
-        Self {
-            exchange: "reporter.events.unroutable".into(),
-            queue: "reporter.events.unroutable".into(),
-        }
-    }
-}
 
 /// Configuration of [`RabbitPublisher`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,14 +27,15 @@ pub struct RabbitPublisherConfig {
     /// kept in its queue and their publish is `Ok` (the broker counts them as routed). `None`:
     /// they are returned by the broker and their publish is `Err(Unroutable)`.
     pub alternate_exchange: Option<AlternateExchange>,
-    /// Declare the exchanges, the AE queue and its binding on every new channel. Default
-    /// `true`. Redeclaring an existing exchange with other arguments (e.g. an events exchange
-    /// created without `alternate-exchange`) fails with `PRECONDITION_FAILED`: turn this off
-    /// when operators own the topology.
+    /// Make sure the exchanges, the AE queue and its binding exist on every new channel
+    /// ([`crate::topology`]: missing ones are declared; existing ones declared with other
+    /// arguments are used as they are, the difference logged). Default `true`; `false`
+    /// touches nothing.
     pub declare_topology: bool,
     /// Deadline of each event's publish + confirm, and of (re)opening the channel. Default 5 s.
     pub publish_timeout: Duration,
-    /// Most unconfirmed publishes in flight within one `publish` call. Default 1,000.
+    /// Most published messages awaiting their broker confirm at once, across every concurrent
+    /// `publish` call (one sliding window per publisher). Default 256.
     pub max_in_flight: usize,
     /// Connection name shown by the broker. Default `reporter-events-publisher`.
     pub connection_name: String,
@@ -70,7 +50,7 @@ impl RabbitPublisherConfig {
             alternate_exchange: Some(AlternateExchange::default()),
             declare_topology: true,
             publish_timeout: Duration::from_secs(5),
-            max_in_flight: 1000,
+            max_in_flight: 256,
             connection_name: "reporter-events-publisher".into(),
         }
     }
@@ -81,14 +61,21 @@ impl RabbitPublisherConfig {
 /// * routing key = `key.key()` verbatim; `mandatory`; persistent (`delivery_mode` 2);
 ///   `content_type` `application/json`; `message_id` = `ce-id` (when ≤ 255 bytes);
 ///   headers from [`envelope_to_message`].
-/// * One `publish` call pipelines its events (window [`RabbitPublisherConfig::max_in_flight`])
-///   and then awaits each confirm. Calls are serialized on the publisher's single channel, so
-///   a `basic.return` is always matched to an event of its own call.
-/// * Own connection with lapin auto-recovery; the channel is reopened on the next call after
-///   the broker closed it, and after any timeout. While lapin recovers, a call waits up to 1 s
-///   and then answers `Unavailable` (no in-flight publish is replayed: the caller republishes).
-/// * A call never hangs: it takes at most about 3 × `publish_timeout` (waiting for the
-///   previous call, opening the channel, then publish + confirm).
+/// * Calls run concurrently on the publisher's one confirm channel and share one sliding
+///   window of [`RabbitPublisherConfig::max_in_flight`] messages awaiting their confirm: a
+///   call publishes as soon as a slot frees up, never waits for another call to finish, and
+///   every confirm frees its slot the moment it arrives. One task awaits every confirm and
+///   matches each `basic.return` to its event by `message_id` (= `ce-id`), whichever call
+///   published it.
+/// * Own connection with lapin auto-recovery, retried every 50–200 ms (forever); the channel
+///   is reopened after the broker closed it and after any timeout. While the link is down, or
+///   the broker blocks the connection (a resource alarm), a call answers `Unavailable` at once
+///   (no in-flight publish is replayed: the caller republishes). [`Self::on_reconnect`]
+///   reports the link's return.
+/// * A call never hangs: waiting for a window slot, publishing and awaiting the confirms all
+///   share one deadline of `publish_timeout` (opening a channel that is gone takes at most
+///   another `publish_timeout`). An event that found no free slot by then was never sent and
+///   answers [`PublishError::WindowFull`], distinct from a broker-side `Timeout`.
 #[derive(Clone)]
 pub struct RabbitPublisher {
     inner: Arc<Inner>,
@@ -97,67 +84,22 @@ pub struct RabbitPublisher {
 struct Inner {
     config: RabbitPublisherConfig,
     exchange: ShortString,
-    link: Link,
-    serial: Mutex<()>,
+    link: Arc<Link>,
+    window: Arc<Semaphore>,
+    confirms: Confirms,
 }
 
 fn short(name: &str, what: &str) -> Result<ShortString, RabbitError> {
     ShortString::try_new(name).map_err(|e| RabbitError::Config(format!("{what}: {e}")))
 }
 
-fn events_topology(config: &RabbitPublisherConfig) -> Result<Option<Declare>, RabbitError> {
-    if !config.declare_topology {
-        return Ok(None);
-    }
-    let exchange = short(&config.exchange, "exchange")?;
-    let ae = match &config.alternate_exchange {
-        Some(ae) => Some((
-            short(&ae.exchange, "alternate exchange")?,
-            short(&ae.queue, "alternate queue")?,
-        )),
-        None => None,
-    };
-    let declare: Declare = Arc::new(move |ch: Channel| {
-        let exchange = exchange.clone();
-        let ae = ae.clone();
-        Box::pin(async move {
-            let durable = ExchangeDeclareOptions {
-                durable: true,
-                ..ExchangeDeclareOptions::default()
-            };
-            let mut args = FieldTable::default();
-            if let Some((ae_exchange, ae_queue)) = ae {
-                ch.exchange_declare(
-                    ae_exchange.clone(),
-                    ExchangeKind::Fanout,
-                    durable,
-                    FieldTable::default(),
-                )
-                .await?;
-                ch.queue_declare(
-                    ae_queue.clone(),
-                    QueueDeclareOptions::durable(),
-                    FieldTable::default(),
-                )
-                .await?;
-                ch.queue_bind(
-                    ae_queue,
-                    ae_exchange.clone(),
-                    "".into(),
-                    QueueBindOptions::default(),
-                    FieldTable::default(),
-                )
-                .await?;
-                args.insert(
-                    "alternate-exchange".into(),
-                    AMQPValue::LongString(LongString::from(ae_exchange.as_str())),
-                );
-            }
-            ch.exchange_declare(exchange, ExchangeKind::Topic, durable, args)
-                .await
+fn events_topology(config: &RabbitPublisherConfig) -> Option<Declare> {
+    config.declare_topology.then(|| {
+        crate::topology::declare_on_link(EventsTopology {
+            exchange: config.exchange.clone(),
+            alternate: config.alternate_exchange.clone(),
         })
-    });
-    Ok(Some(declare))
+    })
 }
 
 impl RabbitPublisher {
@@ -170,22 +112,47 @@ impl RabbitPublisher {
                 "max_in_flight must be at least 1".into(),
             ));
         }
-        let declare = events_topology(&config)?;
+        let declare = events_topology(&config);
         let link = Link::new(
             &config.uri,
             &config.connection_name,
             config.publish_timeout,
             declare,
-        );
+        )
+        .with_recovery_grace(Duration::ZERO);
         link.channel().await?;
+        let window = Arc::new(Semaphore::new(config.max_in_flight));
+        let link = Arc::new(link);
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 exchange,
+                confirms: Confirms::start(barrier(link.clone())),
                 link,
-                serial: Mutex::new(()),
+                window,
             }),
         })
+    }
+
+    /// Watches the connection: `on_ready` is called each time the publisher can publish again
+    /// after it could not (lapin's recovery after an outage, a reopened channel, the end of a
+    /// resource alarm), within about 50 ms. Also reopens, every 50 ms, a channel or
+    /// connection that lapin does not recover. Call once.
+    pub fn on_reconnect(&self, on_ready: OnReady) {
+        self.inner.link.watch(on_ready);
+    }
+
+    /// True when a publish could start now: the channel is open and not blocked.
+    pub fn ready(&self) -> bool {
+        self.inner.link.ready_channel().is_ok()
+    }
+
+    /// Messages awaiting their confirm right now (for metrics and tests).
+    pub fn in_flight(&self) -> usize {
+        self.inner
+            .config
+            .max_in_flight
+            .saturating_sub(self.inner.window.available_permits())
     }
 
     /// The configuration in use.
@@ -207,49 +174,61 @@ impl RabbitPublisher {
     async fn publish_all(&self, events: &[EventEnvelope]) -> Vec<Result<(), PublishError>> {
         let n = events.len();
         let timeout = self.inner.config.publish_timeout;
-        let call_deadline = Instant::now() + timeout;
-        let Ok(_serial) = timeout_at(call_deadline, self.inner.serial.lock()).await else {
-            tracing::warn!(events = n, "publish: timed out waiting for the channel");
-            return vec![Err(PublishError::Timeout); n];
-        };
-        let ch = match self.inner.link.channel().await {
+        let deadline = Instant::now() + timeout;
+        let ch = match self.inner.link.ready_channel() {
             Ok(ch) => ch,
-            Err(e) => {
-                tracing::warn!(error = %e, events = n, "publish: no channel");
-                let e = PublishError::from(e);
-                return vec![Err(e); n];
+            Err(NotReady::Blocked) => {
+                tracing::debug!(events = n, "publish: the broker blocks the connection");
+                return vec![Err(PublishError::Unavailable(BLOCKED.into())); n];
             }
+            Err(NotReady::Down) => match self.inner.link.channel().await {
+                Ok(ch) => ch,
+                Err(e) => {
+                    tracing::debug!(error = %e, events = n, "publish: no channel");
+                    let e = PublishError::from(e);
+                    return vec![Err(e); n];
+                }
+            },
         };
         let mut results: Vec<Option<Result<(), PublishError>>> = vec![None; n];
-        let mut returns: Vec<(usize, BasicReturnMessage)> = Vec::new();
-        let mut pending: VecDeque<(usize, Instant, PublisherConfirm)> = VecDeque::new();
-        let mut timed_out = false;
-        let window = self.inner.config.max_in_flight;
+        let mut verdicts: Vec<(usize, oneshot::Receiver<Result<(), PublishError>>)> =
+            Vec::with_capacity(n);
+        let mut stop: Option<PublishError> = None;
         for (i, e) in events.iter().enumerate() {
-            if timed_out {
-                results[i] = Some(Err(PublishError::Timeout));
+            if let Some(err) = &stop {
+                results[i] = Some(Err(err.clone()));
                 continue;
             }
-            while pending.len() >= window {
-                if let Some((j, deadline, confirm)) = pending.pop_front() {
-                    let r = settle(j, deadline, confirm, &mut returns).await;
-                    timed_out |= r == Err(PublishError::Timeout);
-                    results[j] = Some(r);
+            // A slot of the shared window, then the publish, all before the call's deadline.
+            let permit = match timeout_at(deadline, self.inner.window.clone().acquire_owned()).await
+            {
+                Ok(Ok(p)) => p,
+                Ok(Err(_)) => {
+                    stop = Some(PublishError::Unavailable("publisher closed".into()));
+                    results[i] = stop.clone().map(Err);
+                    continue;
                 }
-            }
-            if timed_out {
-                results[i] = Some(Err(PublishError::Timeout));
+                Err(_) => {
+                    // Nothing of this event (or the rest of the call) was sent: the caller
+                    // keeps it, and it says nothing against the broker's health.
+                    tracing::debug!(events = n - i, "publish: the confirm window stayed full");
+                    stop = Some(PublishError::WindowFull);
+                    results[i] = Some(Err(PublishError::WindowFull));
+                    continue;
+                }
+            };
+            if self.inner.link.blocked() {
+                stop = Some(PublishError::Unavailable(BLOCKED.into()));
+                results[i] = stop.clone().map(Err);
                 continue;
             }
-            let msg = envelope_to_message(e);
-            let mut props = BasicProperties::default()
-                .with_delivery_mode(2)
-                .with_content_type(ShortString::from(crate::cloudevents::JSON_CONTENT_TYPE))
-                .with_headers(msg.headers);
-            if let Ok(id) = ShortString::try_new(e.id.as_str()) {
-                props = props.with_message_id(id);
+            let (props, body) = message(e);
+            let message_id = ShortString::try_new(e.id.as_str())
+                .ok()
+                .map(|_| e.id.clone());
+            if let Some(id) = &message_id {
+                self.inner.confirms.expect(id);
             }
-            let deadline = Instant::now() + timeout;
             let publish = ch.basic_publish(
                 self.inner.exchange.clone(),
                 ShortString::from(e.key.key()),
@@ -257,31 +236,63 @@ impl RabbitPublisher {
                     mandatory: true,
                     immediate: false,
                 },
-                &msg.body,
+                &body,
                 props,
             );
             match timeout_at(deadline, publish).await {
-                Ok(Ok(confirm)) => pending.push_back((i, deadline, confirm)),
+                Ok(Ok(confirm)) => {
+                    let (tx, rx) = oneshot::channel();
+                    let entry = Outstanding {
+                        message_id,
+                        confirm,
+                        permit,
+                        give_up_at: deadline + GIVE_UP_GRACE,
+                        verdict: tx,
+                    };
+                    if let Err(entry) = self.inner.confirms.track(entry) {
+                        if let Some(id) = &entry.message_id {
+                            self.inner.confirms.withdraw(id);
+                        }
+                        stop = Some(PublishError::Unavailable("publisher closed".into()));
+                        results[i] = stop.clone().map(Err);
+                        continue;
+                    }
+                    verdicts.push((i, rx));
+                }
                 Ok(Err(err)) => {
+                    if let Some(id) = &message_id {
+                        self.inner.confirms.withdraw(id);
+                    }
                     tracing::warn!(error = %err, event_id = %e.id, "publish failed");
-                    results[i] = Some(Err(PublishError::Unavailable(err.to_string())));
+                    stop = Some(PublishError::Unavailable(err.to_string()));
+                    results[i] = stop.clone().map(Err);
                 }
                 Err(_) => {
+                    if let Some(id) = &message_id {
+                        self.inner.confirms.withdraw(id);
+                    }
                     tracing::warn!(event_id = %e.id, ?timeout, "publish timed out (blocked connection?)");
+                    stop = Some(PublishError::Timeout);
                     results[i] = Some(Err(PublishError::Timeout));
-                    timed_out = true;
                 }
             }
         }
-        while let Some((j, deadline, confirm)) = pending.pop_front() {
-            let r = settle(j, deadline, confirm, &mut returns).await;
-            timed_out |= r == Err(PublishError::Timeout);
-            results[j] = Some(r);
+        for (i, rx) in verdicts {
+            results[i] = Some(match timeout_at(deadline, rx).await {
+                Ok(Ok(v)) => v,
+                Ok(Err(_)) => Err(PublishError::Unavailable("confirm lost".into())),
+                Err(_) => Err(PublishError::Timeout),
+            });
         }
-        if timed_out {
+        let timed_out = results
+            .iter()
+            .any(|r| matches!(r, Some(Err(PublishError::Timeout))));
+        if timed_out && !self.inner.link.blocked() {
+            // The channel may hold a half-sent frame: start over on a new one. (A blocked
+            // connection keeps its channel: nothing can be sent on any channel until the
+            // broker unblocks it.)
             self.inner.link.discard_channel().await;
         }
-        attribute_returns(events, &mut results, returns);
         results
             .into_iter()
             .map(|r| r.unwrap_or(Err(PublishError::Unavailable("not published".into()))))
@@ -289,89 +300,77 @@ impl RabbitPublisher {
     }
 }
 
-/// Awaits one confirm until `deadline`. An `Ack` carrying a returned message answers `Ok` here
-/// and pushes the return to `returns` for [`attribute_returns`].
-async fn settle(
-    i: usize,
-    deadline: Instant,
-    confirm: PublisherConfirm,
-    returns: &mut Vec<(usize, BasicReturnMessage)>,
-) -> Result<(), PublishError> {
-    match timeout_at(deadline, confirm).await {
-        Ok(Ok(Confirmation::Ack(ret))) => {
-            if let Some(ret) = ret {
-                returns.push((i, ret));
-            }
-            Ok(())
-        }
-        Ok(Ok(Confirmation::Nack(ret))) => {
-            if let Some(ret) = ret {
-                returns.push((i, ret));
-            }
-            tracing::warn!(index = i, "publish nacked by the broker");
-            Err(PublishError::Nacked)
-        }
-        Ok(Ok(Confirmation::NotRequested)) => Err(PublishError::Unavailable(
-            "channel is not in confirm mode".into(),
-        )),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, index = i, "publish confirm failed");
-            Err(PublishError::Unavailable(e.to_string()))
-        }
-        Err(_) => {
-            tracing::warn!(index = i, "publish confirm timed out");
-            Err(PublishError::Timeout)
-        }
-    }
+/// The confirms task's barrier (`confirms` module docs): an empty, `mandatory` message with
+/// its own id to the default exchange under a routing key no queue has, which the broker
+/// returns (and acks).
+fn barrier(link: Arc<Link>) -> crate::confirms::Barrier {
+    Arc::new(move |id: String| {
+        let link = link.clone();
+        Box::pin(async move {
+            let ch = link.ready_channel().ok()?;
+            let publish = ch.basic_publish(
+                ShortString::from(""),
+                ShortString::from(BARRIER_ROUTING_KEY),
+                BasicPublishOptions {
+                    mandatory: true,
+                    immediate: false,
+                },
+                &[],
+                BasicProperties::default().with_message_id(ShortString::from(id)),
+            );
+            tokio::time::timeout(std::time::Duration::from_secs(5), publish)
+                .await
+                .ok()?
+                .ok()
+        })
+    })
 }
 
-/// Marks returned events `Unroutable`. lapin hands a `basic.return` to whichever confirm it
-/// resolves next (with `multiple` acks that may be another event's), so each return is matched
-/// by its `message_id` (= `ce-id`) first, and only falls back to the confirm it came with.
-fn attribute_returns(
-    events: &[EventEnvelope],
-    results: &mut [Option<Result<(), PublishError>>],
-    returns: Vec<(usize, BasicReturnMessage)>,
-) {
-    if returns.is_empty() {
-        return;
+/// No queue is named so (names starting `amq.` are reserved to the broker), so the default
+/// exchange routes the barrier nowhere and returns it.
+const BARRIER_ROUTING_KEY: &str = "amq.reporter.confirm-barrier";
+
+/// What a publish answers while the broker blocks the connection.
+const BLOCKED: &str = "the broker blocks publishing (resource alarm)";
+
+/// How long after a call's deadline its unresolved confirms are still awaited (to free their
+/// window slots) before they are given up.
+const GIVE_UP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The AMQP properties and body of an event.
+fn message(e: &EventEnvelope) -> (BasicProperties, Vec<u8>) {
+    let msg = envelope_to_message(e);
+    let mut props = BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type(ShortString::from(crate::cloudevents::JSON_CONTENT_TYPE))
+        .with_headers(msg.headers);
+    if let Ok(id) = ShortString::try_new(e.id.as_str()) {
+        props = props.with_message_id(id);
     }
-    let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        by_id.entry(e.id.as_str()).or_default().push_back(i);
-    }
-    for (attached, ret) in returns {
-        let target = ret
-            .delivery
-            .properties
-            .message_id()
-            .as_ref()
-            .and_then(|id| by_id.get_mut(id.as_str()))
-            .and_then(|q| q.pop_front())
-            .unwrap_or(attached);
-        let why = format!(
-            "{} {} (exchange {}, routing key {})",
-            ret.reply_code, ret.reply_text, ret.delivery.exchange, ret.delivery.routing_key
-        );
-        tracing::warn!(index = target, reason = %why, "event returned by the broker");
-        if let Some(slot) = results.get_mut(target) {
-            *slot = Some(Err(PublishError::Unroutable(why)));
-        }
-    }
+    (props, msg.body)
 }
 
 #[async_trait]
 impl EventPublisher for RabbitPublisher {
     /// One result per event, in input order: `Ok` only for an `Ack` with no `basic.return`;
     /// `Unroutable` when returned (only possible without an alternate exchange); `Nacked`;
-    /// `Timeout` when publish + confirm exceeded `publish_timeout` (a blocked connection
-    /// included — later events of the call then fail fast with `Timeout`); `Unavailable` for
-    /// connection or channel errors (e.g. a missing exchange, which also closes the channel:
-    /// the next call opens a new one).
+    /// `WindowFull` when no slot of the shared confirm window freed up within
+    /// `publish_timeout` (the event was not sent, nor were the later events of the call);
+    /// `Timeout` when the publish or the confirm did not come within `publish_timeout` (later
+    /// events of the call then fail fast with `Timeout`);
+    /// `Unavailable` while the link is down or blocked by the broker, and for connection or
+    /// channel errors (e.g. a missing exchange, which also closes the channel: the next call
+    /// opens a new one).
     async fn publish(&self, events: &[EventEnvelope]) -> Vec<Result<(), PublishError>> {
         if events.is_empty() {
             return Vec::new();
         }
         self.publish_all(events).await
+    }
+
+    /// `false` while the link is down (lapin reconnecting, no channel) or blocked by the
+    /// broker.
+    fn ready(&self) -> bool {
+        RabbitPublisher::ready(self)
     }
 }

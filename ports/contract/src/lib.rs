@@ -10,6 +10,7 @@
 //! Time is pinned ([`fixtures::t0`]): suites never read the clock, and pass `now` explicitly.
 //! Concurrency checks spawn Tokio tasks: run suites on a multi-thread runtime.
 pub mod datasource;
+pub mod figures;
 pub mod fixtures;
 pub mod idempotency;
 pub mod jobs;

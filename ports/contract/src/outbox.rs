@@ -39,6 +39,7 @@ where
             token_is_checked,
             mark_published_settles_the_row,
             mark_failed_counts_and_delays,
+            release_gives_a_row_back_without_an_attempt,
             parked_rows_are_never_claimed_until_redriven,
             redrive_by_tenant,
             stats_report_the_backlog,
@@ -365,6 +366,44 @@ pub async fn mark_failed_counts_and_delays<S: OutboxUnderTest>(s: S) {
         .await
         .expect("second mark_failed");
     assert_eq!(row(&s, r[0].id).await.attempts, 2, "attempts accumulate");
+}
+
+/// `release` gives a claimed row back at once without counting an attempt; the token is spent,
+/// and a wrong token changes nothing.
+pub async fn release_gives_a_row_back_without_an_attempt<S: OutboxUnderTest>(s: S) {
+    let a = tenant_a();
+    let r = rows(&s, &a, &["a", "b"], at(0)).await;
+    let got = claim(&s, at(1), at(60), 2).await;
+    assert_eq!(
+        s.release(r[0].id, Uuid::new_v4(), at(2)).await,
+        Err(StoreError::VersionConflict),
+        "a wrong token"
+    );
+    s.release(r[0].id, token(&got[0]), at(2))
+        .await
+        .expect("release");
+    let back = row(&s, r[0].id).await;
+    assert_eq!(back.status, OutboxStatus::Pending);
+    assert_eq!(back.attempts, 0, "no attempt counted");
+    assert!(back.last_error.is_none());
+    assert!(back.lease.is_none(), "lease released");
+    assert_eq!(
+        s.release(r[0].id, token(&got[0]), at(2)).await,
+        Err(StoreError::VersionConflict),
+        "the token is spent"
+    );
+    let again = claim(&s, at(2), at(90), 10).await;
+    assert_eq!(
+        ids(&again),
+        vec![r[0].id],
+        "claimable at once; the other row is still leased"
+    );
+    assert!(
+        s.release(OutboxId::new(), Uuid::new_v4(), at(2))
+            .await
+            .is_err(),
+        "unknown row"
+    );
 }
 
 /// A parked row is never claimed; `redrive` returns it to pending with attempts reset.

@@ -735,7 +735,7 @@ pub async fn stale_processing_reports_span_tenants<S: StoreUnderTest>(s: S) {
     let mut done = report(&a, t, day(1));
     done.status = ReportStatus::Finished;
     let mut errored = report(&b, t, day(1));
-    errored.status = ReportStatus::Errored;
+    errored.status = ReportStatus::Error;
     let fresh = report(&a, t, day(5));
     let at_bound = report(&b, t, day(4));
     commit_ok(
@@ -781,7 +781,9 @@ pub async fn report_list_filters_and_count<S: StoreUnderTest>(s: S) {
     let mut r2 = report(&a, ta, day(2));
     r2.status = ReportStatus::Finished;
     let mut r3 = report(&a, tb, day(3));
-    r3.status = ReportStatus::Errored;
+    r3.status = ReportStatus::Error;
+    r3.output_format = OutputFormat::Pdf;
+    r3.template_description = "Quarterly (Q1) ledger.*".into();
     commit_ok(
         &s,
         &a,
@@ -821,11 +823,29 @@ pub async fn report_list_filters_and_count<S: StoreUnderTest>(s: S) {
             vec![r1.id, r2.id],
         ),
         (
+            "output format",
+            q(|q, _| q.output_format = Some(OutputFormat::Pdf), ta),
+            vec![r3.id],
+        ),
+        (
+            "description substring, any case",
+            q(
+                |q, _| q.description_contains = Some("(q1) LEDGER".into()),
+                ta,
+            ),
+            vec![r3.id],
+        ),
+        (
+            "description is plain text, not a pattern",
+            q(|q, _| q.description_contains = Some(".*".into()), ta),
+            vec![r3.id],
+        ),
+        (
             "template and status",
             q(
                 |q, t| {
                     q.template_id = Some(t);
-                    q.status = Some(ReportStatus::Errored);
+                    q.status = Some(ReportStatus::Error);
                 },
                 ta,
             ),

@@ -220,7 +220,9 @@ pub struct ReportPartial {
     pub failed_section_count: u64,
 }
 
-/// `report.errored`: no artifact fields; the code and summary come from a fixed vocabulary.
+/// `report.errored`: the fields of `report.finished` with the artifact fields
+/// (`artifact_object_key`, `artifact_content_type`) replaced by `error_code` and
+/// `error_summary`, both from a fixed vocabulary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportErrored {
@@ -230,15 +232,18 @@ pub struct ReportErrored {
     pub template_id: String,
     /// Output format.
     pub output_format: String,
-    /// Always `Errored`.
+    /// Always `Error` (the original's status name).
     pub status: String,
-    /// report_generation_failed | report_generation_timeout | report_generation_canceled.
-    pub error_code: String,
-    /// The fixed summary of `error_code`.
-    pub error_summary: String,
     /// Completion instant.
     #[serde(serialize_with = "rfc3339")]
     pub completed_at: DateTime<Utc>,
     /// Time until the error, in milliseconds.
     pub duration_ms: u64,
+    /// Number of sections (data sources) attempted before the error; 0 when it happened
+    /// before extraction (queueing, template file, timeout before any section ended).
+    pub section_count: u64,
+    /// report_generation_failed | report_generation_timeout | report_generation_canceled.
+    pub error_code: String,
+    /// The fixed summary of `error_code`.
+    pub error_summary: String,
 }

@@ -75,6 +75,44 @@ mod tests {
         assert_eq!(s["properties"]["completed_at"]["format"], "date-time");
     }
 
+    fn required(k: EventKey) -> std::collections::BTreeSet<String> {
+        k.payload_schema()["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The seed: `report.errored` "replaces the artifact fields with `error_code` and
+    /// `error_summary`" — every other field of `report.finished` stays.
+    #[test]
+    fn report_errored_is_report_finished_with_the_artifact_fields_replaced() {
+        let mut expected = required(EventKey::ReportFinished);
+        assert!(expected.remove("artifact_object_key"));
+        assert!(expected.remove("artifact_content_type"));
+        expected.insert("error_code".into());
+        expected.insert("error_summary".into());
+        assert_eq!(required(EventKey::ReportErrored), expected);
+        let errored = EventKey::ReportErrored.payload_schema();
+        assert_eq!(errored["additionalProperties"], false);
+        let finished = EventKey::ReportFinished.payload_schema();
+        for field in [
+            "report_id",
+            "template_id",
+            "output_format",
+            "status",
+            "completed_at",
+            "duration_ms",
+            "section_count",
+        ] {
+            assert_eq!(
+                errored["properties"][field]["type"], finished["properties"][field]["type"],
+                "{field} has the same type in both"
+            );
+        }
+    }
+
     #[test]
     fn schemas_are_self_contained() {
         for k in EventKey::ALL {

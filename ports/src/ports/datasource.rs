@@ -45,6 +45,9 @@ pub enum DataSourceError {
     /// The query took too long.
     #[error("query timed out")]
     Timeout,
+    /// The result held more bytes of values than the source allows (the limit, in bytes).
+    #[error("result exceeded {0} bytes")]
+    TooLarge(usize),
 }
 
 /// A configured data source.

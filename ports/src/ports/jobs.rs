@@ -33,6 +33,12 @@ pub trait JobDelivery: Send {
     fn job(&self) -> &ReportJob;
     /// 0 for the first delivery, +1 for every retry.
     fn attempt(&self) -> u32;
+    /// True when the queue handed this very message out before and it was never settled (the
+    /// consumer holding it died or lost its connection), so the job may have been started
+    /// already. Default `false` (a queue that cannot tell).
+    fn redelivered(&self) -> bool {
+        false
+    }
     /// Done (success, or a final outcome recorded elsewhere).
     async fn ack(self: Box<Self>) -> Result<(), StoreError>;
     /// Transient failure: deliver again after the adapter's backoff (exponential with

@@ -7,6 +7,8 @@ mod outbox;
 mod publisher;
 mod render;
 mod repositories;
+mod sandbox;
+mod sanitizer;
 mod storage;
 mod unit_of_work;
 
@@ -17,5 +19,7 @@ pub use outbox::*;
 pub use publisher::*;
 pub use render::*;
 pub use repositories::*;
+pub use sandbox::*;
+pub use sanitizer::*;
 pub use storage::*;
 pub use unit_of_work::*;

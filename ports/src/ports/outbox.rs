@@ -126,6 +126,15 @@ pub trait Outbox: Send + Sync {
         error: &str,
         retry_at: DateTime<Utc>,
     ) -> Result<(), StoreError>;
+    /// Gives a claimed row back without counting an attempt (it was never tried: e.g. the
+    /// direct path was full or its breaker opened): lease cleared, claimable at `now`. Same
+    /// token rule as `mark_published`.
+    async fn release(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
     /// Parks a row with its reason; a parked row is never claimed until redriven.
     async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError>;
     /// Returns parked rows (all, or those of `tenant`) to pending with attempts reset; answers

@@ -10,6 +10,11 @@ pub enum PublishError {
     /// No confirmation within the deadline.
     #[error("publish timed out")]
     Timeout,
+    /// Not sent: the publisher's window of messages awaiting their confirm stayed full until
+    /// the deadline (other publishes are in flight). Says nothing against the broker's
+    /// health — a caller keeping a circuit breaker MUST NOT count it as a broker failure.
+    #[error("not sent: the confirm window stayed full")]
+    WindowFull,
     /// The broker negatively acknowledged the message.
     #[error("nacked by the broker")]
     Nacked,
@@ -25,4 +30,10 @@ pub trait EventPublisher: Send + Sync {
     /// Publishes the events (pipelined) and answers one result per event, in input order.
     /// `Ok` MUST mean the broker confirmed the message with no return.
     async fn publish(&self, events: &[EventEnvelope]) -> Vec<Result<(), PublishError>>;
+    /// Whether a publish could start now. `false` means a publish would fail at once (the
+    /// broker is unreachable or blocks publishing), so a dispatcher may wait for the broker's
+    /// return instead of trying. Default: always `true`.
+    fn ready(&self) -> bool {
+        true
+    }
 }

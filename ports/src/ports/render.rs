@@ -1,16 +1,23 @@
+use crate::template::MappedFields;
 use async_trait::async_trait;
 use std::time::Duration;
 
-/// Bounds of one template render. Every bound is enforced by the engine itself, so a malicious
-/// template cannot loop forever, recurse without end or produce unbounded output.
+/// Bounds of one template parse or render. Every bound is enforced by the engine itself, so a
+/// malicious template cannot loop forever, recurse without end, exhaust memory or produce
+/// unbounded output. (The process sandbox around the engine adds OS-enforced bounds on top.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderLimits {
     /// Instruction budget (engine "fuel").
     pub fuel: u64,
-    /// Maximum nesting of calls/includes/macros.
+    /// Maximum nesting of calls/includes/macros at render time.
     pub max_recursion: usize,
     /// Maximum size of the rendered output in bytes.
     pub max_output_bytes: usize,
+    /// Maximum bytes of values (strings, lists, maps) the template itself may create while
+    /// rendering, on top of the data it was given.
+    pub max_memory_bytes: usize,
+    /// Maximum nesting of blocks and expressions in the source (parse time).
+    pub max_nesting_depth: usize,
 }
 
 impl Default for RenderLimits {
@@ -19,11 +26,13 @@ impl Default for RenderLimits {
             fuel: 50_000_000,
             max_recursion: 64,
             max_output_bytes: 64 * 1024 * 1024,
+            max_memory_bytes: 256 * 1024 * 1024,
+            max_nesting_depth: 256,
         }
     }
 }
 
-/// Why a render failed. Texts are for logs only.
+/// Why a parse or render failed. Texts are for logs only.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
     /// The template does not parse.
@@ -41,16 +50,38 @@ pub enum RenderError {
     /// The output grew past the limit.
     #[error("template output exceeded {0} bytes")]
     OutputTooLarge(usize),
+    /// The values the template created grew past the limit.
+    #[error("template exceeded its memory limit of {0} bytes")]
+    MemoryLimit(usize),
+    /// Blocks or expressions nested deeper than the limit.
+    #[error("template nesting exceeds {0} levels")]
+    NestingTooDeep(usize),
+    /// The render or parse took longer than its wall-clock or CPU bound (sandbox).
+    #[error("template work exceeded its time limit")]
+    Timeout,
+    /// The process running the template died (sandbox); the text says how.
+    #[error("template process failed: {0}")]
+    Crashed(String),
 }
 
-/// Renders template sources. Implementations MUST NOT give templates access to files, the
-/// environment or the network.
+/// What a template reads, found by parsing it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateAnalysis {
+    /// Every `datasource.table.field` the template can read when rendered.
+    pub mapped_fields: MappedFields,
+}
+
+/// Parses and renders template sources. Implementations MUST NOT give templates access to
+/// files, the environment or the network, and MUST NOT panic or abort on any input.
 pub trait TemplateEngine: Send + Sync {
-    /// Checks that a source parses (used at upload).
-    fn check_syntax(&self, source: &str) -> Result<(), RenderError>;
+    /// Parses `source` (used at upload) and returns what it reads. MUST be linear in the size
+    /// of `source` and bounded by `limits.max_nesting_depth`; MUST return
+    /// [`RenderError::Syntax`] for a source that does not parse.
+    fn analyze(&self, source: &str, limits: &RenderLimits)
+    -> Result<TemplateAnalysis, RenderError>;
     /// Renders `source` with `data` as its context: `data` is an object
     /// `{ "<data source>": { "<table>": [ {row}, ... ] } }`. Synchronous and CPU-bound: async
-    /// callers run it on a blocking thread.
+    /// callers run it off the runtime's threads.
     fn render(
         &self,
         source: &str,

@@ -127,6 +127,11 @@ pub struct ReportQuery {
     pub status: Option<ReportStatus>,
     /// Template.
     pub template_id: Option<TemplateId>,
+    /// The template's output format, as copied to the report at creation.
+    pub output_format: Option<OutputFormat>,
+    /// Case-insensitive substring of the template description copied to the report at
+    /// creation (plain text, never a pattern).
+    pub description_contains: Option<String>,
     /// `created_at >= from`.
     pub created_from: Option<DateTime<Utc>>,
     /// `created_at < to`.
@@ -138,6 +143,12 @@ impl ReportQuery {
     pub fn matches(&self, r: &Report) -> bool {
         self.status.is_none_or(|s| r.status == s)
             && self.template_id.is_none_or(|t| r.template_id == t)
+            && self.output_format.is_none_or(|f| r.output_format == f)
+            && self.description_contains.as_ref().is_none_or(|s| {
+                r.template_description
+                    .to_lowercase()
+                    .contains(&s.to_lowercase())
+            })
             && self.created_from.is_none_or(|f| r.created_at >= f)
             && self.created_to.is_none_or(|t| r.created_at < t)
     }

@@ -5,6 +5,7 @@ use crate::template::Template;
 use crate::tenant::TenantId;
 use async_trait::async_trait;
 
+use super::idempotency::IdempotencyCompletion;
 use super::outbox::OutboxRecord;
 
 /// One record write inside a unit of work.
@@ -44,6 +45,8 @@ pub struct UnitOfWork {
     pub changes: Vec<Change>,
     /// Outbox rows, inserted with the changes.
     pub outbox: Vec<OutboxRecord>,
+    /// The idempotent request this unit answers: its stored response commits with the changes.
+    pub idempotency: Option<IdempotencyCompletion>,
 }
 
 impl UnitOfWork {
@@ -61,6 +64,11 @@ impl UnitOfWork {
         self.outbox.extend(rows);
         self
     }
+    /// Completes an idempotent request with the unit.
+    pub fn with_idempotency(mut self, completion: Option<IdempotencyCompletion>) -> Self {
+        self.idempotency = completion;
+        self
+    }
 }
 
 /// Commits units of work. This is the only write path for templates, deadlines and reports.
@@ -76,7 +84,12 @@ pub trait UnitOfWorkPort: Send + Sync {
     /// - `NotFound` when an update names a record that does not exist in this tenant;
     /// - `Duplicate(rule)` when a live deadline would share (type, template, due date,
     ///   frequency) with another live deadline of the tenant;
+    /// - `IdempotencyLost` when `uow.idempotency` names a key its owner no longer holds (the
+    ///   lease ended and another request took the key, or it completed): nothing applied;
     /// - `Unavailable` when the backing store cannot commit (nothing applied).
+    ///
+    /// With `uow.idempotency`, the key's stored response is committed with the changes: a
+    /// retry after any crash replays it or, when nothing committed, runs once.
     ///
     /// Every record in `uow` MUST belong to `tenant`.
     async fn commit(&self, tenant: &TenantId, uow: UnitOfWork) -> Result<(), StoreError>;

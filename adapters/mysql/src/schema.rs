@@ -1,0 +1,273 @@
+//! Discovered tables and columns, and how their MySQL types are handled.
+use reporter_ports::datasource::{SourceSchema, TableSchema};
+use std::collections::BTreeMap;
+
+/// How a column's values are filtered (which JSON filter values can match them) and, for the
+/// few types the wire does not tell apart, read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColumnKind {
+    /// `tinyint` … `bigint` (signed or unsigned), `year`: JSON numbers; booleans too when
+    /// the column is `tinyint(1)` (MySQL's `BOOLEAN`).
+    Integer { boolean: bool },
+    /// `bit(n)`: JSON numbers; booleans too for `bit(1)`.
+    Bit { boolean: bool },
+    /// `float`, `double`: JSON numbers.
+    Float,
+    /// `decimal`: JSON numbers or decimal strings, compared exactly.
+    Decimal,
+    /// `char`, `varchar`, `*text`, `enum`, `set`: strings, compared with the column's collation.
+    Text,
+    /// `date`: date (or date-time) strings.
+    Date,
+    /// `datetime`, `timestamp`: date or date-time strings (an offset is converted to UTC).
+    DateTime,
+    /// `json` (MariaDB: a `longtext` column with a `json_valid` check): read as a nested
+    /// value; never filtered.
+    Json,
+    /// `binary`, `varbinary`, `*blob`: strings, compared byte for byte.
+    Binary,
+    /// Anything else (`time`, spatial types, …): strings, compared by MySQL's rules.
+    Other,
+}
+
+impl ColumnKind {
+    /// Classifies `information_schema.columns` `data_type` / `column_type`.
+    pub(crate) fn classify(data_type: &str, column_type: &str, json: bool) -> Self {
+        let column_type = column_type.to_ascii_lowercase();
+        match data_type.to_ascii_lowercase().as_str() {
+            _ if json => Self::Json,
+            "json" => Self::Json,
+            "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint" | "year" => {
+                Self::Integer {
+                    boolean: column_type.starts_with("tinyint(1)"),
+                }
+            }
+            "bit" => Self::Bit {
+                boolean: column_type == "bit(1)",
+            },
+            "float" | "double" | "double precision" | "real" => Self::Float,
+            "decimal" | "numeric" | "dec" | "fixed" => Self::Decimal,
+            "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" | "enum"
+            | "set" => Self::Text,
+            "date" => Self::Date,
+            "datetime" | "timestamp" => Self::DateTime,
+            "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => {
+                Self::Binary
+            }
+            _ => Self::Other,
+        }
+    }
+}
+
+/// One discovered column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Column {
+    pub(crate) kind: ColumnKind,
+}
+
+/// One discovered table (or view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Table {
+    /// The MySQL database ("schema") holding it.
+    pub(crate) schema: String,
+    pub(crate) name: String,
+    pub(crate) columns: BTreeMap<String, Column>,
+}
+
+/// Which server answers: they differ in JSON columns and statement time limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    MySql,
+    MariaDb,
+}
+
+impl Flavor {
+    /// From `SELECT VERSION()` (`10.11.19-MariaDB-…` or `8.4.3`).
+    pub(crate) fn from_version(version: &str) -> Self {
+        if version.to_ascii_lowercase().contains("mariadb") {
+            Self::MariaDb
+        } else {
+            Self::MySql
+        }
+    }
+}
+
+/// Everything discovered, by template-facing table name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Discovered {
+    pub(crate) flavor: Flavor,
+    pub(crate) tables: BTreeMap<String, Table>,
+}
+
+/// One row of the discovery query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ColumnRow {
+    pub(crate) table_schema: String,
+    pub(crate) table_name: String,
+    pub(crate) column_name: String,
+    pub(crate) data_type: String,
+    pub(crate) column_type: String,
+    /// MariaDB's JSON alias: a `json_valid(col)` column check.
+    pub(crate) json_check: bool,
+}
+
+/// The template-facing name of `schema.table`: bare in the default database.
+pub(crate) fn exposed_name(default_schema: &str, schema: &str, table: &str) -> String {
+    if schema == default_schema {
+        table.to_owned()
+    } else {
+        format!("{schema}__{table}")
+    }
+}
+
+/// `` `ident` `` with embedded backticks doubled: safe for any identifier.
+pub(crate) fn quote_ident(ident: &str) -> String {
+    format!("`{}`", ident.replace('`', "``"))
+}
+
+impl Discovered {
+    /// Groups discovery rows into tables. When a default-database table's name equals another
+    /// database's `db__table` name, the default-database table wins and the other is skipped
+    /// with a warning.
+    pub(crate) fn from_rows(
+        flavor: Flavor,
+        default_schema: &str,
+        rows: impl IntoIterator<Item = ColumnRow>,
+    ) -> Self {
+        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
+        for row in rows {
+            let name = exposed_name(default_schema, &row.table_schema, &row.table_name);
+            let table = tables.entry(name.clone()).or_insert_with(|| Table {
+                schema: row.table_schema.clone(),
+                name: row.table_name.clone(),
+                columns: BTreeMap::new(),
+            });
+            if table.schema != row.table_schema || table.name != row.table_name {
+                let default_wins = row.table_schema != default_schema;
+                tracing::warn!(
+                    table = %name,
+                    kept = %if default_wins { &table.schema } else { &row.table_schema },
+                    "two tables share one template name; keeping the default database's"
+                );
+                if default_wins {
+                    continue;
+                }
+                *table = Table {
+                    schema: row.table_schema.clone(),
+                    name: row.table_name.clone(),
+                    columns: BTreeMap::new(),
+                };
+            }
+            let kind = ColumnKind::classify(&row.data_type, &row.column_type, row.json_check);
+            table.columns.insert(row.column_name, Column { kind });
+        }
+        Self { flavor, tables }
+    }
+
+    /// The port's view: tables sorted by name, fields sorted.
+    pub(crate) fn source_schema(&self) -> SourceSchema {
+        SourceSchema {
+            tables: self
+                .tables
+                .iter()
+                .map(|(name, table)| TableSchema {
+                    name: name.clone(),
+                    fields: table.columns.keys().cloned().collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(schema: &str, table: &str, column: &str, data_type: &str, ty: &str) -> ColumnRow {
+        ColumnRow {
+            table_schema: schema.into(),
+            table_name: table.into(),
+            column_name: column.into(),
+            data_type: data_type.into(),
+            column_type: ty.into(),
+            json_check: false,
+        }
+    }
+
+    #[test]
+    fn names_types_and_collisions() {
+        let mut json = row("app", "people", "meta", "longtext", "longtext");
+        json.json_check = true;
+        let d = Discovered::from_rows(
+            Flavor::MariaDb,
+            "app",
+            [
+                row("other", "ledger", "amount", "decimal", "decimal(12,2)"),
+                row("app", "people", "name", "varchar", "varchar(20)"),
+                row("app", "people", "id", "int", "int(11)"),
+                row("app", "people", "active", "tinyint", "tinyint(1)"),
+                json,
+                row(
+                    "app",
+                    "other__ledger",
+                    "id",
+                    "bigint",
+                    "bigint(20) unsigned",
+                ),
+            ],
+        );
+        let s = d.source_schema();
+        let names: Vec<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["other__ledger", "people"]);
+        assert_eq!(
+            d.tables["other__ledger"].schema, "app",
+            "the default db wins"
+        );
+        let people = &d.tables["people"].columns;
+        assert_eq!(people["meta"].kind, ColumnKind::Json);
+        assert_eq!(people["active"].kind, ColumnKind::Integer { boolean: true });
+        assert_eq!(people["id"].kind, ColumnKind::Integer { boolean: false });
+        assert_eq!(
+            s.table("people").map(|t| t.fields.clone()),
+            Some(vec![
+                "active".into(),
+                "id".into(),
+                "meta".into(),
+                "name".into()
+            ])
+        );
+    }
+
+    #[test]
+    fn classification() {
+        use ColumnKind::*;
+        for (dt, ct, kind) in [
+            ("decimal", "decimal(10,2)", Decimal),
+            ("double", "double", Float),
+            ("bit", "bit(1)", Bit { boolean: true }),
+            ("bit", "bit(8)", Bit { boolean: false }),
+            ("datetime", "datetime(6)", DateTime),
+            ("timestamp", "timestamp", DateTime),
+            ("date", "date", Date),
+            ("json", "json", Json),
+            ("enum", "enum('a','b')", Text),
+            ("longblob", "longblob", Binary),
+            ("time", "time", Other),
+            ("year", "year(4)", Integer { boolean: false }),
+        ] {
+            assert_eq!(ColumnKind::classify(dt, ct, false), kind, "{dt}");
+        }
+        assert_eq!(
+            Flavor::from_version("10.11.19-MariaDB-0+deb12u1"),
+            Flavor::MariaDb
+        );
+        assert_eq!(Flavor::from_version("8.4.3"), Flavor::MySql);
+    }
+
+    #[test]
+    fn quoting_doubles_backticks() {
+        assert_eq!(quote_ident("a"), "`a`");
+        assert_eq!(quote_ident("we`ird"), "`we``ird`");
+        assert_eq!(quote_ident("people; drop"), "`people; drop`");
+    }
+}

@@ -1,0 +1,1 @@
+{% ssi "/etc/passwd" %}

@@ -1,0 +1,1 @@
+{{ l.t.0.one|random }}

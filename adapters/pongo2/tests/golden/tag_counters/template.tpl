@@ -1,0 +1,1 @@
+{% for t in bank.transactions %}{% if t.status == "posted" %}{% counter "posted" %}{% else %}{% counter "other" %}{% endif %}{% endfor %}posted={% counter_show "posted" %} all={% counter_show "posted" "other" %} none={% counter_show "missing" %}

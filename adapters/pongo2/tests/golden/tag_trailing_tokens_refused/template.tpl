@@ -1,0 +1,1 @@
+{% sum_by bank.transactions by "amount" extra %}

@@ -1,0 +1,6 @@
+<ul>
+  {%- for a in bank.accounts %}
+  <li>{{- a.id -}}  </li>
+  {%- endfor %}
+</ul>
+[  {{- "x" -}}  ]

@@ -1,0 +1,115 @@
+//! A sandbox child with a scripted engine, for the tests of `reporter-adapter-sandbox`:
+//! the template source is a command.
+//!
+//! - `echo:<text>` renders `<text>` (analysis: no fields);
+//! - `syntax` fails with a syntax error;
+//! - `alloc` allocates until the memory limit stops it;
+//! - `stack` recurses until the stack overflows;
+//! - `spin` loops forever; `sleep` sleeps forever (no CPU);
+//! - `abort` aborts; `exit` exits with code 3 without answering;
+//! - `write` tries to create a file; `env` renders the number of environment variables;
+//! - `big:<n>` renders `n` bytes.
+//!
+//! The sanitizer wraps its input in `[sanitized]…`.
+use reporter_adapter_sandbox::ChildLimits;
+use reporter_ports::ports::{
+    HtmlSanitizer, RenderError, RenderLimits, TemplateAnalysis, TemplateEngine,
+};
+use std::process::ExitCode;
+
+struct Scripted;
+
+#[inline(never)]
+fn recurse(n: u64, sink: &mut Vec<u64>) -> u64 {
+    let local = [n; 64];
+    sink.push(local[(n % 64) as usize]);
+    if n == u64::MAX {
+        return 0;
+    }
+    recurse(n + 1, sink) + local[3]
+}
+
+impl Scripted {
+    fn run(&self, source: &str) -> Result<String, RenderError> {
+        match source {
+            "syntax" => Err(RenderError::Syntax("scripted".into())),
+            "alloc" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    let mut block = vec![0u8; 16 * 1024 * 1024];
+                    block[4096] = 1;
+                    hoard.push(block);
+                }
+            }
+            "stack" => {
+                let mut sink = Vec::new();
+                Ok(recurse(0, &mut sink).to_string())
+            }
+            "spin" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "sleep" => loop {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            },
+            "abort" => std::process::abort(),
+            "exit" => std::process::exit(3),
+            "write" => match std::fs::write("/tmp/reporter-sandbox-fixture-write", b"x") {
+                Ok(()) => Ok("written".into()),
+                Err(e) => Err(RenderError::Evaluation(e.to_string())),
+            },
+            "env" => Ok(std::env::vars_os().count().to_string()),
+            s if s.starts_with("echo:") => Ok(s["echo:".len()..].to_owned()),
+            s if s.starts_with("big:") => {
+                let n: usize = s["big:".len()..].parse().unwrap_or(0);
+                Ok("x".repeat(n))
+            }
+            other => Err(RenderError::Evaluation(format!("unknown command {other}"))),
+        }
+    }
+}
+
+impl TemplateEngine for Scripted {
+    fn analyze(
+        &self,
+        source: &str,
+        _limits: &RenderLimits,
+    ) -> Result<TemplateAnalysis, RenderError> {
+        if source.starts_with("echo:") {
+            return Ok(TemplateAnalysis::default());
+        }
+        self.run(source).map(|_| TemplateAnalysis::default())
+    }
+
+    fn render(
+        &self,
+        source: &str,
+        data: &serde_json::Value,
+        _limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        if source == "data" {
+            return Ok(data.to_string());
+        }
+        self.run(source)
+    }
+}
+
+struct Wrap;
+
+impl HtmlSanitizer for Wrap {
+    fn sanitize(&self, html: &str) -> String {
+        format!("[sanitized]{html}")
+    }
+}
+
+fn main() -> ExitCode {
+    match ChildLimits::parse_args(std::env::args().skip(1)) {
+        Ok(limits) => reporter_adapter_sandbox::child::run(&Scripted, &Wrap, &limits),
+        Err(e) => {
+            eprintln!("sandbox-fixture: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

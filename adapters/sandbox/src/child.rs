@@ -1,0 +1,162 @@
+//! The child side: confine this process, answer one request, exit.
+use crate::limits::ChildLimits;
+use crate::protocol::{
+    self, DATA, ERROR, HEADER, HELLO, Hello, OK, Op, RequestHeader, SOURCE, VERSION, WireError,
+};
+use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, TemplateEngine};
+use rustix::process::{Resource, Rlimit, setrlimit};
+use std::io::{self, BufReader, BufWriter, Write};
+use std::process::ExitCode;
+
+/// Largest request header or source a child accepts.
+const MAX_HEADER: u64 = 64 * 1024;
+/// Most open file descriptors (stdin, stdout, stderr and a few for the runtime).
+const MAX_OPEN_FILES: u64 = 16;
+/// Priority increment (to the lowest priority): template work yields the CPU to the service.
+const NICENESS: i32 = 19;
+
+/// Confines the current process: parent-death signal, no new privileges, lower priority,
+/// and the rlimits of `limits`. MUST run before the child reads any input.
+pub fn confine(limits: &ChildLimits) -> io::Result<()> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+    // The parent may have died before the signal was armed: then nobody will read the answer.
+    let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if u32::try_from(parent).ok() != Some(limits.parent_pid) {
+        return Err(io::Error::other("the parent process is gone"));
+    }
+    rustix::thread::set_no_new_privs(true)?;
+    rustix::process::nice(NICENESS)?;
+    let fixed = |n: u64| Rlimit {
+        current: Some(n),
+        maximum: Some(n),
+    };
+    setrlimit(Resource::Core, fixed(0))?;
+    setrlimit(Resource::Fsize, fixed(0))?;
+    setrlimit(Resource::Nofile, fixed(MAX_OPEN_FILES))?;
+    setrlimit(Resource::Stack, fixed(limits.stack_bytes))?;
+    setrlimit(
+        Resource::Cpu,
+        Rlimit {
+            current: Some(limits.cpu_seconds),
+            maximum: Some(limits.cpu_seconds + 2),
+        },
+    )?;
+    // The engine thread's stack is a private mapping too: the heap keeps `memory_bytes`.
+    setrlimit(
+        Resource::Data,
+        fixed(limits.memory_bytes.saturating_add(limits.stack_bytes)),
+    )?;
+    setrlimit(
+        Resource::As,
+        fixed(
+            limits
+                .memory_bytes
+                .saturating_add(limits.stack_bytes)
+                .saturating_add(ChildLimits::ADDRESS_SPACE_SLACK),
+        ),
+    )?;
+    Ok(())
+}
+
+/// Runs the child: confines itself, says hello, answers one request with `engine` (and
+/// `sanitizer` for HTML renders), exits. Exit code 0 after an answer (success or a template
+/// error), 2 when confinement or the protocol failed.
+pub fn run(
+    engine: &dyn TemplateEngine,
+    sanitizer: &dyn HtmlSanitizer,
+    limits: &ChildLimits,
+) -> ExitCode {
+    if let Err(e) = confine(limits) {
+        eprintln!("template sandbox: cannot confine the child: {e}");
+        return ExitCode::from(2);
+    }
+    match serve(engine, sanitizer, limits) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("template sandbox: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(
+    engine: &dyn TemplateEngine,
+    sanitizer: &dyn HtmlSanitizer,
+    limits: &ChildLimits,
+) -> io::Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    let hello = serde_json::to_vec(&Hello { version: VERSION }).map_err(io::Error::other)?;
+    protocol::write_frame(&mut out, HELLO, &hello)?;
+    let mut input = BufReader::new(io::stdin().lock());
+    let header: RequestHeader = {
+        let (kind, bytes) = protocol::read_frame(&mut input, MAX_HEADER)?;
+        expect(kind, HEADER)?;
+        serde_json::from_slice(&bytes).map_err(io::Error::other)?
+    };
+    let source = {
+        let (kind, bytes) = protocol::read_frame(&mut input, limits.memory_bytes)?;
+        expect(kind, SOURCE)?;
+        String::from_utf8(bytes).map_err(io::Error::other)?
+    };
+    let data = if header.op == Op::Render {
+        let (kind, bytes) = protocol::read_frame(&mut input, limits.memory_bytes)?;
+        expect(kind, DATA)?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(io::Error::other)?;
+        Some(value)
+    } else {
+        None
+    };
+    let render_limits = RenderLimits::from(header.limits);
+    let sanitize = header.sanitize_html;
+    let max_output = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
+    let answer = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("template".into())
+            .stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX))
+            .spawn_scoped(scope, || match &data {
+                None => engine.analyze(&source, &render_limits).and_then(|a| {
+                    serde_json::to_vec(&a.mapped_fields)
+                        .map_err(|e| RenderError::Evaluation(e.to_string()))
+                }),
+                Some(data) => engine
+                    .render(&source, data, &render_limits)
+                    .map(|html| {
+                        if sanitize {
+                            sanitizer.sanitize(&html).into_bytes()
+                        } else {
+                            html.into_bytes()
+                        }
+                    })
+                    .and_then(|bytes| {
+                        if bytes.len() > max_output {
+                            Err(RenderError::OutputTooLarge(max_output))
+                        } else {
+                            Ok(bytes)
+                        }
+                    }),
+            })
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(RenderError::Crashed("the engine panicked".into())))
+            })
+    })?;
+    match answer {
+        Ok(bytes) => protocol::write_frame(&mut out, OK, &bytes)?,
+        Err(e) => {
+            let wire = serde_json::to_vec(&WireError::from(e)).map_err(io::Error::other)?;
+            protocol::write_frame(&mut out, ERROR, &wire)?;
+        }
+    }
+    out.flush()
+}
+
+fn expect(kind: u8, want: u8) -> io::Result<()> {
+    if kind == want {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("expected frame '{}', got '{}'", want as char, kind as char),
+        ))
+    }
+}

@@ -1,0 +1,29 @@
+//! The template sandbox: template work (parse at upload, render in the worker) runs in child
+//! processes that nothing a template does can take the service down with.
+//!
+//! - [`ProcessPool`] keeps pre-started children (the `reporter` binary's hidden
+//!   `template-sandbox` subcommand, or any executable that calls [`child::run`]), runs one
+//!   request per child over a framed protocol on stdin/stdout ([`protocol`]), bounds the
+//!   number running at once, enforces a wall-clock deadline per request (the child is killed
+//!   on expiry) and replaces every child it used, crashed or not.
+//! - [`child::run`] is the child side: before it reads anything it confines itself with
+//!   rlimits (address space and data segment, CPU seconds, stack, no file writes, few open
+//!   files, no core dumps), a parent-death signal (it dies with the service) and
+//!   `no_new_privs`, lowers its priority, then runs the engine on a thread with a bounded
+//!   stack and writes one answer. Its environment is empty (the parent clears it).
+//! - [`ProcessTemplateRunner`] is the [`TemplateRunner`](reporter_ports::ports::TemplateRunner)
+//!   port on two pools: one for upload parses, one for renders, each with its own bounds.
+//!
+//! How a child's death is read: over the wall-clock deadline or killed by `SIGXCPU` →
+//! [`RenderError::Timeout`](reporter_ports::ports::RenderError::Timeout); an allocation the
+//! memory limit refused → `MemoryLimit`; a stack overflow, a signal, an unexpected exit →
+//! `Crashed`.
+pub mod child;
+mod limits;
+mod pool;
+pub mod protocol;
+mod runner;
+
+pub use limits::ChildLimits;
+pub use pool::{PoolConfig, ProcessPool};
+pub use runner::ProcessTemplateRunner;

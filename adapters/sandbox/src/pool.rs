@@ -1,0 +1,448 @@
+//! [`ProcessPool`]: pre-started, confined children; one request each; bounded concurrency;
+//! a deadline per request; every used or dead child replaced.
+use crate::limits::ChildLimits;
+use crate::protocol::{
+    self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
+};
+use reporter_ports::ports::{RenderError, RunnerError};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout, timeout_at};
+
+/// Bytes of a child's stderr kept to explain its death.
+const STDERR_TAIL: usize = 16 * 1024;
+/// How long a child that broke the protocol may take to exit before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Pause after a failed spawn before the background refill tries again.
+const RESPAWN_BACKOFF: Duration = Duration::from_millis(500);
+
+/// Settings of one pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Name in logs (`parse`, `render`).
+    pub name: &'static str,
+    /// The child executable.
+    pub exe: PathBuf,
+    /// Arguments before the limits (e.g. the hidden subcommand).
+    pub args: Vec<String>,
+    /// Children kept started, and requests running at once.
+    pub size: usize,
+    /// Heap bound of a child (bytes).
+    pub memory_bytes: u64,
+    /// CPU seconds of a child.
+    pub cpu_seconds: u64,
+    /// Stack of the engine thread (bytes).
+    pub stack_bytes: u64,
+    /// Largest answer (bytes).
+    pub max_output_bytes: u64,
+    /// Wall-clock deadline of one request, from when its child is ready; the child is killed
+    /// when it passes.
+    pub wall_timeout: Duration,
+    /// Longest wait for a free slot; `None` waits as long as it takes.
+    pub queue_timeout: Option<Duration>,
+    /// Longest wait for a child to start and confine itself.
+    pub start_timeout: Duration,
+}
+
+/// A pool of sandbox children. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct ProcessPool {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ProcessPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessPool")
+            .field("config", &self.inner.config)
+            .field("idle", &self.idle_children())
+            .finish()
+    }
+}
+
+struct Inner {
+    config: PoolConfig,
+    slots: Semaphore,
+    idle: Mutex<Vec<Warm>>,
+    refilling: AtomicUsize,
+    spawner: Mutex<Option<mpsc::Sender<SpawnRequest>>>,
+}
+
+type SpawnRequest = oneshot::Sender<std::io::Result<Child>>;
+
+/// A started child, not yet used.
+struct Warm {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: JoinHandle<String>,
+}
+
+impl ProcessPool {
+    /// A pool; no child is started until [`warm_up`](Self::warm_up) or the first request.
+    pub fn new(config: PoolConfig) -> Self {
+        let size = config.size.max(1);
+        Self {
+            inner: Arc::new(Inner {
+                slots: Semaphore::new(size),
+                config: PoolConfig { size, ..config },
+                idle: Mutex::new(Vec::new()),
+                refilling: AtomicUsize::new(0),
+                spawner: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PoolConfig {
+        &self.inner.config
+    }
+
+    /// Starts children in the background until `size` are waiting.
+    pub fn warm_up(&self) {
+        for _ in 0..self.inner.config.size {
+            Inner::refill(&self.inner);
+        }
+    }
+
+    /// Children started and waiting for a request.
+    pub fn idle_children(&self) -> usize {
+        self.inner.idle().len()
+    }
+
+    /// Process ids of the children waiting for a request.
+    pub fn idle_pids(&self) -> Vec<u32> {
+        self.inner
+            .idle()
+            .iter()
+            .filter_map(|w| w.child.id())
+            .collect()
+    }
+
+    /// Sends one request (header, source and, for a render, the JSON context) to a fresh
+    /// child and returns the payload of its `OK` answer.
+    ///
+    /// MUST return [`RunnerError::Unavailable`] when no slot frees up within the queue bound
+    /// or no child can be started, [`RenderError::Timeout`] when the deadline passes (the
+    /// child is killed) and the child's death otherwise read as described in the crate docs.
+    pub async fn run(
+        &self,
+        header: &RequestHeader,
+        source: &[u8],
+        data: Option<&[u8]>,
+    ) -> Result<Vec<u8>, RunnerError> {
+        let inner = &self.inner;
+        let acquire = inner.slots.acquire();
+        let _permit = match inner.config.queue_timeout {
+            Some(t) => timeout(t, acquire).await.map_err(|_| {
+                RunnerError::Unavailable(format!(
+                    "every {} sandbox slot stayed busy for {t:?}",
+                    inner.config.name
+                ))
+            })?,
+            None => acquire.await,
+        }
+        .map_err(|_| RunnerError::Unavailable("the sandbox pool is closed".into()))?;
+        let header = serde_json::to_vec(header)
+            .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
+        let mut last_error = String::new();
+        // Waiting children may have died (killed from outside): skip them, then one fresh one.
+        for _ in 0..inner.config.size + 1 {
+            let taken = inner.idle().pop();
+            Inner::refill(inner);
+            let mut warm = match taken {
+                Some(w) => w,
+                None => Inner::spawn(inner).await.map_err(|e| {
+                    RunnerError::Unavailable(format!(
+                        "cannot start {}: {e}",
+                        inner.config.exe.display()
+                    ))
+                })?,
+            };
+            match timeout(inner.config.start_timeout, ready(&mut warm)).await {
+                // Its hello may have been written before it died while waiting.
+                Ok(Ok(())) if matches!(warm.child.try_wait(), Ok(Some(_))) => {
+                    last_error = "died while waiting".into();
+                }
+                Ok(Ok(())) => return inner.exchange(warm, &header, source, data).await,
+                Ok(Err(e)) => last_error = e,
+                Err(_) => last_error = "did not start in time".into(),
+            }
+            let _ = warm.child.start_kill();
+            let stderr = stderr_tail(warm.stderr).await;
+            tracing::warn!(pool = inner.config.name, error = %last_error, %stderr, "a sandbox child was not ready; replacing it");
+            last_error = format!("{last_error} {stderr}");
+        }
+        Err(RunnerError::Unavailable(format!(
+            "the sandbox child did not start: {}",
+            last_error.trim()
+        )))
+    }
+}
+
+/// Reads the child's hello.
+async fn ready(warm: &mut Warm) -> Result<(), String> {
+    let (kind, bytes) = protocol::read_frame_async(&mut warm.stdout, 1024)
+        .await
+        .map_err(|e| format!("no hello: {e}"))?;
+    let hello: Hello = serde_json::from_slice(&bytes).map_err(|e| format!("bad hello: {e}"))?;
+    if kind != HELLO || hello.version != VERSION {
+        return Err(format!(
+            "not a sandbox child of protocol {VERSION} (got '{}', {hello:?})",
+            kind as char
+        ));
+    }
+    Ok(())
+}
+
+async fn stderr_tail(task: JoinHandle<String>) -> String {
+    timeout(Duration::from_secs(1), task)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default()
+}
+
+impl Inner {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Warm>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts one child in the background if fewer than `size` are waiting or starting.
+    fn refill(this: &Arc<Self>) {
+        let size = this.config.size;
+        let starting = this.refilling.fetch_add(1, Ordering::SeqCst);
+        if this.idle().len() + starting >= size {
+            this.refilling.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        let weak = Arc::downgrade(this);
+        tokio::spawn(async move {
+            let Some(this) = weak.upgrade() else { return };
+            match Self::spawn(&this).await {
+                Ok(w) => this.idle().push(w),
+                Err(e) => {
+                    tracing::warn!(pool = this.config.name, error = %e, exe = %this.config.exe.display(), "cannot start a sandbox child");
+                    tokio::time::sleep(RESPAWN_BACKOFF).await;
+                }
+            }
+            this.refilling.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Starts one child. The fork happens on a dedicated thread that lives as long as the
+    /// pool: the children's parent-death signal is tied to the thread that forked them, so
+    /// they must not be forked from a runtime thread that may exit.
+    async fn spawn(this: &Arc<Self>) -> std::io::Result<Warm> {
+        let (tx, rx) = oneshot::channel();
+        this.spawner()?
+            .send(tx)
+            .map_err(|_| std::io::Error::other("the sandbox spawner thread is gone"))?;
+        let mut child = rx
+            .await
+            .map_err(|_| std::io::Error::other("the sandbox spawner thread is gone"))??;
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(std::io::Error::other("child pipes missing"));
+        };
+        let stderr = tokio::spawn(async move {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+            String::from_utf8_lossy(&tail).trim().to_owned()
+        });
+        Ok(Warm {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    fn spawner(&self) -> std::io::Result<mpsc::Sender<SpawnRequest>> {
+        let mut slot = self.spawner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = slot.as_ref() {
+            return Ok(tx.clone());
+        }
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        let handle = tokio::runtime::Handle::current();
+        let config = self.config.clone();
+        std::thread::Builder::new()
+            .name(format!("sandbox-{}-spawner", config.name))
+            .spawn(move || {
+                while let Ok(reply) = rx.recv() {
+                    let _runtime = handle.enter();
+                    let _ = reply.send(command(&config).spawn());
+                }
+            })?;
+        *slot = Some(tx.clone());
+        Ok(tx)
+    }
+
+    async fn exchange(
+        &self,
+        mut warm: Warm,
+        header: &[u8],
+        source: &[u8],
+        data: Option<&[u8]>,
+    ) -> Result<Vec<u8>, RunnerError> {
+        let deadline = Instant::now() + self.config.wall_timeout;
+        let max_answer = self.config.max_output_bytes.saturating_add(1024 * 1024);
+        let stdin = &mut warm.stdin;
+        let stdout = &mut warm.stdout;
+        let talk = async {
+            protocol::write_frame_async(stdin, HEADER, header).await?;
+            protocol::write_frame_async(stdin, SOURCE, source).await?;
+            if let Some(d) = data {
+                protocol::write_frame_async(stdin, DATA, d).await?;
+            }
+            protocol::read_frame_async(stdout, max_answer).await
+        };
+        let answer = timeout_at(deadline, talk).await;
+        let name = self.config.name;
+        match answer {
+            Ok(Ok((OK, bytes))) => Ok(bytes),
+            Ok(Ok((ERROR, bytes))) => {
+                let e: WireError = serde_json::from_slice(&bytes).map_err(|e| {
+                    RenderError::Crashed(format!("unreadable error from the child: {e}"))
+                })?;
+                Err(RenderError::from(e).into())
+            }
+            Err(_) => {
+                let _ = warm.child.start_kill();
+                let _ = warm.child.wait().await;
+                tracing::warn!(
+                    pool = name,
+                    timeout = ?self.config.wall_timeout,
+                    "template work passed its deadline; the child was killed"
+                );
+                Err(RenderError::Timeout.into())
+            }
+            Ok(other) => {
+                let detail = match other {
+                    Ok((kind, _)) => format!("unexpected frame '{}'", kind as char),
+                    Err(e) => e.to_string(),
+                };
+                let status = match timeout(EXIT_GRACE, warm.child.wait()).await {
+                    Ok(Ok(s)) => Some(s),
+                    _ => {
+                        let _ = warm.child.start_kill();
+                        let _ = warm.child.wait().await;
+                        None
+                    }
+                };
+                let stderr = stderr_tail(warm.stderr).await;
+                let error = classify(status, &stderr, self.config.memory_bytes, &detail);
+                tracing::warn!(pool = name, error = %error, ?status, %stderr, "a sandbox child died; it is replaced");
+                Err(error.into())
+            }
+        }
+    }
+}
+
+fn command(config: &PoolConfig) -> Command {
+    let limits = ChildLimits {
+        memory_bytes: config.memory_bytes,
+        cpu_seconds: config.cpu_seconds,
+        stack_bytes: config.stack_bytes,
+        max_output_bytes: config.max_output_bytes,
+        parent_pid: std::process::id(),
+    };
+    let mut cmd = Command::new(&config.exe);
+    cmd.args(&config.args)
+        .args(limits.to_args())
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Reads how a child died. `status` is `None` when it had to be killed after breaking the
+/// protocol.
+fn classify(
+    status: Option<ExitStatus>,
+    stderr: &str,
+    memory_bytes: u64,
+    detail: &str,
+) -> RenderError {
+    let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
+    if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
+        return RenderError::MemoryLimit(memory);
+    }
+    if stderr.contains("overflowed its stack") {
+        return RenderError::Crashed("stack overflow".into());
+    }
+    let Some(status) = status else {
+        return RenderError::Crashed(format!("protocol error: {detail}"));
+    };
+    match status.signal() {
+        Some(24) => RenderError::Timeout, // SIGXCPU: the CPU-time limit
+        Some(9) => RenderError::Crashed("killed (SIGKILL)".into()),
+        Some(11) => RenderError::Crashed("segmentation fault".into()),
+        Some(6) => RenderError::Crashed("aborted".into()),
+        Some(25) => RenderError::Crashed("tried to write a file (SIGXFSZ)".into()),
+        Some(s) => RenderError::Crashed(format!("killed by signal {s}")),
+        None => RenderError::Crashed(format!(
+            "exited with {} without answering ({detail})",
+            status.code().unwrap_or(-1)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(raw: i32) -> Option<ExitStatus> {
+        Some(ExitStatus::from_raw(raw))
+    }
+
+    #[test]
+    fn deaths_are_read() {
+        assert_eq!(classify(status(24), "", 5, ""), RenderError::Timeout);
+        assert_eq!(
+            classify(status(6), "memory allocation of 99 bytes failed", 5, ""),
+            RenderError::MemoryLimit(5)
+        );
+        assert_eq!(
+            classify(
+                status(6),
+                "thread 'template' has overflowed its stack",
+                5,
+                ""
+            ),
+            RenderError::Crashed("stack overflow".into())
+        );
+        assert!(matches!(
+            classify(status(11), "", 5, ""),
+            RenderError::Crashed(_)
+        ));
+        assert!(matches!(
+            classify(status(3 << 8), "", 5, ""),
+            RenderError::Crashed(m) if m.contains("exited with 3")
+        ));
+        assert!(matches!(
+            classify(None, "", 5, "x"),
+            RenderError::Crashed(_)
+        ));
+    }
+}

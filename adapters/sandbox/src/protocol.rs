@@ -1,0 +1,247 @@
+//! The framed protocol between the service and a child, over the child's stdin and stdout.
+//!
+//! A frame is one kind byte, the payload length as a little-endian `u64`, then the payload.
+//! Per child, exactly one exchange:
+//! - child → parent: [`HELLO`] (JSON [`Hello`]) as soon as the child has confined itself;
+//! - parent → child: [`HEADER`] (JSON [`RequestHeader`]), [`SOURCE`] (the template, UTF-8),
+//!   and for a render [`DATA`] (the context as JSON);
+//! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes) or
+//!   [`ERROR`] (JSON [`WireError`]); then the child exits.
+use reporter_ports::ports::{RenderError, RenderLimits};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The child is confined and ready.
+pub const HELLO: u8 = b'H';
+/// Request header.
+pub const HEADER: u8 = b'Q';
+/// Template source.
+pub const SOURCE: u8 = b'S';
+/// Render context.
+pub const DATA: u8 = b'D';
+/// Success.
+pub const OK: u8 = b'O';
+/// Failure.
+pub const ERROR: u8 = b'E';
+
+/// What a ready child announces.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Hello {
+    /// Protocol version ([`VERSION`]).
+    pub version: u32,
+}
+
+/// Version of this protocol; a child speaking another one is refused.
+pub const VERSION: u32 = 1;
+
+/// The operation of a request.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// `TemplateEngine::analyze`.
+    Analyze,
+    /// `TemplateEngine::render`.
+    Render,
+}
+
+/// Engine bounds on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WireLimits {
+    /// Instruction budget.
+    pub fuel: u64,
+    /// Call nesting.
+    pub max_recursion: usize,
+    /// Output bytes.
+    pub max_output_bytes: usize,
+    /// Bytes of values the template may create.
+    pub max_memory_bytes: usize,
+    /// Source nesting.
+    pub max_nesting_depth: usize,
+}
+
+impl From<RenderLimits> for WireLimits {
+    fn from(l: RenderLimits) -> Self {
+        Self {
+            fuel: l.fuel,
+            max_recursion: l.max_recursion,
+            max_output_bytes: l.max_output_bytes,
+            max_memory_bytes: l.max_memory_bytes,
+            max_nesting_depth: l.max_nesting_depth,
+        }
+    }
+}
+
+impl From<WireLimits> for RenderLimits {
+    fn from(l: WireLimits) -> Self {
+        Self {
+            fuel: l.fuel,
+            max_recursion: l.max_recursion,
+            max_output_bytes: l.max_output_bytes,
+            max_memory_bytes: l.max_memory_bytes,
+            max_nesting_depth: l.max_nesting_depth,
+        }
+    }
+}
+
+/// What to do.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RequestHeader {
+    /// Parse or render.
+    pub op: Op,
+    /// Engine bounds.
+    pub limits: WireLimits,
+    /// Sanitize the rendered HTML before answering.
+    pub sanitize_html: bool,
+}
+
+/// [`RenderError`] on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WireError {
+    /// See [`RenderError::Syntax`].
+    Syntax(String),
+    /// See [`RenderError::Evaluation`].
+    Evaluation(String),
+    /// See [`RenderError::FuelExhausted`].
+    FuelExhausted,
+    /// See [`RenderError::RecursionLimit`].
+    RecursionLimit,
+    /// See [`RenderError::OutputTooLarge`].
+    OutputTooLarge(usize),
+    /// See [`RenderError::MemoryLimit`].
+    MemoryLimit(usize),
+    /// See [`RenderError::NestingTooDeep`].
+    NestingTooDeep(usize),
+    /// See [`RenderError::Timeout`].
+    Timeout,
+    /// See [`RenderError::Crashed`].
+    Crashed(String),
+}
+
+impl From<RenderError> for WireError {
+    fn from(e: RenderError) -> Self {
+        match e {
+            RenderError::Syntax(s) => Self::Syntax(s),
+            RenderError::Evaluation(s) => Self::Evaluation(s),
+            RenderError::FuelExhausted => Self::FuelExhausted,
+            RenderError::RecursionLimit => Self::RecursionLimit,
+            RenderError::OutputTooLarge(n) => Self::OutputTooLarge(n),
+            RenderError::MemoryLimit(n) => Self::MemoryLimit(n),
+            RenderError::NestingTooDeep(n) => Self::NestingTooDeep(n),
+            RenderError::Timeout => Self::Timeout,
+            RenderError::Crashed(s) => Self::Crashed(s),
+        }
+    }
+}
+
+impl From<WireError> for RenderError {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::Syntax(s) => Self::Syntax(s),
+            WireError::Evaluation(s) => Self::Evaluation(s),
+            WireError::FuelExhausted => Self::FuelExhausted,
+            WireError::RecursionLimit => Self::RecursionLimit,
+            WireError::OutputTooLarge(n) => Self::OutputTooLarge(n),
+            WireError::MemoryLimit(n) => Self::MemoryLimit(n),
+            WireError::NestingTooDeep(n) => Self::NestingTooDeep(n),
+            WireError::Timeout => Self::Timeout,
+            WireError::Crashed(s) => Self::Crashed(s),
+        }
+    }
+}
+
+fn too_large(len: u64, max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("frame of {len} bytes exceeds {max}"),
+    )
+}
+
+/// Writes one frame (blocking; the child's side).
+pub fn write_frame(w: &mut impl Write, kind: u8, payload: &[u8]) -> io::Result<()> {
+    w.write_all(&[kind])?;
+    w.write_all(&(payload.len() as u64).to_le_bytes())?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+/// Reads one frame of at most `max` payload bytes (blocking; the child's side).
+pub fn read_frame(r: &mut impl Read, max: u64) -> io::Result<(u8, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    r.read_exact(&mut head)?;
+    let len = u64::from_le_bytes(head[1..].try_into().unwrap_or_default());
+    if len > max {
+        return Err(too_large(len, max));
+    }
+    let mut payload = Vec::new();
+    r.take(len).read_to_end(&mut payload)?;
+    if payload.len() as u64 != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok((head[0], payload))
+}
+
+/// Writes one frame (the service's side).
+pub async fn write_frame_async(
+    w: &mut (impl AsyncWrite + Unpin),
+    kind: u8,
+    payload: &[u8],
+) -> io::Result<()> {
+    w.write_all(&[kind]).await?;
+    w.write_all(&(payload.len() as u64).to_le_bytes()).await?;
+    w.write_all(payload).await?;
+    w.flush().await
+}
+
+/// Reads one frame of at most `max` payload bytes (the service's side). The payload buffer
+/// grows with what actually arrives, never to the announced length up front.
+pub async fn read_frame_async(
+    r: &mut (impl AsyncRead + Unpin),
+    max: u64,
+) -> io::Result<(u8, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    r.read_exact(&mut head).await?;
+    let len = u64::from_le_bytes(head[1..].try_into().unwrap_or_default());
+    if len > max {
+        return Err(too_large(len, max));
+    }
+    let mut payload = Vec::new();
+    (&mut *r).take(len).read_to_end(&mut payload).await?;
+    if payload.len() as u64 != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok((head[0], payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_are_bounded() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, OK, b"hello").unwrap();
+        assert_eq!(
+            read_frame(&mut &buf[..], 5).unwrap(),
+            (OK, b"hello".to_vec())
+        );
+        assert!(read_frame(&mut &buf[..], 4).is_err());
+        assert!(read_frame(&mut &buf[..buf.len() - 1], 5).is_err());
+    }
+
+    #[test]
+    fn errors_survive_the_wire() {
+        for e in [
+            RenderError::Syntax("x".into()),
+            RenderError::Timeout,
+            RenderError::MemoryLimit(3),
+            RenderError::NestingTooDeep(4),
+            RenderError::Crashed("y".into()),
+        ] {
+            let wire = serde_json::to_vec(&WireError::from(e.clone())).unwrap();
+            let back: WireError = serde_json::from_slice(&wire).unwrap();
+            assert_eq!(RenderError::from(back), e);
+        }
+    }
+}

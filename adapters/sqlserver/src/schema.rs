@@ -1,0 +1,145 @@
+//! Discovered tables and columns, and how their SQL Server types are filtered.
+use reporter_ports::datasource::{SourceSchema, TableSchema};
+use std::collections::BTreeMap;
+
+/// The schema whose tables keep their bare name.
+pub(crate) const DEFAULT_SCHEMA: &str = "dbo";
+
+/// Which JSON filter values can match a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColumnKind {
+    /// `tinyint`, `smallint`, `int`, `bigint`: numbers.
+    Integer,
+    /// `bit`: booleans (and 0/1).
+    Bit,
+    /// `real`, `float`: numbers.
+    Float,
+    /// `decimal`, `numeric`, `money`, `smallmoney`: numbers or decimal strings, exactly.
+    Decimal,
+    /// `char`, `varchar`, `nchar`, `nvarchar`, `text`, `ntext`: strings.
+    Text,
+    /// `date`: date strings.
+    Date,
+    /// `datetime`, `datetime2`, `smalldatetime`: date or date-time strings (UTC).
+    DateTime,
+    /// `datetimeoffset`: date or date-time strings (offset-less ones are UTC).
+    DateTimeOffset,
+    /// Anything else (`uniqueidentifier`, `time`, `xml`, binary, …): strings, compared by
+    /// SQL Server's conversion rules.
+    Other,
+}
+
+impl ColumnKind {
+    /// Classifies `INFORMATION_SCHEMA.COLUMNS.DATA_TYPE`.
+    pub(crate) fn classify(data_type: &str) -> Self {
+        match data_type.to_ascii_lowercase().as_str() {
+            "tinyint" | "smallint" | "int" | "bigint" => Self::Integer,
+            "bit" => Self::Bit,
+            "real" | "float" => Self::Float,
+            "decimal" | "numeric" | "money" | "smallmoney" => Self::Decimal,
+            "char" | "varchar" | "nchar" | "nvarchar" | "text" | "ntext" => Self::Text,
+            "date" => Self::Date,
+            "datetime" | "datetime2" | "smalldatetime" => Self::DateTime,
+            "datetimeoffset" => Self::DateTimeOffset,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// One discovered table (or view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Table {
+    pub(crate) schema: String,
+    pub(crate) name: String,
+    pub(crate) columns: BTreeMap<String, ColumnKind>,
+}
+
+/// Everything discovered, by template-facing table name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Discovered {
+    pub(crate) tables: BTreeMap<String, Table>,
+}
+
+/// `[ident]` with embedded `]` doubled: safe for any identifier.
+pub(crate) fn quote_ident(ident: &str) -> String {
+    format!("[{}]", ident.replace(']', "]]"))
+}
+
+impl Discovered {
+    /// Groups `(schema, table, column, data_type)` rows; a `dbo` table wins a name clash
+    /// with another schema's `schema__table`.
+    pub(crate) fn from_rows(rows: impl IntoIterator<Item = [String; 4]>) -> Self {
+        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
+        for [schema, table, column, data_type] in rows {
+            let name = if schema == DEFAULT_SCHEMA {
+                table.clone()
+            } else {
+                format!("{schema}__{table}")
+            };
+            let entry = tables.entry(name.clone()).or_insert_with(|| Table {
+                schema: schema.clone(),
+                name: table.clone(),
+                columns: BTreeMap::new(),
+            });
+            if entry.schema != schema || entry.name != table {
+                tracing::warn!(table = %name, "two tables share one template name; keeping dbo's");
+                if schema != DEFAULT_SCHEMA {
+                    continue;
+                }
+                *entry = Table {
+                    schema,
+                    name: table,
+                    columns: BTreeMap::new(),
+                };
+            }
+            entry
+                .columns
+                .insert(column, ColumnKind::classify(&data_type));
+        }
+        Self { tables }
+    }
+
+    /// The port's view: tables sorted by name, fields sorted.
+    pub(crate) fn source_schema(&self) -> SourceSchema {
+        SourceSchema {
+            tables: self
+                .tables
+                .iter()
+                .map(|(name, t)| TableSchema {
+                    name: name.clone(),
+                    fields: t.columns.keys().cloned().collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(s: &str, t: &str, c: &str, ty: &str) -> [String; 4] {
+        [s.into(), t.into(), c.into(), ty.into()]
+    }
+
+    #[test]
+    fn names_kinds_and_quoting() {
+        let d = Discovered::from_rows([
+            row("audit", "events", "at", "datetimeoffset"),
+            row("dbo", "people", "id", "int"),
+            row("dbo", "people", "amount", "money"),
+            row("dbo", "audit__events", "x", "bit"),
+        ]);
+        let names: Vec<String> = d
+            .source_schema()
+            .tables
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["audit__events", "people"]);
+        assert_eq!(d.tables["audit__events"].schema, "dbo");
+        assert_eq!(d.tables["people"].columns["amount"], ColumnKind::Decimal);
+        assert_eq!(quote_ident("a]b"), "[a]]b]");
+        assert_eq!(ColumnKind::classify("UNIQUEIDENTIFIER"), ColumnKind::Other);
+    }
+}

@@ -1,0 +1,144 @@
+//! `just bench`: Reporter's speed and memory figures, each a ratio to a baseline measured in
+//! the same run, in interleaved rounds (the order of Reporter and baseline alternates), on
+//! loopback only, against a private RabbitMQ node the run starts and removes. Prints the table
+//! and writes it to `BENCHMARKS.md` with the machine and the command.
+//!
+//! ```text
+//! reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]
+//! ```
+//! Needs `rabbitmq-server` (Debian), `wrk` (Debian), and the release `reporter` binary
+//! (`REPORTER_BIN`, default `target/release/reporter`).
+mod broker;
+mod figures;
+mod harness;
+mod inproc;
+mod raw;
+
+use anyhow::Context;
+use harness::{Ctx, Results};
+use std::path::PathBuf;
+
+struct Args {
+    rounds: usize,
+    only: Vec<String>,
+    quick: bool,
+    write: Option<PathBuf>,
+    command: String,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let raw: Vec<String> = std::env::args().collect();
+    let mut a = Args {
+        rounds: 3,
+        only: Vec::new(),
+        quick: false,
+        write: None,
+        command: raw.join(" "),
+    };
+    let mut it = raw.into_iter().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--rounds" => a.rounds = it.next().context("--rounds N")?.parse()?,
+            "--only" => {
+                a.only = it
+                    .next()
+                    .context("--only NAME")?
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect();
+            }
+            "--quick" => a.quick = true,
+            "--write" => a.write = Some(it.next().context("--write PATH")?.into()),
+            other => anyhow::bail!(
+                "unknown argument {other}; usage: reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]"
+            ),
+        }
+    }
+    anyhow::ensure!(a.rounds >= 1, "--rounds must be at least 1");
+    Ok(a)
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(tool))
+            .find(|f| f.is_file())
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("repository root")?
+        .to_path_buf();
+    let reporter_bin = std::env::var_os("REPORTER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/release/reporter"));
+    anyhow::ensure!(
+        reporter_bin.is_file(),
+        "no release binary at {} (cargo build --release -p reporter)",
+        reporter_bin.display()
+    );
+    let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
+    let machine = harness::machine();
+    eprintln!("bench: starting a private RabbitMQ node");
+    let broker = broker::Broker::start(&repo)?;
+    let ctx = Ctx {
+        broker,
+        reporter_bin,
+        wrk,
+        quick: args.quick,
+    };
+    let started = std::time::Instant::now();
+    let mut results = Results::default();
+    let mut figures = figures::all();
+    figures.retain(|f| args.only.is_empty() || args.only.iter().any(|o| o == f.name()));
+    for f in &mut figures {
+        for round in 0..args.rounds {
+            let reporter_first = round % 2 == 0;
+            eprintln!(
+                "bench: {} round {}/{} ({} first)",
+                f.name(),
+                round + 1,
+                args.rounds,
+                if reporter_first {
+                    "Reporter"
+                } else {
+                    "baseline"
+                }
+            );
+            let samples = f
+                .round(&ctx, reporter_first)
+                .await
+                .with_context(|| format!("figure {}", f.name()))?;
+            for s in &samples {
+                eprintln!(
+                    "bench:   {}: {:.3} vs {:.3} {} (ratio {:.2})",
+                    s.row,
+                    s.reporter,
+                    s.baseline,
+                    s.unit,
+                    s.reporter / s.baseline
+                );
+            }
+            results.add(samples);
+        }
+        f.finish(&ctx).await;
+    }
+    let table = results.table();
+    println!("{table}");
+    let doc = format!(
+        "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node) vs off; peak RSS is the process's `VmHWM`.\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n",
+        args.command,
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        started.elapsed().as_secs_f64(),
+        args.rounds,
+    );
+    if let Some(path) = &args.write {
+        std::fs::write(path, &doc).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("bench: wrote {}", path.display());
+    }
+    Ok(())
+}

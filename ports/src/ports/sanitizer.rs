@@ -1,0 +1,10 @@
+/// Makes an HTML document safe to open in a browser: whatever the input, the output MUST
+/// contain nothing that executes script (no `<script>`, event-handler attributes,
+/// `javascript:` URLs, frames, objects, SVG/MathML script vectors, `<meta http-equiv>`),
+/// while keeping what report layouts use (tables, inline styles, `<style>`, images from
+/// `data:` URIs, the document skeleton). Synchronous and CPU-bound: run it where template
+/// work runs (the sandbox), never on an async runtime thread.
+pub trait HtmlSanitizer: Send + Sync {
+    /// The sanitized document.
+    fn sanitize(&self, html: &str) -> String;
+}

@@ -1,0 +1,246 @@
+//! Checking a block tree and generating its code, in stages, each only when the previous
+//! found nothing: limits, structure and the builder's analysis (CPU work, on the blocking
+//! pool); names and data references against the data sources (on the runtime: schemas are
+//! I/O); code generation and the upload's rules on the whole template (blocking pool). For
+//! `generate-code`, [`App::confirm_mapped`] then has the sandbox analyse the code as an
+//! upload would.
+use super::fields::{self, Analysis, Reference};
+use super::messages::{Finding, FormatIssue, Msg};
+use super::model::{BlockSpec, Node};
+use super::refusal::dedup;
+use super::{codegen, validate};
+use crate::app::App;
+use crate::app::datasources::Warning;
+use crate::app::error::{AppError, AppResult, Code};
+use crate::app::templates::analysis_error;
+use reporter_ports::ports::{RenderError, RenderLimits, RunnerError};
+use reporter_ports::template::{
+    MAX_TEMPLATE_BYTES, MappedFields, OutputFormat, TemplateFileError, content_rules, find_script,
+    validate_template_file,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What checking a tree produced: findings, or the code with what it reads.
+pub(super) struct Build {
+    pub findings: Vec<Finding>,
+    pub code: String,
+    pub mapped: MappedFields,
+    pub warnings: Vec<Warning>,
+}
+
+impl Build {
+    fn refused(findings: Vec<Finding>, warnings: Vec<Warning>) -> Self {
+        Self {
+            findings,
+            code: String::new(),
+            mapped: MappedFields::new(),
+            warnings,
+        }
+    }
+}
+
+/// Runs CPU-bound `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        tracing::error!(error = %e, "template builder task failed");
+        AppError::new(Code::Internal, "the blocks could not be checked")
+    })
+}
+
+/// Limits, structure and the builder's own analysis of the tree.
+fn structure(blocks: Vec<BlockSpec>) -> Result<(Vec<Node>, Analysis), Vec<Finding>> {
+    if blocks.is_empty() {
+        return Err(vec![Finding::new("", "blocks", Msg::EmptyBlocks)]);
+    }
+    if let Some(f) = validate::check_limits(&blocks) {
+        return Err(vec![f]);
+    }
+    let (nodes, findings) = validate::convert(&blocks);
+    if !findings.is_empty() {
+        return Err(dedup(findings));
+    }
+    let analysis = fields::analyze(&nodes);
+    Ok((nodes, analysis))
+}
+
+/// The generated code and the upload's rules on it.
+fn generate(nodes: &[Node], format: Option<OutputFormat>) -> (String, Vec<Finding>) {
+    let code = codegen::generate(nodes, format);
+    let findings = whole_template(&code, format);
+    (code, findings)
+}
+
+impl App {
+    /// Checks `blocks` and, when they are valid, generates their code for `format`.
+    /// `Err` only when a stage could not run at all.
+    pub(super) async fn build(
+        &self,
+        blocks: Vec<BlockSpec>,
+        format: Option<OutputFormat>,
+    ) -> AppResult<Build> {
+        let (nodes, analysis) = match blocking(move || structure(blocks)).await? {
+            Ok(checked) => checked,
+            Err(findings) => return Ok(Build::refused(findings, Vec::new())),
+        };
+        let mut findings = self.check_bindings(&analysis);
+        let (refs, warnings) = self.check_references(&analysis.references).await;
+        findings.extend(refs);
+        if !findings.is_empty() {
+            return Ok(Build::refused(dedup(findings), warnings));
+        }
+        let (code, findings) = blocking(move || generate(&nodes, format)).await?;
+        Ok(Build {
+            findings,
+            code,
+            mapped: analysis.mapped,
+            warnings,
+        })
+    }
+
+    /// A name a block binds must not be a data source's: it would hide the data source in
+    /// its scope and, outside it, the upload's analysis takes it for a local (see the engine).
+    fn check_bindings(&self, analysis: &Analysis) -> Vec<Finding> {
+        analysis
+            .bindings
+            .iter()
+            .filter(|(_, name)| self.catalog.get(name).is_some())
+            .map(|(origin, name)| {
+                Finding::new(
+                    &origin.block_id,
+                    origin.property,
+                    Msg::ShadowsDataSource(name.clone()),
+                )
+            })
+            .collect()
+    }
+
+    /// Every data source, table and field the blocks read must exist (the upload's rule); a
+    /// source whose schema cannot be read is a warning.
+    async fn check_references(&self, refs: &[Reference]) -> (Vec<Finding>, Vec<Warning>) {
+        let mut findings = Vec::new();
+        let mut warnings = Vec::new();
+        let mut by_source: BTreeMap<&str, Vec<&Reference>> = BTreeMap::new();
+        for r in refs {
+            by_source.entry(r.source.as_str()).or_default().push(r);
+        }
+        for (ds, mine) in by_source {
+            let Some(source) = self.catalog.get(ds) else {
+                for r in mine {
+                    findings.push(Finding::new(
+                        &r.origin.block_id,
+                        r.origin.property,
+                        Msg::UnknownDataSource(ds.to_owned()),
+                    ));
+                }
+                continue;
+            };
+            let schema = match source.schema().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, data_source = %ds, "schema unavailable during block validation");
+                    warnings.push(Warning {
+                        code: "DATA_SOURCE_UNAVAILABLE",
+                        field: ds.to_owned(),
+                        message: format!(
+                            "data source '{ds}' is unavailable; its fields were not checked"
+                        ),
+                    });
+                    continue;
+                }
+            };
+            for r in mine {
+                let msg = match (schema.table(&r.table), &r.field) {
+                    (None, _) => Some(Msg::UnknownTable(ds.to_owned(), r.table.clone())),
+                    (Some(t), Some(f)) if !t.fields.iter().any(|x| x == f) => {
+                        Some(Msg::UnknownField(ds.to_owned(), r.table.clone(), f.clone()))
+                    }
+                    _ => None,
+                };
+                if let Some(m) = msg {
+                    findings.push(Finding::new(&r.origin.block_id, r.origin.property, m));
+                }
+            }
+        }
+        (findings, warnings)
+    }
+
+    /// What the upload extracts from generated `code`: the sandbox's own analysis, the one
+    /// uploads use. MUST equal `builder` (the builder's analysis of the blocks); a code that
+    /// does not parse or reads something else is a builder bug, answered as an internal
+    /// error. A bound of the sandbox (parse time, memory) answers as at upload.
+    pub(super) async fn confirm_mapped(
+        &self,
+        code: &str,
+        builder: &MappedFields,
+    ) -> AppResult<MappedFields> {
+        let analysed = self
+            .ports
+            .runner
+            .analyze(Arc::from(code), RenderLimits::default())
+            .await;
+        let upload = match analysed {
+            Ok(a) => a.mapped_fields,
+            Err(RunnerError::Template(
+                e @ (RenderError::Syntax(_) | RenderError::Evaluation(_)),
+            )) => {
+                tracing::error!(error = %e, "generated template code does not parse (builder bug)");
+                return Err(AppError::new(
+                    Code::Internal,
+                    "the generated code does not parse: a template builder bug",
+                ));
+            }
+            Err(e) => return Err(analysis_error(e)),
+        };
+        if upload != *builder {
+            tracing::error!(
+                ?builder,
+                ?upload,
+                "builder and upload analyses disagree (builder bug)"
+            );
+            return Err(AppError::new(
+                Code::Internal,
+                "the builder's mapped fields differ from what an upload of the generated code extracts: a template builder bug",
+            ));
+        }
+        Ok(upload)
+    }
+}
+
+/// The upload's rules on the template as a whole.
+fn whole_template(code: &str, format: Option<OutputFormat>) -> Vec<Finding> {
+    let result = match format {
+        Some(f) => validate_template_file("generated.tpl", code.as_bytes(), f).map(|_| ()),
+        None if code.len() > MAX_TEMPLATE_BYTES => Err(TemplateFileError::TooLarge {
+            max: MAX_TEMPLATE_BYTES,
+        }),
+        None => match find_script(code) {
+            Some(found) => Err(TemplateFileError::ScriptDetected { found }),
+            None => Ok(()),
+        },
+    };
+    let (field, msg) = match result {
+        Ok(()) => return Vec::new(),
+        Err(TemplateFileError::TooLarge { max }) => ("blocks", Msg::CodeTooLarge(max)),
+        Err(TemplateFileError::ScriptDetected { found }) => ("blocks", Msg::Script(found)),
+        Err(TemplateFileError::ContentMismatch { rule, .. }) => {
+            ("format", Msg::FormatMismatch(format_issue(rule)))
+        }
+        Err(TemplateFileError::Empty) => ("format", Msg::FormatMismatch(FormatIssue::Empty)),
+        Err(e @ (TemplateFileError::NotTpl | TemplateFileError::NotUtf8)) => (
+            "format",
+            Msg::FormatMismatch(FormatIssue::Other(e.to_string())),
+        ),
+    };
+    vec![Finding::new("", field, msg)]
+}
+
+fn format_issue(rule: &str) -> FormatIssue {
+    match rule {
+        r if r == content_rules::HTML => FormatIssue::HtmlRoot,
+        r if r == content_rules::XML => FormatIssue::XmlMarkup,
+        r if r == content_rules::CSV_LINES => FormatIssue::CsvLines,
+        r if r == content_rules::CSV_SEPARATOR => FormatIssue::CsvSeparator,
+        other => FormatIssue::Other(other.to_owned()),
+    }
+}

@@ -1,0 +1,175 @@
+//! The template builder: a catalogue of blocks and filters, and blocks → template code in the
+//! original's dialect, with validation.
+//!
+//! - [`catalog`]: block types, their properties and labels; the filter catalogue; [`Locale`].
+//! - [`model`]: blocks as sent ([`BlockSpec`]) and as validated ([`model::Node`]).
+//! - [`expr`]: the expression, path and name grammar of block properties.
+//! - [`validate`]: structure and limits; [`fields`]: the data a tree reads.
+//! - [`codegen`] and [`escape`]: code generation, where every user string is escaped.
+//! - `build`: the staged pipeline; `refusal`: findings as answers, in the asked language.
+//!
+//! Validation runs in stages, each only when the previous found nothing: limits (block count,
+//! depth), structure (every block and property), names and data sources (no bound name is a
+//! data source's; every data source, table and field exists, as at upload), the template as a
+//! whole (script, output format, size — the upload's rules). The CPU stages run on the
+//! blocking pool; generate-code then has the sandbox analyse the code, as an upload would.
+mod build;
+pub mod catalog;
+pub mod codegen;
+pub mod escape;
+pub mod expr;
+pub mod fields;
+pub mod messages;
+pub mod model;
+mod refusal;
+pub mod validate;
+
+pub use catalog::{BlockDefinition, FilterDefinition, Locale, PropertyDef};
+pub use messages::{Class, Finding, FormatIssue, Msg};
+pub use model::{BlockSpec, ElifSpec, FilterSpec};
+pub use validate::{MAX_BLOCKS, MAX_DEPTH};
+
+use super::datasources::Warning;
+use super::error::AppResult;
+use super::{App, Caller};
+use refusal::{findings_error, problems};
+use reporter_ports::template::{MappedFields, OutputFormat};
+
+/// A problem found in the blocks, in the requested language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockProblem {
+    /// Block id (`""` for the template as a whole).
+    pub block_id: String,
+    /// Property.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// `POST /v1/templates/generate-code`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedCode {
+    /// Template source in the original's dialect.
+    pub code: String,
+    /// What it reads: what the sandbox's analysis of `code` (the upload's) extracts.
+    pub mapped_fields: MappedFields,
+    /// Data sources that could not be checked.
+    pub warnings: Vec<Warning>,
+}
+
+/// `POST /v1/templates/validate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockValidation {
+    /// True when code can be generated and uploaded.
+    pub valid: bool,
+    /// Every problem.
+    pub errors: Vec<BlockProblem>,
+    /// Data sources that could not be checked.
+    pub warnings: Vec<Warning>,
+}
+
+fn parse_format(raw: Option<&str>) -> Result<Option<OutputFormat>, String> {
+    match raw.map(str::trim).filter(|f| !f.is_empty()) {
+        None => Ok(None),
+        Some(f) => OutputFormat::parse(f).map(Some).ok_or_else(|| f.to_owned()),
+    }
+}
+
+impl App {
+    /// The block catalogue.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
+    pub fn template_blocks_config(&self, caller: &Caller, locale: Locale) -> Vec<BlockDefinition> {
+        let blocks = catalog::block_definitions(locale);
+        tracing::debug!(count = blocks.len(), "block catalogue");
+        blocks
+    }
+
+    /// The filter catalogue.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
+    pub fn template_filters_config(
+        &self,
+        caller: &Caller,
+        locale: Locale,
+    ) -> Vec<FilterDefinition> {
+        let filters = catalog::filter_definitions(locale);
+        tracing::debug!(count = filters.len(), "filter catalogue");
+        filters
+    }
+
+    /// Generates template code from blocks.
+    ///
+    /// MUST answer `MissingFields` without `blocks` (or with none), `InvalidOutputFormat` for
+    /// an unknown `format`, and otherwise every problem of [`Self::validate_template_blocks`]
+    /// as one error whose code is that of the most fundamental problem: `TooManyBlocks`,
+    /// `NestingTooDeep`, `InvalidBlocks`, `ScriptDetected`, `UnknownDataSource` /
+    /// `UnknownTable` / `UnknownField` (the upload's codes), `InvalidContent`,
+    /// `TemplateTooLarge`; messages in `locale`. The code returned uploads as a template of
+    /// `format`, and `mapped_fields` is what the sandbox's analysis of it (the upload's)
+    /// extracts; when that differs from the builder's own analysis of the blocks (a builder
+    /// bug) the answer is `Internal`. Validation and code generation run on the blocking pool.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
+    pub async fn generate_template_code(
+        &self,
+        caller: &Caller,
+        blocks: Option<Vec<BlockSpec>>,
+        format: Option<String>,
+        locale: Locale,
+    ) -> AppResult<GeneratedCode> {
+        let Some(blocks) = blocks else {
+            return Err(refusal::missing_blocks(locale));
+        };
+        let format =
+            parse_format(format.as_deref()).map_err(|f| refusal::unknown_format(&f, locale))?;
+        let build = self.build(blocks, format).await?;
+        if !build.findings.is_empty() {
+            tracing::info!(problems = build.findings.len(), "blocks refused");
+            return Err(findings_error(&build.findings, locale));
+        }
+        let mapped_fields = self.confirm_mapped(&build.code, &build.mapped).await?;
+        tracing::info!(bytes = build.code.len(), "template code generated");
+        Ok(GeneratedCode {
+            code: build.code,
+            mapped_fields,
+            warnings: build.warnings,
+        })
+    }
+
+    /// Validates blocks: every problem, with the block and property it is about.
+    ///
+    /// MUST answer `MissingFields` only when `blocks` is absent; every other problem
+    /// (including an empty list, an unknown `format`, limits, unknown data) is a finding of
+    /// the result, whose `valid` is true exactly when `generate_template_code` would succeed.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
+    pub async fn validate_template_blocks(
+        &self,
+        caller: &Caller,
+        blocks: Option<Vec<BlockSpec>>,
+        format: Option<String>,
+        locale: Locale,
+    ) -> AppResult<BlockValidation> {
+        let Some(blocks) = blocks else {
+            return Err(refusal::missing_blocks(locale));
+        };
+        let (format, format_finding) = match parse_format(format.as_deref()) {
+            Ok(f) => (f, None),
+            Err(raw) => (
+                None,
+                Some(Finding::new("", "format", Msg::InvalidFormat(raw))),
+            ),
+        };
+        let mut build = self.build(blocks, format).await?;
+        build.findings.extend(format_finding);
+        tracing::info!(problems = build.findings.len(), "blocks validated");
+        Ok(BlockValidation {
+            valid: build.findings.is_empty(),
+            errors: problems(&build.findings, locale),
+            warnings: build.warnings,
+        })
+    }
+}
+
+/// Blocks from JSON (tests).
+#[cfg(test)]
+pub(crate) fn specs_from_json(v: serde_json::Value) -> Vec<BlockSpec> {
+    serde_json::from_value(v).expect("block specs")
+}

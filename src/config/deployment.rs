@@ -1,0 +1,134 @@
+//! `DEPLOYMENT_MODE=saas`: as in the original, every connection to a datastore must use TLS,
+//! so a service operated for others never talks to its databases or brokers in clear text.
+use super::{
+    ConfigProblem, DataSourceConfig, DataSourceSpec, EventBroker, JobQueueChoice, MongoSettings,
+    ObjectStorageChoice, StreamingSettings, problem,
+};
+
+/// The rule every problem of this module names.
+const RULE: &str = "DEPLOYMENT_MODE=saas requires TLS on every connection";
+
+/// What the TLS rule looks at.
+pub(super) struct Connections<'a> {
+    pub mongo: Option<&'a MongoSettings>,
+    pub queue: &'a JobQueueChoice,
+    pub streaming: &'a StreamingSettings,
+    pub storage: &'a ObjectStorageChoice,
+    pub sources: &'a DataSourceConfig,
+}
+
+/// True when a MongoDB connection string turns TLS on (`mongodb+srv://` does by default).
+fn mongo_uri_has_tls(uri: &str) -> bool {
+    let lower = uri.to_ascii_lowercase();
+    let query = lower.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let on = query
+        .split('&')
+        .any(|p| matches!(p, "tls=true" | "ssl=true"));
+    let off = query
+        .split('&')
+        .any(|p| matches!(p, "tls=false" | "ssl=false"));
+    (lower.starts_with("mongodb+srv://") && !off) || on
+}
+
+/// Every connection of `c` that does not use TLS, as configuration problems.
+pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
+    let mut out = Vec::new();
+    if let Some(m) = c.mongo
+        && m.connection.tls_ca_file.is_none()
+        && !mongo_uri_has_tls(&m.connection.uri)
+    {
+        out.push(problem(
+            "MONGO_URI",
+            "the MongoDB connection does not use TLS",
+            &format!("{RULE}: tls=true in MONGO_PARAMETERS or the URI, or MONGO_TLS_CA_CERT"),
+        ));
+    }
+    if let JobQueueChoice::Rabbit { uri, .. } = c.queue
+        && !uri.starts_with("amqps://")
+    {
+        out.push(problem(
+            "RABBITMQ_URI",
+            "not an amqps:// URI",
+            &format!("{RULE}: amqps://"),
+        ));
+    }
+    if c.streaming.enabled
+        && let EventBroker::Amqp(uris) = &c.streaming.broker
+        && uris.iter().any(|u| !u.starts_with("amqps://"))
+    {
+        out.push(problem(
+            "STREAMING_BROKERS",
+            "the event broker is not reached over amqps://",
+            &format!("{RULE}: amqps://"),
+        ));
+    }
+    if let ObjectStorageChoice::S3(s) = c.storage
+        && (s.allow_http
+            || s.endpoint
+                .as_deref()
+                .is_some_and(|e| e.trim_start().starts_with("http://")))
+    {
+        out.push(problem(
+            "OBJECT_STORAGE_ENDPOINT",
+            "object storage is reached over plain http",
+            &format!("{RULE}: an https:// endpoint and OBJECT_STORAGE_DISABLE_SSL=false"),
+        ));
+    }
+    for (id, spec) in &c.sources.sources {
+        let var = format!("DATASOURCE_{}", id.as_str().to_ascii_uppercase());
+        match spec {
+            DataSourceSpec::File { .. } => {}
+            DataSourceSpec::Postgresql { tls, .. } => {
+                use reporter_adapter_postgres::SslMode;
+                if matches!(tls.mode, SslMode::Disable | SslMode::Prefer) {
+                    out.push(sql_without_tls(&var, "PostgreSQL"));
+                }
+            }
+            DataSourceSpec::Mysql(c) => {
+                if c.tls.mode == reporter_adapter_mysql::SslMode::Disable {
+                    out.push(sql_without_tls(&var, "MySQL"));
+                }
+            }
+            DataSourceSpec::Sqlserver(c) => {
+                if c.tls.mode == reporter_adapter_sqlserver::SslMode::Disable {
+                    out.push(sql_without_tls(&var, "SQL Server"));
+                }
+            }
+            DataSourceSpec::Mongodb { uri, .. } => {
+                if !mongo_uri_has_tls(uri) {
+                    out.push(problem(
+                        &format!("{var}_URI"),
+                        "the MongoDB data source does not use TLS",
+                        &format!("{RULE}: tls=true in the connection string"),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A SQL data source whose TLS mode does not guarantee an encrypted connection.
+fn sql_without_tls(var: &str, kind: &str) -> ConfigProblem {
+    problem(
+        &format!("{var}_SSLMODE"),
+        format!("the {kind} data source may be reached without TLS"),
+        &format!("{RULE}: require, verify-ca or verify-full"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mongo_uri_has_tls;
+
+    #[test]
+    fn mongo_tls_is_read_from_the_connection_string() {
+        assert!(mongo_uri_has_tls("mongodb+srv://u:p@cluster/x"));
+        assert!(!mongo_uri_has_tls("mongodb+srv://cluster/?tls=false"));
+        assert!(mongo_uri_has_tls(
+            "mongodb://h:27017/?replicaSet=rs0&TLS=true"
+        ));
+        assert!(mongo_uri_has_tls("mongodb://h/?ssl=true"));
+        assert!(!mongo_uri_has_tls("mongodb://h:27017/?replicaSet=rs0"));
+    }
+}

@@ -1,0 +1,317 @@
+//! Query strings: every operation accepts exactly the query parameters its spec documents.
+//!
+//! A silently ignored parameter is a wrong answer (`?template_id=<T>` must filter, or fail), so
+//! [`QueryCheck`] answers 400 `TPL-0019` to any key the matched operation does not declare,
+//! naming the key(s) and the accepted ones. The set of keys comes from the generated OpenAPI
+//! document itself, so the spec and the check can never disagree.
+//!
+//! A parameter given with an empty value (`?limit=`) counts as absent, as in the original
+//! (whose handlers read an empty string as "not set"): it is removed before the operation
+//! parses its parameters, so `limit=` takes the default.
+//!
+//! Runs after authentication: a request whose token failed goes on to its operation untouched
+//! and gets the 401.
+use super::auth::AuthOutcome;
+use super::error::error_response;
+use crate::app::{AppError, Code};
+use poem::http::Method;
+use poem::http::uri::{PathAndQuery, Uri};
+use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// One path segment of an operation: a literal, or a `{parameter}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Parameter,
+}
+
+/// The query parameters one operation declares.
+#[derive(Debug, Clone)]
+struct Operation {
+    method: Method,
+    segments: Vec<Segment>,
+    known: BTreeSet<String>,
+}
+
+/// Every operation's declared query parameters, read from the OpenAPI document.
+#[derive(Debug, Clone, Default)]
+pub struct QueryContract {
+    operations: Vec<Operation>,
+}
+
+impl QueryContract {
+    /// Reads the operations and their `in: query` parameters from an OpenAPI 3 document.
+    pub fn from_spec(spec: &serde_json::Value) -> Self {
+        let mut operations = Vec::new();
+        let Some(paths) = spec.get("paths").and_then(|p| p.as_object()) else {
+            return Self::default();
+        };
+        for (path, item) in paths {
+            let Some(item) = item.as_object() else {
+                continue;
+            };
+            for (method, op) in item {
+                let Ok(method) = Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else {
+                    continue;
+                };
+                let known = op
+                    .get("parameters")
+                    .and_then(|p| p.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p.get("in").and_then(|i| i.as_str()) == Some("query"))
+                    .filter_map(|p| p.get("name").and_then(|n| n.as_str()))
+                    .map(str::to_owned)
+                    .collect();
+                operations.push(Operation {
+                    method,
+                    segments: segments(path),
+                    known,
+                });
+            }
+        }
+        // Literal segments win over parameters (`/v1/deadlines/notifications` before
+        // `/v1/deadlines/{id}`), as in the router.
+        operations.sort_by_key(|o| {
+            o.segments
+                .iter()
+                .map(|s| u8::from(*s == Segment::Parameter))
+                .collect::<Vec<_>>()
+        });
+        Self { operations }
+    }
+
+    /// The query keys the operation at `method` + `path` accepts; `None` when no operation
+    /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
+    pub fn known(&self, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
+        let method = if method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
+        let parts = parts(path);
+        self.operations
+            .iter()
+            .find(|o| o.method == *method && o.matches(&parts))
+            .map(|o| &o.known)
+    }
+}
+
+impl Operation {
+    fn matches(&self, parts: &[&str]) -> bool {
+        self.segments.len() == parts.len()
+            && self.segments.iter().zip(parts).all(|(s, p)| match s {
+                Segment::Literal(l) => l == p,
+                Segment::Parameter => !p.is_empty(),
+            })
+    }
+}
+
+fn parts(path: &str) -> Vec<&str> {
+    path.trim_end_matches('/').split('/').skip(1).collect()
+}
+
+impl QueryContract {
+    /// The methods of the route `path` resolves to, as the router resolves it: the most
+    /// literal matching path wins (`/v1/deadlines/notifications` is the GET of that path, not
+    /// `{id}`). Empty when no operation has the path.
+    pub fn methods(&self, path: &str) -> Vec<Method> {
+        let parts = parts(path);
+        let Some(route) = self.operations.iter().find(|o| o.matches(&parts)) else {
+            return Vec::new();
+        };
+        self.operations
+            .iter()
+            .filter(|o| o.segments == route.segments)
+            .map(|o| o.method.clone())
+            .collect()
+    }
+}
+
+fn segments(path: &str) -> Vec<Segment> {
+    path.trim_end_matches('/')
+        .split('/')
+        .skip(1)
+        .map(|s| {
+            if s.starts_with('{') && s.ends_with('}') {
+                Segment::Parameter
+            } else {
+                Segment::Literal(s.to_owned())
+            }
+        })
+        .collect()
+}
+
+/// What [`check`] decided about one query string.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every key is known; nothing to change.
+    Keep,
+    /// Every key is known; the query string without its empty-valued parameters.
+    Rewrite(String),
+    /// Keys the operation does not declare.
+    Unknown(Vec<String>),
+}
+
+/// Checks `query` (raw, percent-encoded) against the `known` keys.
+pub fn check(query: &str, known: &BTreeSet<String>) -> Verdict {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let unknown: BTreeSet<String> = pairs
+        .iter()
+        .filter(|(k, _)| !known.contains(k))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if !unknown.is_empty() {
+        return Verdict::Unknown(unknown.into_iter().collect());
+    }
+    if pairs.iter().all(|(_, v)| !v.is_empty()) {
+        return Verdict::Keep;
+    }
+    let kept = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs.iter().filter(|(_, v)| !v.is_empty()))
+        .finish();
+    Verdict::Rewrite(kept)
+}
+
+/// The 400 of unknown keys: the keys in `fields`, the accepted ones in the message.
+pub fn unknown_error(unknown: &[String], known: &BTreeSet<String>) -> AppError {
+    let accepted = if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.iter().cloned().collect::<Vec<_>>().join(", ")
+    };
+    let fields: BTreeMap<String, String> = unknown
+        .iter()
+        .map(|k| {
+            (
+                k.clone(),
+                format!("unknown query parameter; this operation accepts: {accepted}"),
+            )
+        })
+        .collect();
+    AppError::new(
+        Code::InvalidQueryParameter,
+        format!(
+            "unknown query parameter(s): {}; this operation accepts: {accepted}",
+            unknown.join(", ")
+        ),
+    )
+    .fields(fields)
+}
+
+/// Rejects unknown query keys and drops empty-valued parameters (see the module docs).
+pub struct QueryCheck(pub Arc<QueryContract>);
+
+impl<E: Endpoint> Middleware<E> for QueryCheck {
+    type Output = QueryCheckEndpoint<E>;
+    fn transform(&self, ep: E) -> Self::Output {
+        QueryCheckEndpoint {
+            inner: ep,
+            contract: self.0.clone(),
+        }
+    }
+}
+
+/// Endpoint of [`QueryCheck`].
+pub struct QueryCheckEndpoint<E> {
+    inner: E,
+    contract: Arc<QueryContract>,
+}
+
+impl<E: Endpoint> Endpoint for QueryCheckEndpoint<E> {
+    type Output = Response;
+    async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        let Some(query) = req.uri().query().map(str::to_owned) else {
+            return self.inner.call(req).await.map(IntoResponse::into_response);
+        };
+        let Some(known) = self.contract.known(req.method(), req.uri().path()) else {
+            return self.inner.call(req).await.map(IntoResponse::into_response);
+        };
+        // Authentication comes first: an unauthenticated caller learns nothing about the
+        // operation's parameters (the operation answers 401).
+        if matches!(
+            req.extensions().get::<AuthOutcome>(),
+            Some(AuthOutcome(Err(_)))
+        ) {
+            return self.inner.call(req).await.map(IntoResponse::into_response);
+        }
+        match check(&query, known) {
+            Verdict::Keep => {}
+            Verdict::Unknown(keys) => return Ok(error_response(&unknown_error(&keys, known))),
+            Verdict::Rewrite(kept) => {
+                let pq = if kept.is_empty() {
+                    req.uri().path().to_owned()
+                } else {
+                    format!("{}?{kept}", req.uri().path())
+                };
+                let mut parts = req.uri().clone().into_parts();
+                parts.path_and_query = PathAndQuery::try_from(pq).ok();
+                if let Ok(uri) = Uri::from_parts(parts) {
+                    *req.uri_mut() = uri;
+                }
+            }
+        }
+        self.inner.call(req).await.map(IntoResponse::into_response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(keys: &[&str]) -> BTreeSet<String> {
+        keys.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn unknown_keys_are_listed_and_empty_values_dropped() {
+        let k = known(&["limit", "page", "output_format", "outputFormat"]);
+        assert_eq!(check("limit=5&page=2", &k), Verdict::Keep);
+        assert_eq!(check("", &k), Verdict::Keep);
+        assert_eq!(
+            check("limit=&page=2", &k),
+            Verdict::Rewrite("page=2".into())
+        );
+        assert_eq!(check("limit=", &k), Verdict::Rewrite(String::new()));
+        assert_eq!(
+            check("output_format=a%20b&limit=", &k),
+            Verdict::Rewrite("output_format=a+b".into())
+        );
+        // Only an empty value is absent; a blank one is a value (and fails its parse).
+        assert_eq!(check("limit=%20", &k), Verdict::Keep);
+        assert_eq!(
+            check("limit=1&foo=1&bar=&foo=2", &k),
+            Verdict::Unknown(vec!["bar".into(), "foo".into()])
+        );
+    }
+
+    #[test]
+    fn operations_match_literals_before_parameters() {
+        let spec = serde_json::json!({"paths": {
+            "/v1/deadlines/{id}": {"get": {"parameters": [{"in": "path", "name": "id"}]}},
+            "/v1/deadlines/notifications": {"get": {"parameters": [{"in": "query", "name": "limit"}]}},
+            "/v1/deadlines": {"get": {"parameters": [{"in": "query", "name": "status"}, {"in": "header", "name": "X"}]},
+                              "post": {}}
+        }});
+        let c = QueryContract::from_spec(&spec);
+        assert_eq!(
+            c.known(&Method::GET, "/v1/deadlines/notifications"),
+            Some(&known(&["limit"]))
+        );
+        assert_eq!(
+            c.known(&Method::GET, "/v1/deadlines/0190"),
+            Some(&known(&[]))
+        );
+        assert_eq!(
+            c.known(&Method::HEAD, "/v1/deadlines/"),
+            Some(&known(&["status"]))
+        );
+        assert_eq!(c.known(&Method::POST, "/v1/deadlines"), Some(&known(&[])));
+        assert_eq!(c.known(&Method::GET, "/v1/nothing"), None);
+        assert_eq!(c.known(&Method::DELETE, "/v1/deadlines"), None);
+    }
+}

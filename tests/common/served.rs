@@ -1,0 +1,93 @@
+//! A released `reporter serve` (in memory) as a process, for the tests that drive it with
+//! external tools (generated SDK clients, schemathesis), and the check that a tool exists.
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `reporter serve` on a free loopback port; killed when dropped.
+pub struct Served {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl Served {
+    /// Starts it with the test secret and `extra` variables, and waits until it listens.
+    pub fn start(extra: &[(&str, &str)]) -> Self {
+        let addr = super::free_addr();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+        c.arg("serve")
+            .env("SERVER_ADDRESS", &addr)
+            .env("AUTH_JWT_SECRET", super::SECRET)
+            .env("LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().expect("start reporter serve");
+        super::wait_listening(&addr, &mut child, Duration::from_secs(60));
+        Self {
+            child,
+            url: format!("http://{addr}"),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// True when `program --version` runs; otherwise skips (printed) or, under
+/// `REPORTER_REQUIRE_SERVICES=1`, fails.
+pub fn require_tool(program: &str) -> bool {
+    let found = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    super::chaos::require(
+        &format!("{program} (installed by scripts/services.sh)"),
+        found,
+    )
+}
+
+/// Runs `cmd` in `dir` with a time limit; panics with its output when it fails.
+pub fn run(step: &str, cmd: &mut Command, dir: &Path, limit: Duration) -> String {
+    cmd.current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("{step}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("{step}: {e}")),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("{step}: still running after {limit:?}");
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{step} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
