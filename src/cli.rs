@@ -255,7 +255,7 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         .map(|a| a.to_string())
         .unwrap_or_else(|_| bind.to_string());
     drop(listener);
-    print_banner(&addr, &built);
+    print_banner(&addr, &built, role);
     // Pre-start the sandbox children of the pools this role uses.
     if role != wiring::Role::Worker {
         built.sandbox.parse_pool().warm_up();
@@ -341,11 +341,23 @@ async fn shutdown_signal() {
     }
 }
 
-fn print_banner(addr: &str, built: &wiring::Built) {
+fn print_banner(addr: &str, built: &wiring::Built, role: wiring::Role) {
     let base = format!("http://{addr}");
-    println!("Reporter {} listening on {base}", env!("CARGO_PKG_VERSION"));
+    if role == wiring::Role::Worker {
+        // The worker's port serves only its ops endpoints (http::ops_only).
+        println!(
+            "Reporter {} worker; health on {base}",
+            env!("CARGO_PKG_VERSION")
+        );
+    } else {
+        println!("Reporter {} listening on {base}", env!("CARGO_PKG_VERSION"));
+    }
     for line in &built.summary {
         println!("  - {line}");
+    }
+    if role == wiring::Role::Worker {
+        println!("  health: {base}/health    readiness: {base}/readyz    metrics: {base}/metrics");
+        return;
     }
     println!("  Swagger UI: {base}/swagger    spec: {base}/openapi.json    health: {base}/readyz");
     if let Some(token) = &built.dev_token {

@@ -520,6 +520,139 @@ async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A `reporter_jobs_total{outcome}` or other single-label series of the worker's metrics.
+fn series(metrics: &str, name: &str, label: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix(&format!("{{{label}}} ")))
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name}{{{label}}} in\n{metrics}"))
+}
+
+fn report_finished_events(t: &TestApp, id: &str) -> usize {
+    t.broker
+        .as_ref()
+        .expect("streaming on")
+        .deliveries()
+        .iter()
+        .filter(|e| e.key == EventKey::ReportFinished && e.subject == id)
+        .count()
+}
+
+/// The worker generating a report touches it every quarter of the stale period (a
+/// heartbeat), so its own stuck-report sweep never queues a report that is being generated:
+/// a generation that takes longer than the period ends with one job, one finished event.
+#[tokio::test]
+async fn the_sweep_leaves_alone_a_report_that_is_being_generated() {
+    let Some(pg) = SlowPostgres::create("reporter_heartbeat", 3.5).await else {
+        return;
+    };
+    let t = start_with(Options {
+        env: pg.env.clone(),
+        streaming: true,
+        // Stale after 2 s: the worker beats every second, its sweep runs every second.
+        config: Some(|c| c.worker.settings.requeue_after = Some(Duration::from_secs(2))),
+        ..Default::default()
+    })
+    .await;
+    let tpl = t
+        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
+        .await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let m = t.metrics().await;
+    assert_eq!(
+        series(&m, "reporter_jobs_received_total", r#"redelivered="false""#),
+        1.0,
+        "one job: the sweep did not queue the report again\n{m}"
+    );
+    assert_eq!(
+        series(&m, "reporter_jobs_total", r#"outcome="succeeded""#),
+        1.0
+    );
+    assert_eq!(
+        series(&m, "reporter_jobs_total", r#"outcome="duplicate""#),
+        0.0
+    );
+    assert_eq!(
+        series(
+            &m,
+            "reporter_reports_generated_total",
+            r#"status="Finished""#
+        ),
+        1.0
+    );
+    assert_eq!(report_finished_events(&t, &id), 1);
+    drop(t);
+    pg.remove().await;
+}
+
+/// When the sweep does queue again a report that is being generated (here: a sweep whose
+/// stale period is shorter than the worker's heartbeat), the first delivery to finish records
+/// the result and the other is recognised as a duplicate: one terminal status, one
+/// `report.finished`, and the metrics count one success and one duplicate.
+#[tokio::test]
+async fn a_job_the_sweep_queued_twice_is_recorded_once_and_counted_as_a_duplicate() {
+    let Some(pg) = SlowPostgres::create("reporter_twice", 1.5).await else {
+        return;
+    };
+    let t = start_with(Options {
+        env: pg.env.clone(),
+        streaming: true,
+        ..Default::default()
+    })
+    .await;
+    let tpl = t
+        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
+        .await;
+    let id = t.request_report(&tpl, json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued = t
+        .app
+        .requeue_stale_reports(Duration::from_millis(100), 100)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        queued, 1,
+        "the report being generated looked stuck to this sweep"
+    );
+    let r = t.wait_report(&id, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let mut m = String::new();
+    for _ in 0..200 {
+        m = t.metrics().await;
+        let settled = series(&m, "reporter_jobs_total", r#"outcome="succeeded""#)
+            + series(&m, "reporter_jobs_total", r#"outcome="duplicate""#);
+        if settled >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        series(&m, "reporter_jobs_total", r#"outcome="succeeded""#),
+        1.0,
+        "{m}"
+    );
+    assert_eq!(
+        series(&m, "reporter_jobs_total", r#"outcome="duplicate""#),
+        1.0,
+        "{m}"
+    );
+    assert_eq!(
+        series(&m, "reporter_jobs_total", r#"outcome="failed""#),
+        0.0,
+        "{m}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(report_finished_events(&t, &id), 1, "one report.finished");
+    drop(t);
+    pg.remove().await;
+}
+
 #[tokio::test]
 async fn downloads_survive_template_deletion_and_lists_filter() {
     let (t, dir) = instance(false, None).await;

@@ -24,6 +24,7 @@ pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
+pub(crate) use reports::new_request_id;
 pub use reports::{Artifact, CreateReport};
 pub use templates::{
     CreateTemplate, MAX_DESCRIPTION_LEN as TEMPLATE_DESCRIPTION_MAX, TemplateDeletion,

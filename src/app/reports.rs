@@ -216,7 +216,8 @@ impl App {
         let job = ReportJob {
             tenant: caller.tenant.clone(),
             report_id: report.id,
-            request_id: cmd.request_id,
+            // Every job carries a correlation id: the request's, else a fresh one.
+            request_id: Some(cmd.request_id.unwrap_or_else(new_request_id)),
         };
         if let Err(e) = self.ports.jobs.enqueue(&job).await {
             tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
@@ -263,23 +264,18 @@ impl App {
             .await?;
         let mut queued = 0;
         for report in stale {
-            let mut touched = report.clone();
-            touched.updated_at = now;
-            touched.version = report.version + 1;
-            let uow = UnitOfWork::new().change(Change::Report {
-                record: touched,
-                expected_version: Some(report.version),
-            });
-            match self.commit(&report.tenant, uow).await {
-                Ok(()) => {}
-                // Finished, or touched by another sweeping process, since it was listed.
+            match self.touch_report(&report).await {
+                Ok(_) => {}
+                // Finished, or touched by another sweeping process or its worker's heartbeat,
+                // since it was listed.
                 Err(StoreError::VersionConflict | StoreError::NotFound) => continue,
                 Err(e) => return Err(e),
             }
+            let request_id = new_request_id();
             let job = ReportJob {
                 tenant: report.tenant.clone(),
                 report_id: report.id,
-                request_id: None,
+                request_id: Some(request_id.clone()),
             };
             match self.ports.jobs.enqueue(&job).await {
                 Ok(()) => {
@@ -287,6 +283,7 @@ impl App {
                     tracing::warn!(
                         tenant = %report.tenant,
                         report_id = %report.id,
+                        request_id = %request_id,
                         unchanged_since = %report.updated_at,
                         "report stuck in processing: its job was queued again"
                     );
@@ -301,18 +298,42 @@ impl App {
         Ok(queued)
     }
 
+    /// Marks a `Processing` report as alive: `updated_at` now and version + 1, no event. The
+    /// worker generating a report calls it every quarter of `REPORT_REQUEUE_AFTER_SEC` (a
+    /// heartbeat), so the stuck-report sweep never queues again a report that is being
+    /// generated; the sweep calls it before queueing a job, so among several sweeping
+    /// processes exactly one queues it. Returns the stored report. MUST answer
+    /// VersionConflict when the report changed since `report` was read or is terminal, and
+    /// NotFound when it is gone.
+    #[tracing::instrument(skip_all, fields(tenant = %report.tenant, report_id = %report.id))]
+    pub(crate) async fn touch_report(&self, report: &Report) -> Result<Report, StoreError> {
+        if report.status.is_terminal() {
+            return Err(StoreError::VersionConflict);
+        }
+        let mut touched = report.clone();
+        touched.updated_at = self.now();
+        touched.version = report.version + 1;
+        let uow = UnitOfWork::new().change(Change::Report {
+            record: touched.clone(),
+            expected_version: Some(report.version),
+        });
+        self.commit(&report.tenant, uow).await?;
+        Ok(touched)
+    }
+
     /// Records a report as `Error` with `report.errored` (deterministic id). Returns the
-    /// stored report; a report already terminal is returned unchanged.
+    /// stored report, or `None` when the report was already terminal (another delivery
+    /// recorded it; nothing is written).
     pub(crate) async fn finish_errored(
         &self,
         report: &Report,
         code: ReportErrorCode,
         started: std::time::Instant,
-    ) -> Result<Report, StoreError> {
+    ) -> Result<Option<Report>, StoreError> {
         let mut current = report.clone();
         for _ in 0..4 {
             if current.status.is_terminal() {
-                return Ok(current);
+                return Ok(None);
             }
             let now = self.now();
             let mut next = current.clone();
@@ -348,7 +369,7 @@ impl App {
                     now,
                 ));
             match self.commit(&report.tenant, uow).await {
-                Ok(()) => return Ok(next),
+                Ok(()) => return Ok(Some(next)),
                 Err(StoreError::VersionConflict) => {
                     current = self
                         .ports
@@ -423,4 +444,9 @@ impl App {
             })?;
         Ok(Artifact { report, object })
     }
+}
+
+/// A fresh correlation id (UUIDv7, as the HTTP edge generates) for a job no request carried.
+pub(crate) fn new_request_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }

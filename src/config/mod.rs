@@ -82,7 +82,8 @@ pub struct RawConfig {
     /// Lease of an in-flight idempotency key, renewed every third of it while its request runs: a key whose process died is free again this long after its last renewal.
     #[arg(long, env = "IDEMPOTENCY_IN_FLIGHT_SECONDS", default_value = "10")]
     pub idempotency_in_flight_seconds: String,
-    /// Object storage for template files and report artifacts: `memory` or `fs`.
+    /// Object storage for template files and report artifacts: `memory`, `fs` (alias
+    /// `filesystem`), `gridfs` (the MongoDB of MONGO_URI) or `s3` (S3-compatible, OBJECT_STORAGE_*).
     #[arg(long, env = "OBJECT_STORAGE_BACKEND", default_value = "memory")]
     pub object_storage_backend: String,
     /// Root directory of the `fs` object storage.
@@ -1061,7 +1062,7 @@ impl RawConfig {
                 c.problems.push(problem(
                     "OBJECT_STORAGE_BACKEND",
                     format!("'{other}' is not a storage backend"),
-                    "memory|fs",
+                    "memory|fs|gridfs|s3",
                 ));
                 ObjectStorageChoice::Memory
             }

@@ -1,14 +1,30 @@
-//! Worker metrics.
-use prometheus::{IntCounterVec, Opts, Registry};
+//! Worker metrics: jobs received and settled, job duration, reports by terminal status.
+use super::pipeline::JobOutcome;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use reporter_ports::report::ReportStatus;
+use std::time::Duration;
 
-/// Jobs the worker received.
+/// Job outcome labels, in the order the README lists them.
+pub const OUTCOMES: [&str; 5] = [
+    "succeeded",
+    "failed",
+    "duplicate",
+    "retried",
+    "dead_lettered",
+];
+
+/// The worker's counters and histogram, registered on the process's registry.
 #[derive(Clone)]
 pub struct WorkerMetrics {
     received: IntCounterVec,
+    jobs: IntCounterVec,
+    duration: HistogramVec,
+    reports: IntCounterVec,
 }
 
 impl WorkerMetrics {
-    /// Registers `reporter_jobs_received_total{redelivered="true|false"}`.
+    /// Registers `reporter_jobs_received_total{redelivered}`, `reporter_jobs_total{outcome}`,
+    /// `reporter_job_duration_seconds{outcome}` and `reporter_reports_generated_total{status}`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let received = IntCounterVec::new(
             Opts::new(
@@ -18,8 +34,57 @@ impl WorkerMetrics {
             ),
             &["redelivered"],
         )?;
-        registry.register(Box::new(received.clone()))?;
-        Ok(Self { received })
+        let jobs = IntCounterVec::new(
+            Opts::new(
+                "reporter_jobs_total",
+                "Jobs settled, by outcome: succeeded (Finished or Partial recorded), failed \
+                 (Error recorded), duplicate (the report was terminal already), retried, \
+                 dead_lettered",
+            ),
+            &["outcome"],
+        )?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "reporter_job_duration_seconds",
+                "Time from a job's receipt to its settlement, by outcome",
+            )
+            .buckets(vec![
+                0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+            ]),
+            &["outcome"],
+        )?;
+        let reports = IntCounterVec::new(
+            Opts::new(
+                "reporter_reports_generated_total",
+                "Terminal statuses this worker recorded: Finished, Partial, Error",
+            ),
+            &["status"],
+        )?;
+        for c in [&received, &jobs, &reports] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        registry.register(Box::new(duration.clone()))?;
+        // Every series exists from the start, so a rate over an idle worker reads 0.
+        for flag in ["true", "false"] {
+            received.with_label_values(&[flag]);
+        }
+        for outcome in OUTCOMES {
+            jobs.with_label_values(&[outcome]);
+            duration.with_label_values(&[outcome]);
+        }
+        for status in [
+            ReportStatus::Finished,
+            ReportStatus::Partial,
+            ReportStatus::Error,
+        ] {
+            reports.with_label_values(&[status.as_str()]);
+        }
+        Ok(Self {
+            received,
+            jobs,
+            duration,
+            reports,
+        })
     }
 
     /// Counts one received job.
@@ -27,6 +92,24 @@ impl WorkerMetrics {
         self.received
             .with_label_values(&[if redelivered { "true" } else { "false" }])
             .inc();
+    }
+
+    /// Counts one settled job, its duration, and the terminal status it recorded.
+    pub(super) fn settled(&self, outcome: &JobOutcome, took: Duration) {
+        let label = match outcome {
+            JobOutcome::Recorded(ReportStatus::Error) => "failed",
+            JobOutcome::Recorded(_) => "succeeded",
+            JobOutcome::Duplicate => "duplicate",
+            JobOutcome::Retry(_) => "retried",
+            JobOutcome::DeadLetter(_) => "dead_lettered",
+        };
+        if let JobOutcome::Recorded(status) = outcome {
+            self.reports.with_label_values(&[status.as_str()]).inc();
+        }
+        self.jobs.with_label_values(&[label]).inc();
+        self.duration
+            .with_label_values(&[label])
+            .observe(took.as_secs_f64());
     }
 
     /// Jobs received with this flag so far (tests).
@@ -41,6 +124,23 @@ impl WorkerMetrics {
 mod tests {
     use super::*;
 
+    fn value(registry: &Registry, name: &str, label: &str) -> f64 {
+        registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == name)
+            .flat_map(|f| f.get_metric().to_vec())
+            .find(|m| m.get_label().iter().any(|l| l.value() == label))
+            .map(|m| {
+                if m.get_histogram().get_sample_count() > 0 {
+                    m.get_histogram().get_sample_count() as f64
+                } else {
+                    m.get_counter().get_value()
+                }
+            })
+            .unwrap_or(-1.0)
+    }
+
     #[test]
     fn counts_by_the_redelivered_flag_and_shows_in_the_registry() {
         let registry = Registry::new();
@@ -49,7 +149,43 @@ mod tests {
         m.received(true);
         m.received(true);
         assert_eq!((m.get(false), m.get(true)), (1, 2));
-        let families = registry.gather();
-        assert_eq!(families[0].name(), "reporter_jobs_received_total");
+        assert_eq!(
+            value(&registry, "reporter_jobs_received_total", "true"),
+            2.0
+        );
+    }
+
+    #[test]
+    fn each_outcome_has_its_label_and_recorded_statuses_count_as_reports() {
+        let registry = Registry::new();
+        let m = WorkerMetrics::register(&registry).expect("register");
+        // Present before anything happened.
+        assert_eq!(
+            value(&registry, "reporter_jobs_total", "dead_lettered"),
+            0.0
+        );
+        let took = Duration::from_millis(5);
+        m.settled(&JobOutcome::Recorded(ReportStatus::Finished), took);
+        m.settled(&JobOutcome::Recorded(ReportStatus::Partial), took);
+        m.settled(&JobOutcome::Recorded(ReportStatus::Error), took);
+        m.settled(&JobOutcome::Duplicate, took);
+        m.settled(&JobOutcome::Retry("x".into()), took);
+        m.settled(&JobOutcome::DeadLetter("y".into()), took);
+        let jobs = |l| value(&registry, "reporter_jobs_total", l);
+        assert_eq!(
+            OUTCOMES.map(jobs),
+            [2.0, 1.0, 1.0, 1.0, 1.0],
+            "succeeded, failed, duplicate, retried, dead_lettered"
+        );
+        let reports = |l| value(&registry, "reporter_reports_generated_total", l);
+        assert_eq!(
+            ["Finished", "Partial", "Error"].map(reports),
+            [1.0, 1.0, 1.0]
+        );
+        assert_eq!(
+            value(&registry, "reporter_job_duration_seconds", "succeeded"),
+            2.0,
+            "two observations"
+        );
     }
 }

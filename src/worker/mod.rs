@@ -9,6 +9,7 @@
 //! concurrent jobs. html and pdf output is sanitized in the sandbox before it is stored. On shutdown in-flight jobs get a drain period, after
 //! which they are recorded as canceled.
 mod metrics;
+mod ownership;
 mod pipeline;
 
 pub use metrics::WorkerMetrics;
@@ -140,11 +141,11 @@ impl Worker {
 /// Most stuck reports one sweep queues again.
 const SWEEP_BATCH: usize = 100;
 
-/// The reconciliation sweep: every `after / 4` (at most a minute), queue again the jobs of
+/// The reconciliation sweep: every heartbeat period (`after / 4`, 1 s ..= 60 s), queue again the jobs of
 /// reports stuck in `Processing` for longer than `after` ([`App::requeue_stale_reports`]).
 /// Runs until `shutdown` turns true; a failed sweep is logged and tried again next time.
 async fn sweep_stale_reports(app: Arc<App>, after: Duration, mut shutdown: watch::Receiver<bool>) {
-    let every = (after / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let every = ownership::heartbeat_every(after);
     loop {
         tokio::select! {
             () = tokio::time::sleep(every) => {}

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
+use super::ownership::Alive;
 use crate::app::EventIdentity;
 
 /// The tables of one section, or why it failed.
@@ -71,9 +72,17 @@ pub enum Generation {
     },
 }
 
-enum Settle {
-    Ack,
+/// How one delivery ended: what is settled on the queue and counted in the metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum JobOutcome {
+    /// This delivery recorded the report's terminal status (acknowledged).
+    Recorded(ReportStatus),
+    /// The report was already terminal, or another delivery recorded it meanwhile: a broker
+    /// redelivery or a job the stuck-report sweep queued again (acknowledged, nothing written).
+    Duplicate,
+    /// Sent back to the queue for a later attempt.
     Retry(String),
+    /// Dead-lettered (the job cannot succeed).
     DeadLetter(String),
 }
 
@@ -87,18 +96,27 @@ impl Worker {
         use tracing::Instrument;
         let job = delivery.job().clone();
         self.metrics.received(delivery.redelivered());
-        if delivery.redelivered() {
-            tracing::info!(report_id = %job.report_id, "job redelivered (the consumer that held it did not settle it)");
+        // Jobs queued by an older version may carry no correlation id: give them one.
+        let request_id = job
+            .request_id
+            .clone()
+            .unwrap_or_else(crate::app::new_request_id);
+        let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = %request_id);
+        let started = Instant::now();
+        let (redelivered, attempt) = (delivery.redelivered(), delivery.attempt());
+        let outcome = async {
+            if redelivered {
+                tracing::info!("job redelivered (the consumer that held it did not settle it)");
+            }
+            self.process(&job, attempt, cancel).await
         }
-        let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = job.request_id.as_deref().unwrap_or(""));
-        let settle = self
-            .process(&job, delivery.attempt(), cancel)
-            .instrument(span)
-            .await;
-        let result = match settle {
-            Settle::Ack => delivery.ack().await,
-            Settle::Retry(reason) => delivery.retry(&reason).await,
-            Settle::DeadLetter(reason) => delivery.dead_letter(&reason).await,
+        .instrument(span)
+        .await;
+        self.metrics.settled(&outcome, started.elapsed());
+        let result = match outcome {
+            JobOutcome::Recorded(_) | JobOutcome::Duplicate => delivery.ack().await,
+            JobOutcome::Retry(reason) => delivery.retry(&reason).await,
+            JobOutcome::DeadLetter(reason) => delivery.dead_letter(&reason).await,
         };
         if let Err(e) = result {
             tracing::error!(error = %e, report_id = %job.report_id, "could not settle the job; it will be redelivered");
@@ -110,49 +128,62 @@ impl Worker {
         job: &reporter_ports::ports::ReportJob,
         attempt: u32,
         mut cancel: watch::Receiver<bool>,
-    ) -> Settle {
+    ) -> JobOutcome {
         let app = &self.app;
         let report = match app.ports.reports.get(&job.tenant, job.report_id).await {
             Ok(Some(r)) => r,
-            Ok(None) => return Settle::DeadLetter("report not found".into()),
+            Ok(None) => return JobOutcome::DeadLetter("report not found".into()),
             Err(e) => {
                 tracing::warn!(error = %e, "report store unavailable");
-                return Settle::Retry("report store unavailable".into());
+                return JobOutcome::Retry("report store unavailable".into());
             }
         };
         if report.status.is_terminal() {
             tracing::info!(
                 status = report.status.as_str(),
-                "report already terminal; redelivery ignored"
+                "duplicate job ignored: the report is already terminal (a redelivery, or a job the stuck-report sweep queued again)"
             );
-            return Settle::Ack;
+            return JobOutcome::Duplicate;
         }
         let started = Instant::now();
-        let generation = tokio::select! {
-            g = tokio::time::timeout(self.settings.job_timeout, self.generate(&report)) => match g {
-                Ok(Ok(g)) => g,
-                Ok(Err(retry_reason)) => {
-                    if attempt + 1 < 5 {
-                        return Settle::Retry(retry_reason);
+        let generating = async {
+            tokio::select! {
+                g = tokio::time::timeout(self.settings.job_timeout, self.generate(&report)) => match g {
+                    Ok(Ok(g)) => Ok(g),
+                    Ok(Err(retry_reason)) => {
+                        if attempt + 1 < 5 {
+                            return Err(retry_reason);
+                        }
+                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() })
                     }
-                    Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() }
-                }
-                Err(_) => {
-                    tracing::warn!(timeout_s = self.settings.job_timeout.as_secs(), "report generation timed out");
-                    Generation::Failed { code: ReportErrorCode::ReportGenerationTimeout, sections: BTreeMap::new() }
-                }
-            },
-            _ = cancel.wait_for(|c| *c) => Generation::Failed { code: ReportErrorCode::ReportGenerationCanceled, sections: BTreeMap::new() },
+                    Err(_) => {
+                        tracing::warn!(timeout_s = self.settings.job_timeout.as_secs(), "report generation timed out");
+                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationTimeout, sections: BTreeMap::new() })
+                    }
+                },
+                _ = cancel.wait_for(|c| *c) => Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationCanceled, sections: BTreeMap::new() }),
+            }
         };
-        match self.finish(&report, generation, started).await {
-            Ok(()) => Settle::Ack,
+        let (generation, current) = match self.while_alive(&report, generating).await {
+            Alive::Done {
+                output: Ok(g),
+                current,
+            } => (g, current),
+            Alive::Done {
+                output: Err(retry_reason),
+                ..
+            } => return JobOutcome::Retry(retry_reason),
+            Alive::FinishedElsewhere => return JobOutcome::Duplicate,
+        };
+        match self.finish(&current, generation, started).await {
+            Ok(outcome) => outcome,
             Err(StoreError::Unavailable(e)) => {
                 tracing::warn!(error = %e, "could not record the terminal status; retrying the job");
-                Settle::Retry("terminal status not recorded".into())
+                JobOutcome::Retry("terminal status not recorded".into())
             }
             Err(e) => {
-                tracing::info!(error = %e, "terminal status not recorded (another delivery finished it)");
-                Settle::Ack
+                tracing::warn!(error = %e, "terminal status not recorded; the report keeps its stored state");
+                JobOutcome::Duplicate
             }
         }
     }
@@ -295,20 +326,21 @@ impl Worker {
     }
 
     /// Stores the artifact (if any) and records the terminal status with its event.
+    /// Answers [`JobOutcome::Duplicate`] when another delivery recorded one first.
     async fn finish(
         &self,
         report: &Report,
         generation: Generation,
         started: Instant,
-    ) -> Result<(), StoreError> {
+    ) -> Result<JobOutcome, StoreError> {
         let app = &self.app;
         let (bytes, sections) = match generation {
             Generation::Failed { code, sections } => {
                 let mut with_sections = report.clone();
                 with_sections.sections = sections;
-                app.finish_errored(&with_sections, code, started).await?;
-                tracing::info!(code = code.as_str(), "report errored");
-                return Ok(());
+                return Ok(errored(
+                    app.finish_errored(&with_sections, code, started).await?,
+                ));
             }
             Generation::Artifact { bytes, sections } => (bytes, sections),
         };
@@ -326,13 +358,14 @@ impl Worker {
                 tracing::error!(key = %key, "artifact could not be stored");
                 let mut with_sections = report.clone();
                 with_sections.sections = sections;
-                app.finish_errored(
-                    &with_sections,
-                    ReportErrorCode::ReportGenerationFailed,
-                    started,
-                )
-                .await?;
-                return Ok(());
+                let stored = app
+                    .finish_errored(
+                        &with_sections,
+                        ReportErrorCode::ReportGenerationFailed,
+                        started,
+                    )
+                    .await?;
+                return Ok(errored(stored));
             }
         };
         let failures: Vec<SectionFailure> = sections
@@ -350,17 +383,6 @@ impl Worker {
         };
         let now = app.now();
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut next = report.clone();
-        next.status = report
-            .status
-            .transition(status)
-            .map_err(|_| StoreError::VersionConflict)?;
-        next.sections = sections.clone();
-        next.artifact_key = Some(stored_key.clone());
-        next.artifact_size = Some(size);
-        next.completed_at = Some(now);
-        next.updated_at = now;
-        next.version = report.version + 1;
         let subject = report.id.to_string();
         let row = if status == ReportStatus::Finished {
             let payload = ReportFinished {
@@ -368,7 +390,7 @@ impl Worker {
                 template_id: report.template_id.to_string(),
                 output_format: report.output_format.as_str().to_owned(),
                 status: status.as_str().to_owned(),
-                artifact_object_key: stored_key,
+                artifact_object_key: stored_key.clone(),
                 artifact_content_type: content_type.to_owned(),
                 completed_at: now,
                 duration_ms,
@@ -388,7 +410,7 @@ impl Worker {
                 template_id: report.template_id.to_string(),
                 output_format: report.output_format.as_str().to_owned(),
                 status: status.as_str().to_owned(),
-                artifact_object_key: stored_key,
+                artifact_object_key: stored_key.clone(),
                 artifact_content_type: content_type.to_owned(),
                 completed_at: now,
                 duration_ms,
@@ -405,16 +427,69 @@ impl Worker {
                 now,
             )
         };
-        let uow = UnitOfWork::new()
-            .change(Change::Report {
-                record: next,
-                expected_version: Some(report.version),
-            })
-            .with_outbox(row);
-        app.commit_public(&report.tenant, uow).await?;
-        tracing::info!(status = status.as_str(), duration_ms, "report generated");
-        Ok(())
+        // A conflict is a heartbeat or sweep touch that came between (commit on the reloaded
+        // version) or another delivery's terminal status (this one is the duplicate).
+        let mut current = report.clone();
+        for _ in 0..4 {
+            let mut next = current.clone();
+            next.status = match current.status.transition(status) {
+                Ok(s) => s,
+                Err(_) => return Ok(duplicate_finished(&current)),
+            };
+            next.sections = sections.clone();
+            next.artifact_key = Some(stored_key.clone());
+            next.artifact_size = Some(size);
+            next.completed_at = Some(now);
+            next.updated_at = now;
+            next.version = current.version + 1;
+            let uow = UnitOfWork::new()
+                .change(Change::Report {
+                    record: next,
+                    expected_version: Some(current.version),
+                })
+                .with_outbox(row.clone());
+            match app.commit_public(&report.tenant, uow).await {
+                Ok(()) => {
+                    tracing::info!(status = status.as_str(), duration_ms, "report generated");
+                    return Ok(JobOutcome::Recorded(status));
+                }
+                Err(StoreError::VersionConflict) => {
+                    current = match app.ports.reports.get(&report.tenant, report.id).await? {
+                        Some(r) => r,
+                        None => return Err(StoreError::NotFound),
+                    };
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::VersionConflict)
     }
+}
+
+/// The outcome of [`App::finish_errored`](crate::app::App): recorded, or already terminal.
+fn errored(stored: Option<Report>) -> JobOutcome {
+    match stored {
+        Some(r) => {
+            let code = r.error_code.map(|c| c.as_str()).unwrap_or_default();
+            tracing::info!(code, "report errored");
+            JobOutcome::Recorded(ReportStatus::Error)
+        }
+        None => {
+            tracing::info!(
+                "duplicate job: another delivery recorded the report's terminal status first"
+            );
+            JobOutcome::Duplicate
+        }
+    }
+}
+
+/// Logs that `current` is terminal already (another delivery's result stands).
+fn duplicate_finished(current: &Report) -> JobOutcome {
+    tracing::info!(
+        status = current.status.as_str(),
+        "duplicate job: another delivery recorded the report's terminal status first; this one's artifact is not recorded"
+    );
+    JobOutcome::Duplicate
 }
 
 /// Extracts one section: every table of one data source, within the limits.

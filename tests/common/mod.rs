@@ -51,6 +51,9 @@ pub struct Options {
     /// instance's own, named by [`TestApp::mongo_database`]; artifacts in GridFS), whatever
     /// `REPORTER_E2E_BACKEND` says. The caller drops the database.
     pub mongo_uri: Option<String>,
+    /// Tweak of the validated configuration (for values the settings' floors refuse, such
+    /// as a stale-report period of seconds).
+    pub config: Option<fn(&mut reporter::config::Config)>,
 }
 
 /// Starts an instance with default options.
@@ -88,7 +91,7 @@ pub async fn start_with(opts: Options) -> TestApp {
     if let Some(t) = opts.tweak {
         t(&mut raw);
     }
-    start_raw(raw, opts.env).await
+    start_tuned(raw, opts.env, opts.config).await
 }
 
 /// With `REPORTER_E2E_BACKEND=mongo` the same suites run on MongoDB (`MONGODB_URI`): state,
@@ -416,7 +419,16 @@ pub fn deadline_body(days: i64) -> serde_json::Value {
 
 /// Starts an instance from a fully prepared raw configuration (e.g. publication to a real
 /// RabbitMQ on a per-test exchange). Mirrors [`start_with`]: the secret is set the same way.
-pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestApp {
+pub async fn start_raw(raw: RawConfig, env: Vec<(String, String)>) -> TestApp {
+    start_tuned(raw, env, None).await
+}
+
+/// [`start_raw`], with `tune` applied to the validated configuration.
+async fn start_tuned(
+    mut raw: RawConfig,
+    env: Vec<(String, String)>,
+    tune: Option<fn(&mut reporter::config::Config)>,
+) -> TestApp {
     if raw.auth_jwt_public_key.is_none() {
         raw.auth_jwt_secret = Some(SECRET.into());
     }
@@ -426,7 +438,10 @@ pub async fn start_raw(mut raw: RawConfig, env: Vec<(String, String)>) -> TestAp
         reporter::telemetry::init_tracing(&filter, false);
     }
     let mongo_database = raw.mongo_uri.as_ref().map(|_| raw.mongo_name.clone());
-    let config = raw.validate(&env).expect("valid test configuration");
+    let mut config = raw.validate(&env).expect("valid test configuration");
+    if let Some(tune) = tune {
+        tune(&mut config);
+    }
     let built = reporter::wiring::build(&config, reporter::wiring::Role::Serve)
         .await
         .expect("wiring");
