@@ -549,10 +549,7 @@ async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event()
     let Some(pg) = common::ScratchPostgres::create("chaos_slow").await else {
         return;
     };
-    pg.client
-        .batch_execute("CREATE VIEW slow AS SELECT 1 AS id, pg_sleep(4)::text AS nap")
-        .await
-        .expect("slow view");
+    pg.create_slow_view(4.0).await;
     let started = Instant::now();
     let addr = common::free_addr();
     let health = common::free_addr();
@@ -590,7 +587,7 @@ async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event()
     .await;
     // Kill the worker once it really holds the job: its query (4 s of pg_sleep) is running.
     let running = Instant::now();
-    while !slow_query_running(&pg.client).await {
+    while !pg.slow_query_running().await {
         assert!(
             running.elapsed() < Duration::from_secs(60),
             "the worker never started the job's query"
@@ -674,19 +671,6 @@ async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event()
     assert_eq!(again["status"], "Finished");
     drop(_api);
     pg.remove().await;
-}
-
-/// True while a query of the `slow` view runs on the scratch database (a worker holds the job).
-async fn slow_query_running(client: &tokio_postgres::Client) -> bool {
-    let row = client
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%slow%'",
-            &[],
-        )
-        .await
-        .expect("pg_stat_activity");
-    row.get::<_, i64>(0) > 0
 }
 
 /// `reporter_jobs_received_total{redelivered="true"}` in a metrics text.

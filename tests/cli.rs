@@ -545,3 +545,103 @@ fn an_api_killed_between_commit_and_answer_replays_on_retry() {
     let _ = alive.kill();
     let _ = alive.wait();
 }
+
+/// SIGTERM to `reporter serve` while a job runs (on MongoDB, so the outcome outlives the
+/// process): readiness turns 503 `draining`, the job — longer than SHUTDOWN_DRAIN_SECONDS,
+/// shorter than WORKER_DRAIN_TIMEOUT_SEC — finishes and is recorded `Finished`, the process
+/// exits 0, and its temporary directory (example data included) is empty afterwards.
+#[test]
+fn sigterm_drains_a_running_job_and_leaves_nothing_behind() {
+    use std::time::{Duration, Instant};
+    let Some(mongo) = reporter_contract::services::service_url("MONGODB_URI", "MongoDB") else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let Some(pg) = rt.block_on(common::ScratchPostgres::create("sigterm")) else {
+        return;
+    };
+    rt.block_on(pg.create_slow_view(3.0));
+    let tmp = std::env::temp_dir().join(reporter_contract::services::unique_name("sigterm_tmp"));
+    std::fs::create_dir(&tmp).expect("private TMPDIR");
+    let name = reporter_contract::services::unique_name("e2e_sigterm");
+    let tmp_s = tmp.display().to_string();
+    let mut vars: Vec<(String, String)> = pg.source_env("SLOW");
+    vars.extend(
+        [
+            ("TMPDIR", tmp_s.as_str()),
+            ("EXAMPLE_DATA_ENABLED", "true"),
+            ("SHUTDOWN_DRAIN_SECONDS", "1"),
+            ("WORKER_DRAIN_TIMEOUT_SEC", "30"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    let extra: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let addr = common::free_addr();
+    let mut child = serve_on_mongo(&addr, &mongo, &name, &extra);
+    assert!(
+        std::fs::read_dir(&tmp).expect("TMPDIR").count() > 0,
+        "the example data lives in the process's temporary directory while it runs"
+    );
+    let token = common::token();
+    let tpl = common::upload_txt_raw(&addr, &token, "{{ slow.slow.0.id }}", "drained");
+    let report = common::request_report_raw(&addr, &token, &tpl);
+    let waiting = Instant::now();
+    while !rt.block_on(pg.slow_query_running()) {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the job never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(signalled.success());
+    // Draining within the HTTP drain period (the signal lands asynchronously).
+    let signalled_at = Instant::now();
+    let draining = loop {
+        let (status, body) =
+            common::request(&addr, "GET", "/readyz", &token, "application/json", b"");
+        if status == 503 || signalled_at.elapsed() > Duration::from_millis(900) {
+            break (status, String::from_utf8_lossy(&body).into_owned());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(draining.0, 503, "{}", draining.1);
+    assert!(draining.1.contains("draining"), "{}", draining.1);
+    let exit_by = Instant::now() + Duration::from_secs(40);
+    let code = loop {
+        if let Some(code) = child.try_wait().expect("wait") {
+            break code;
+        }
+        assert!(
+            Instant::now() < exit_by,
+            "the process did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(code.success(), "exit status {code}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("TMPDIR")
+        .map(|e| e.map(|e| e.file_name()))
+        .collect();
+    assert!(left.is_empty(), "left in the temporary directory: {left:?}");
+    // The drained job's result is stored: another process reads it.
+    let addr2 = common::free_addr();
+    let mut again = serve_on_mongo(&addr2, &mongo, &name, &extra);
+    let r = common::wait_report_raw(&addr2, &token, &report, 1);
+    let _ = again.kill();
+    let _ = again.wait();
+    assert_eq!(
+        r["status"], "Finished",
+        "the running job finished during the drain: {r}"
+    );
+    rt.block_on(async {
+        if let Ok(client) = mongodb::Client::with_uri_str(&mongo).await {
+            let _ = client.database(&name).drop().await;
+        }
+        pg.remove().await;
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+}

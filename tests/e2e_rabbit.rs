@@ -75,7 +75,8 @@ fn key_of(routing_key: &str) -> EventKey {
         .unwrap_or_else(|| panic!("routing key {routing_key} is outside the manifest"))
 }
 
-const CE_HEADERS: [&str; 10] = [
+/// The seed's ten headers and the `sequence` extension.
+const CE_HEADERS: [&str; 11] = [
     "ce-specversion",
     "ce-id",
     "ce-source",
@@ -86,6 +87,7 @@ const CE_HEADERS: [&str; 10] = [
     "ce-eventtype",
     "ce-schemaversion",
     "ce-tenantid",
+    "ce-sequence",
 ];
 
 /// Every check the seed makes on one message; answers its payload.
@@ -99,7 +101,7 @@ fn check_wire(e: &TailedEvent) -> Value {
     assert_eq!(
         names,
         CE_HEADERS.into_iter().collect::<BTreeSet<_>>(),
-        "exactly the seed's header table: {ctx}"
+        "exactly the seed's header table and ce-sequence: {ctx}"
     );
     let h = &e.headers;
     let (resource, event_type) = k.split_once('.').unwrap();
@@ -116,6 +118,10 @@ fn check_wire(e: &TailedEvent) -> Value {
     assert_eq!(h["ce-eventtype"], event_type, "{ctx}");
     assert_eq!(h["ce-schemaversion"], "1.0.0", "{ctx}");
     assert_eq!(h["ce-tenantid"], "default", "{ctx}");
+    assert!(
+        h["ce-sequence"].len() == 20 && h["ce-sequence"].bytes().all(|b| b.is_ascii_digit()),
+        "20-digit ce-sequence: {ctx}"
+    );
     let payload: Value = serde_json::from_slice(&e.payload)
         .unwrap_or_else(|err| panic!("{ctx}: payload is not JSON: {err}"));
     let schema = key.payload_schema();

@@ -380,12 +380,7 @@ struct SlowPostgres {
 impl SlowPostgres {
     async fn create(prefix: &str, sleep_secs: f64) -> Option<Self> {
         let pg = ScratchPostgres::create(prefix).await?;
-        pg.client
-            .batch_execute(&format!(
-                "CREATE VIEW slow AS SELECT 1 AS id, pg_sleep({sleep_secs})::text AS nap"
-            ))
-            .await
-            .unwrap();
+        pg.create_slow_view(sleep_secs).await;
         let dir = ledger_dir();
         let mut env = env_for(&dir, false);
         env.extend(pg.source_env("SLOW"));

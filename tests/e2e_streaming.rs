@@ -140,8 +140,10 @@ async fn the_header_table_is_exactly_the_seeds() {
             "ce-resourcetype",
             "ce-eventtype",
             "ce-schemaversion",
-            "ce-tenantid"
-        ]
+            "ce-tenantid",
+            "ce-sequence"
+        ],
+        "the seed's table, then the sequence extension"
     );
     let h: BTreeMap<&str, String> = headers.into_iter().collect();
     assert_eq!(h["ce-specversion"], "1.0");
@@ -156,6 +158,10 @@ async fn the_header_table_is_exactly_the_seeds() {
         "single-tenant deployments stamp the tenant too"
     );
     assert!(chrono::DateTime::parse_from_rfc3339(&h["ce-time"]).is_ok());
+    assert_eq!(
+        h["ce-sequence"], "00000000000000000001",
+        "a new template's version"
+    );
     assert_eq!(
         uuid::Uuid::parse_str(&h["ce-id"])
             .unwrap()
@@ -200,6 +206,54 @@ fn validate(e: &EventEnvelope) {
         e.key.key(),
         e.payload
     );
+}
+
+/// Every event of one resource carries `ce-sequence`, the resource's version after the
+/// change: ordering a resource's events by it gives their commit order, whichever path
+/// (direct or dispatcher) published each and whatever order they arrived in. Here a critical
+/// `deadline.delivered` (always through the outbox) is followed by an important rename
+/// (published directly), which may arrive first.
+#[tokio::test]
+async fn ce_sequence_orders_the_events_of_one_resource_by_commit() {
+    let t = streaming().await;
+    let tok = token();
+    let d = t.create_deadline(&tok, deadline_body(5)).await;
+    let id = d["id"].as_str().unwrap().to_owned();
+    let deliver = |on: bool| json!({ "delivered": on });
+    for (path, body) in [
+        (format!("/v1/deadlines/{id}/deliver"), deliver(true)),
+        (format!("/v1/deadlines/{id}"), json!({"name": "renamed"})),
+        (format!("/v1/deadlines/{id}/deliver"), deliver(false)),
+    ] {
+        t.patch_json(&tok, &path, body).await.assert_status_is_ok();
+    }
+    t.delete(&tok, &format!("/v1/deadlines/{id}"))
+        .await
+        .assert_status(poem::http::StatusCode::NO_CONTENT);
+    let all = wait_for(&t, 5).await;
+    let mut mine: Vec<(String, EventKey)> = all
+        .iter()
+        .filter(|e| e.subject == id)
+        .map(|e| {
+            let h: BTreeMap<&str, String> = e.ce_headers().into_iter().collect();
+            (h["ce-sequence"].clone(), e.key)
+        })
+        .collect();
+    assert_eq!(mine.len(), 5, "{mine:?}");
+    mine.sort();
+    assert_eq!(
+        mine.iter().map(|(_, k)| *k).collect::<Vec<_>>(),
+        [
+            EventKey::DeadlineCreated,
+            EventKey::DeadlineDelivered,
+            EventKey::DeadlineUpdated,
+            EventKey::DeadlineDeliveryReverted,
+            EventKey::DeadlineDeleted
+        ],
+        "by ce-sequence: the commit order ({mine:?})"
+    );
+    let numbers: Vec<u64> = mine.iter().map(|(s, _)| s.parse().unwrap()).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5], "the deadline's versions");
 }
 
 #[tokio::test]

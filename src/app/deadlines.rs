@@ -1,5 +1,5 @@
 //! Deadline use cases.
-use super::emission::EventIdentity;
+use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
 use super::{App, CONFLICT_RETRIES, Caller};
 use chrono::Datelike;
@@ -218,8 +218,7 @@ impl App {
         };
         self.emitter.row(
             key,
-            &d.tenant,
-            &d.id.to_string(),
+            EventSubject::new(&d.tenant, &d.id.to_string(), d.version),
             EventIdentity::Fresh,
             &payload,
             now,
@@ -495,8 +494,7 @@ impl App {
                 })
                 .with_outbox(self.emitter.row(
                     EventKey::DeadlineDeleted,
-                    &caller.tenant,
-                    &id.to_string(),
+                    EventSubject::new(&caller.tenant, &id.to_string(), current.version + 1),
                     EventIdentity::Fresh,
                     &payload,
                     now,
@@ -550,8 +548,7 @@ impl App {
                 let disc = format!("{}|{}", ts(view.due_date), ts(now));
                 self.emitter.row(
                     EventKey::DeadlineDelivered,
-                    &caller.tenant,
-                    &id.to_string(),
+                    EventSubject::new(&caller.tenant, &id.to_string(), next.version),
                     EventIdentity::Deterministic(disc),
                     &payload,
                     now,
@@ -576,8 +573,7 @@ impl App {
                 let disc = format!("{}|{}", ts(current.due_date), ts(now));
                 self.emitter.row(
                     EventKey::DeadlineDeliveryReverted,
-                    &caller.tenant,
-                    &id.to_string(),
+                    EventSubject::new(&caller.tenant, &id.to_string(), next.version),
                     EventIdentity::Deterministic(disc),
                     &payload,
                     now,

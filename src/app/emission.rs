@@ -32,6 +32,29 @@ pub struct Emitter {
     hook: Option<Arc<dyn DeliveryHook>>,
 }
 
+/// The resource an event is about: `ce-tenantid`, `ce-subject`, and its version after the
+/// change (`ce-sequence`).
+#[derive(Debug, Clone, Copy)]
+pub struct EventSubject<'a> {
+    /// The owning tenant.
+    pub tenant: &'a TenantId,
+    /// The report, template or deadline id.
+    pub id: &'a str,
+    /// The resource's version once the change commits.
+    pub version: u64,
+}
+
+impl<'a> EventSubject<'a> {
+    /// The resource `id` of `tenant` at `version`.
+    pub fn new(tenant: &'a TenantId, id: &'a str, version: u64) -> Self {
+        Self {
+            tenant,
+            id,
+            version,
+        }
+    }
+}
+
 /// How the `ce-id` of an event is chosen.
 #[derive(Debug, Clone)]
 pub enum EventIdentity {
@@ -61,8 +84,7 @@ impl Emitter {
     pub fn row<P: Serialize>(
         &self,
         key: EventKey,
-        tenant: &TenantId,
-        subject: &str,
+        subject: EventSubject<'_>,
         identity: EventIdentity,
         payload: &P,
         now: DateTime<Utc>,
@@ -78,17 +100,20 @@ impl Emitter {
         };
         let id = match identity {
             EventIdentity::Fresh => uuid::Uuid::now_v7().hyphenated().to_string(),
-            EventIdentity::Deterministic(d) => deterministic_event_id(key, tenant, subject, &d),
+            EventIdentity::Deterministic(d) => {
+                deterministic_event_id(key, subject.tenant, subject.id, &d)
+            }
         };
         let envelope = EventEnvelope {
             id,
             key,
-            tenant: tenant.clone(),
-            subject: subject.to_owned(),
+            tenant: subject.tenant.clone(),
+            subject: subject.id.to_owned(),
             time: now,
             payload,
+            sequence: Some(subject.version),
         };
-        let aggregate = format!("{}:{}", key.resource_type(), subject);
+        let aggregate = format!("{}:{}", key.resource_type(), subject.id);
         Some(OutboxRecord::pending(envelope, aggregate, now, None))
     }
 
@@ -143,8 +168,7 @@ mod tests {
         let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
         let row = emitter.row(
             EventKey::DeadlineCreated,
-            &tenant,
-            "d1",
+            EventSubject::new(&tenant, "d1", 1),
             EventIdentity::Fresh,
             &bad,
             Utc::now(),
@@ -156,8 +180,7 @@ mod tests {
         );
         let good = emitter.row(
             EventKey::DeadlineCreated,
-            &tenant,
-            "d1",
+            EventSubject::new(&tenant, "d1", 1),
             EventIdentity::Fresh,
             &serde_json::json!({"ok": true}),
             Utc::now(),

@@ -19,7 +19,7 @@ pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};
 pub use deadlines::{
     CreateDeadline, DeadlineNotification, Notifications, Severity, UpdateDeadline,
 };
-pub use emission::{DeliveryHook, Emitter, EventIdentity};
+pub use emission::{DeliveryHook, Emitter, EventIdentity, EventSubject};
 pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;

@@ -1,5 +1,5 @@
 //! Report use cases: request, read, download.
-use super::emission::EventIdentity;
+use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
 use super::{App, Caller};
 use reporter_ports::events::EventKey;
@@ -203,8 +203,7 @@ impl App {
             })
             .with_outbox(self.emitter.row(
                 EventKey::ReportRequested,
-                &caller.tenant,
-                &report.id.to_string(),
+                EventSubject::new(&caller.tenant, &report.id.to_string(), report.version),
                 EventIdentity::Fresh,
                 &payload,
                 now,
@@ -362,8 +361,7 @@ impl App {
                 })
                 .with_outbox(self.emitter.row(
                     EventKey::ReportErrored,
-                    &report.tenant,
-                    &report.id.to_string(),
+                    EventSubject::new(&report.tenant, &report.id.to_string(), next.version),
                     EventIdentity::Deterministic(String::new()),
                     &payload,
                     now,

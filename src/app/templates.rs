@@ -1,6 +1,6 @@
 //! Template use cases.
 use super::datasources::Warning;
-use super::emission::EventIdentity;
+use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
 use super::{App, CONFLICT_RETRIES, Caller};
 use bytes::Bytes;
@@ -212,8 +212,7 @@ impl App {
         };
         self.emitter.row(
             key,
-            &t.tenant,
-            &t.id.to_string(),
+            EventSubject::new(&t.tenant, &t.id.to_string(), t.version),
             EventIdentity::Fresh,
             &payload,
             now,
@@ -459,8 +458,7 @@ impl App {
                     })
                     .with_outbox(self.emitter.row(
                         EventKey::DeadlineDeleted,
-                        &caller.tenant,
-                        &d.id.to_string(),
+                        EventSubject::new(&caller.tenant, &d.id.to_string(), d.version + 1),
                         EventIdentity::Fresh,
                         &payload,
                         now,
@@ -484,8 +482,7 @@ impl App {
                 })
                 .with_outbox(self.emitter.row(
                     EventKey::TemplateDeleted,
-                    &caller.tenant,
-                    &id.to_string(),
+                    EventSubject::new(&caller.tenant, &id.to_string(), template.version + 1),
                     EventIdentity::Fresh,
                     &payload,
                     now,

@@ -724,7 +724,7 @@ impl BuilderApi {
     /// unknown data sources, tables or fields, and with `format` the upload's content rules);
     /// `valid` is true exactly when generate-code would succeed. 400 only for a malformed
     /// body: TPL-0001 (no `blocks`), TPL-0015 (unknown fields), TPL-0017 (not JSON, wrong
-    /// types), TPL-0091 (a body nested deeper than 256 JSON levels, about 127 block levels;
+    /// types), TPL-0091 (a body nested deeper than 131 JSON levels, 64 block levels;
     /// blocks nested past the 50-level bound within that are a finding of the 200 answer).
     /// Messages follow `Accept-Language`. Scope `templates:write`.
     #[oai(

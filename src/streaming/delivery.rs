@@ -354,6 +354,7 @@ mod tests {
                 subject: uuid::Uuid::now_v7().to_string(),
                 time: now,
                 payload: serde_json::json!({}),
+                sequence: None,
             },
             "deadline:x".into(),
             now,

@@ -216,7 +216,8 @@ pub fn asyncapi() -> serde_json::Value {
                 "ce-resourcetype": { "type": "string", "const": k.resource_type() },
                 "ce-eventtype": { "type": "string", "const": k.event_type() },
                 "ce-schemaversion": { "type": "string", "const": SCHEMA_VERSION },
-                "ce-tenantid": { "type": "string", "description": "The tenant that owns the change (stamped in single-tenant mode too)" }
+                "ce-tenantid": { "type": "string", "description": "The tenant that owns the change (stamped in single-tenant mode too)" },
+                "ce-sequence": { "type": "string", "pattern": "^[0-9]{20}$", "description": "CloudEvents sequence extension: the resource's version after the change, 20 zero-padded digits. Grows with every event of one resource (with gaps); order one resource's events by it. Absent only on events written by builds before it existed." }
             }
         });
         if let Some(o) = headers.as_object_mut() {

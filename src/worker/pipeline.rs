@@ -17,7 +17,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::ownership::Alive;
-use crate::app::EventIdentity;
+use crate::app::{EventIdentity, EventSubject};
 
 /// The tables of one section, or why it failed.
 type SectionResult = Result<serde_json::Map<String, serde_json::Value>, SectionError>;
@@ -398,8 +398,7 @@ impl Worker {
             };
             app.emitter.row(
                 EventKey::ReportFinished,
-                &report.tenant,
-                &subject,
+                EventSubject::new(&report.tenant, &subject, report.version + 1),
                 EventIdentity::Deterministic(String::new()),
                 &payload,
                 now,
@@ -420,8 +419,7 @@ impl Worker {
             };
             app.emitter.row(
                 EventKey::ReportPartial,
-                &report.tenant,
-                &subject,
+                EventSubject::new(&report.tenant, &subject, report.version + 1),
                 EventIdentity::Deterministic(String::new()),
                 &payload,
                 now,

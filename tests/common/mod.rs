@@ -782,6 +782,31 @@ impl ScratchPostgres {
         ]
     }
 
+    /// A view `slow` of one row (`id` 1) that takes `seconds` to read (pg_sleep): a job
+    /// reading it is known to be running while [`Self::slow_query_running`].
+    pub async fn create_slow_view(&self, seconds: f64) {
+        self.client
+            .batch_execute(&format!(
+                "CREATE VIEW slow AS SELECT 1 AS id, pg_sleep({seconds})::text AS nap"
+            ))
+            .await
+            .expect("slow view");
+    }
+
+    /// True while another session reads the `slow` view of this database.
+    pub async fn slow_query_running(&self) -> bool {
+        let row = self
+            .client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%slow%'",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity");
+        row.get::<_, i64>(0) > 0
+    }
+
     /// Drops the database (connections still open are closed by force).
     pub async fn remove(self) {
         drop(self.client);

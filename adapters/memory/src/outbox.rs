@@ -240,6 +240,7 @@ mod tests {
                 subject: format!("s-{i}"),
                 time: now,
                 payload: serde_json::json!({}),
+                sequence: None,
             },
             format!("deadline:s-{i}"),
             now,

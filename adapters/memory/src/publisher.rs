@@ -141,6 +141,7 @@ mod tests {
             subject: "s".into(),
             time: Utc::now(),
             payload: serde_json::json!({ "n": n }),
+            sequence: None,
         }
     }
 

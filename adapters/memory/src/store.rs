@@ -619,6 +619,7 @@ mod tests {
             subject: t.id.to_string(),
             time: now,
             payload: serde_json::json!({}),
+            sequence: None,
         };
         let row = OutboxRecord::pending(event, t.id.to_string(), now, None);
         let work = UnitOfWork::new()

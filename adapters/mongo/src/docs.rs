@@ -398,6 +398,9 @@ pub(crate) struct EventDoc {
     pub time: String,
     /// The payload as JSON text (exact key order and number representation).
     pub payload_json: String,
+    /// `ce-sequence` (absent on rows of builds before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
 }
 
 /// Collection `outbox`.
@@ -450,6 +453,10 @@ impl OutboxDoc {
                     .time
                     .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
                 payload_json,
+                sequence: r
+                    .event
+                    .sequence
+                    .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
             },
             aggregate: r.aggregate.clone(),
             agg_seq,
@@ -486,6 +493,11 @@ impl OutboxDoc {
                 .with_timezone(&Utc),
             payload: serde_json::from_str(&self.event.payload_json)
                 .map_err(|_| corrupt("event payload"))?,
+            sequence: self
+                .event
+                .sequence
+                .map(|s| u64::try_from(s).map_err(|_| corrupt("event sequence")))
+                .transpose()?,
         };
         Ok(OutboxRecord {
             id: parse_id(&self.id, "outbox id")?,

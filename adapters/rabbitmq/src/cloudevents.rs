@@ -27,7 +27,9 @@ use ::cloudevents::message::{
 use ::cloudevents::{Event, EventBuilder, EventBuilderV10};
 use chrono::{DateTime, SecondsFormat, Utc};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use reporter_ports::events::{CE_SOURCE, CE_SPECVERSION, EventEnvelope, SCHEMA_VERSION};
+use reporter_ports::events::{
+    CE_SOURCE, CE_SPECVERSION, EventEnvelope, SCHEMA_VERSION, sequence_text,
+};
 
 /// The prefix Reporter writes on every CloudEvents header.
 pub const HEADER_PREFIX: &str = "ce-";
@@ -291,12 +293,16 @@ impl MessageDeserializer for AmqpMessage {
 
 /// The CloudEvent of an envelope: `id` = envelope id, `source` = `reporter`, `type` =
 /// `key.ce_type()`, `time`, `subject`, extensions `resourcetype`, `eventtype`,
-/// `schemaversion` = `1.0.0` and `tenantid` (always), data = the JSON payload
-/// (`application/json`).
+/// `schemaversion` = `1.0.0` and `tenantid` (always), `sequence` (when the envelope has one),
+/// data = the JSON payload (`application/json`).
 pub fn envelope_to_event(
     e: &EventEnvelope,
 ) -> Result<Event, ::cloudevents::event::EventBuilderError> {
-    EventBuilderV10::new()
+    let builder = match e.sequence {
+        Some(s) => EventBuilderV10::new().extension("sequence", sequence_text(s)),
+        None => EventBuilderV10::new(),
+    };
+    builder
         .id(e.id.clone())
         .source(CE_SOURCE)
         .ty(e.key.ce_type())
@@ -310,11 +316,12 @@ pub fn envelope_to_event(
         .build()
 }
 
-/// The AMQP message of an envelope, in Reporter's dialect. Exactly these ten headers, all
+/// The AMQP message of an envelope, in Reporter's dialect. Exactly the seed's ten headers, all
 /// `LongString`: `ce-specversion` (`1.0`), `ce-id`, `ce-source` (`reporter`), `ce-type`,
 /// `ce-time` (RFC 3339, millis, `Z`), `ce-subject`, `ce-resourcetype`, `ce-eventtype`,
-/// `ce-schemaversion` (`1.0.0`), `ce-tenantid`; `content_type` = `application/json`; body =
-/// the payload's JSON bytes. Equivalent to encoding [`envelope_to_event`] with
+/// `ce-schemaversion` (`1.0.0`), `ce-tenantid`, plus `ce-sequence` (the resource's version,
+/// 20 zero-padded digits) when the envelope has one; `content_type` = `application/json`;
+/// body = the payload's JSON bytes. Equivalent to encoding [`envelope_to_event`] with
 /// [`AmqpMessage::from_event`], without the fallible builder.
 pub fn envelope_to_message(e: &EventEnvelope) -> AmqpMessage {
     let mut headers = FieldTable::default();
@@ -331,6 +338,9 @@ pub fn envelope_to_message(e: &EventEnvelope) -> AmqpMessage {
     put("ce-eventtype", e.key.event_type().to_owned());
     put("ce-schemaversion", SCHEMA_VERSION.to_owned());
     put("ce-tenantid", e.tenant.as_str().to_owned());
+    if let Some(s) = e.sequence {
+        put("ce-sequence", sequence_text(s));
+    }
     AmqpMessage {
         headers,
         content_type: Some(JSON_CONTENT_TYPE.to_owned()),

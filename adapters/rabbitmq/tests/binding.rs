@@ -30,6 +30,7 @@ fn fixed_envelope() -> EventEnvelope {
             "duration_ms": 8421,
             "section_count": 3
         }),
+        sequence: Some(42),
     }
 }
 
@@ -55,6 +56,7 @@ fn golden_header_table_of_a_fixed_envelope() {
         ("ce-id", "5f0c6a3e-2d7b-5a8e-9c41-7e2b1d0f9a33"),
         ("ce-resourcetype", "report"),
         ("ce-schemaversion", "1.0.0"),
+        ("ce-sequence", "00000000000000000042"),
         ("ce-source", "reporter"),
         ("ce-specversion", "1.0"),
         ("ce-subject", "019826f4-6a9c-7b31-9d40-2f1e8c5a4b77"),
@@ -88,8 +90,24 @@ fn every_key_maps_to_its_type_resource_and_event() {
         );
         assert_eq!(t["ce-resourcetype"], key.resource_type());
         assert_eq!(t["ce-eventtype"], key.event_type());
-        assert_eq!(t.len(), 10);
+        assert_eq!(t.len(), 11, "the seed's ten headers and ce-sequence");
     }
+}
+
+/// A row written by a build before `ce-sequence` existed is published with exactly the
+/// seed's ten headers.
+#[test]
+fn an_envelope_without_a_sequence_has_the_seeds_ten_headers() {
+    let e = EventEnvelope {
+        sequence: None,
+        ..fixed_envelope()
+    };
+    let names: Vec<String> = table(&envelope_to_message(&e).headers)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(!names.iter().any(|n| n == "ce-sequence"));
 }
 
 /// The data of an event as JSON, whatever variant carries it (binary-mode decoding yields

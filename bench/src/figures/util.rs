@@ -1,6 +1,6 @@
 //! Helpers the figures share.
 use chrono::Utc;
-use reporter::app::{App, EventIdentity};
+use reporter::app::{App, EventIdentity, EventSubject};
 use reporter_ports::TenantId;
 use reporter_ports::events::EventKey;
 use reporter_ports::ports::{OutboxRecord, UnitOfWork};
@@ -27,8 +27,7 @@ pub fn critical_row(app: &App, i: usize) -> OutboxRecord {
     app.emitter
         .row(
             EventKey::DeadlineDelivered,
-            &tenant,
-            &uuid::Uuid::now_v7().to_string(),
+            EventSubject::new(&tenant, &uuid::Uuid::now_v7().to_string(), 1),
             EventIdentity::Fresh,
             &payload(i),
             app.now(),

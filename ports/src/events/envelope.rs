@@ -20,6 +20,11 @@ pub struct EventEnvelope {
     pub time: DateTime<Utc>,
     /// The JSON payload (snake_case keys).
     pub payload: serde_json::Value,
+    /// `ce-sequence` (the CloudEvents `sequence` extension): the resource's version after the
+    /// change, so it grows with every event of one resource (with gaps: some changes emit no
+    /// event). `None` only on rows written by builds before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
 }
 
 impl EventEnvelope {
@@ -43,7 +48,16 @@ impl EventEnvelope {
             ("ce-schemaversion", super::SCHEMA_VERSION.to_owned()),
             ("ce-tenantid", self.tenant.as_str().to_owned()),
         ]
+        .into_iter()
+        .chain(self.sequence.map(|s| ("ce-sequence", sequence_text(s))))
+        .collect()
     }
+}
+
+/// A `ce-sequence` value: the number in decimal, zero-padded to 20 digits, so that ordering
+/// the strings (what the CloudEvents `sequence` extension specifies) orders the numbers.
+pub fn sequence_text(sequence: u64) -> String {
+    format!("{sequence:020}")
 }
 
 /// Namespace of deterministic event ids: UUIDv5(URL namespace, `urn:studio.lerian.reporter:ce-id`).

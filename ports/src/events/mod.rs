@@ -9,4 +9,4 @@ pub use catalog::{
     CE_SOURCE, CE_SPECVERSION, CE_TYPE_PREFIX, DeliveryProfile, EVENT_CLASS, EventKey,
     SCHEMA_VERSION,
 };
-pub use envelope::{EventEnvelope, deterministic_event_id, event_id_namespace};
+pub use envelope::{EventEnvelope, deterministic_event_id, event_id_namespace, sequence_text};
