@@ -40,7 +40,8 @@ test-mongo:
         --test e2e_sandbox --test e2e_xss --test props_upload
 
 # Speed and memory figures, each a ratio to a baseline measured in the same run (release
-# build, a private RabbitMQ node, load from wrk); prints the table and writes BENCHMARKS.md.
+# build, a private RabbitMQ node, load from wrk, a scratch PostgreSQL database on 127.0.0.1:5432);
+# prints the table and writes BENCHMARKS.md.
 # Arguments go to reporter-bench: --rounds N, --only NAME[,NAME], --quick.
 bench *ARGS:
     #!/usr/bin/env bash
@@ -49,7 +50,7 @@ bench *ARGS:
         apt-get install -y -qq wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
     fi
     cargo build --release -p reporter -p reporter-bench
-    target/release/reporter-bench --write BENCHMARKS.md {{ARGS}}
+    "${CARGO_TARGET_DIR:-target}/release/reporter-bench" --write BENCHMARKS.md {{ARGS}}
 
 # What CI runs.
 ci:

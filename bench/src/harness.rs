@@ -9,12 +9,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// What a figure may use: the private RabbitMQ node, the release binary, the load tool.
+/// What a figure may use: the private RabbitMQ node, the release binaries, the load tool.
 pub struct Ctx {
     /// The private broker every figure may stop, alarm and publish to.
     pub broker: crate::broker::Broker,
     /// The release `reporter` binary.
     pub reporter_bin: PathBuf,
+    /// The `bare-poem` binary of this crate (the baseline server of P3).
+    pub bare_poem_bin: PathBuf,
     /// `wrk` (Debian package).
     pub wrk: PathBuf,
     /// Smaller sizes, for a smoke run (`--quick`).

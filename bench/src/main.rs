@@ -6,8 +6,10 @@
 //! ```text
 //! reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]
 //! ```
-//! Needs `rabbitmq-server` (Debian), `wrk` (Debian), and the release `reporter` binary
-//! (`REPORTER_BIN`, default `target/release/reporter`).
+//! Needs `rabbitmq-server` (Debian), `wrk` (Debian), `psql` and PostgreSQL on 127.0.0.1:5432
+//! (user `postgres`, trust auth; figures `report-time` and `report-rss` create and drop a
+//! scratch database), and the release `reporter` and `bare-poem` binaries (`REPORTER_BIN`,
+//! `BARE_POEM_BIN`; default: next to this binary, else `target/release/`).
 mod broker;
 mod figures;
 mod harness;
@@ -73,14 +75,31 @@ async fn main() -> anyhow::Result<()> {
         .parent()
         .context("repository root")?
         .to_path_buf();
-    let reporter_bin = std::env::var_os("REPORTER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo.join("target/release/reporter"));
-    anyhow::ensure!(
-        reporter_bin.is_file(),
-        "no release binary at {} (cargo build --release -p reporter)",
-        reporter_bin.display()
-    );
+    // The binaries built with this one (`cargo build --release -p reporter -p reporter-bench`
+    // puts them in the same directory, wherever CARGO_TARGET_DIR points).
+    let bin_dir = std::env::current_exe()?
+        .parent()
+        .context("the directory of reporter-bench")?
+        .to_path_buf();
+    let sibling = |name: &str, var: &str| {
+        std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+            let next = bin_dir.join(name);
+            if next.is_file() {
+                next
+            } else {
+                repo.join("target/release").join(name)
+            }
+        })
+    };
+    let reporter_bin = sibling("reporter", "REPORTER_BIN");
+    let bare_poem_bin = sibling("bare-poem", "BARE_POEM_BIN");
+    for bin in [&reporter_bin, &bare_poem_bin] {
+        anyhow::ensure!(
+            bin.is_file(),
+            "no release binary at {} (cargo build --release -p reporter -p reporter-bench)",
+            bin.display()
+        );
+    }
     let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
     let machine = harness::machine();
     eprintln!("bench: starting a private RabbitMQ node");
@@ -88,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Ctx {
         broker,
         reporter_bin,
+        bare_poem_bin,
         wrk,
         quick: args.quick,
     };
@@ -130,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
     let table = results.table();
     println!("{table}");
     let doc = format!(
-        "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node) vs off; peak RSS is the process's `VmHWM`.\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n",
+        "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node) vs off; peak RSS is the process's `VmHWM`.\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n- **P3 `GET /v1/templates/{{id}}`** (issue 13): `wrk -t2 -c32` with a bearer token against the release `reporter serve` (state in memory, auth on, one template uploaded first) vs `bare-poem` (a bare poem server of `bench/`, one route that parses the id and answers the same JSON bytes, fetched once from Reporter) with the same HS256 check (signature, `exp` with 30 s leeway, `nbf`, the `templates:read` scope) and without any check; req/s and p99.\n- **P5 reports from PostgreSQL** (issue 13): a scratch database on 127.0.0.1:5432 with a `ledger` table (bigint, numeric, text, date; 100,000 rows, 10,000 with `--quick`), created for the run and dropped after it; `reporter serve` (in memory, auth on) with it as data source `bench` and its limits raised so no report meets one (`ENGINE_MAX_ROWS` — default exactly 100,000 — to 10 M, `ENGINE_MAX_RESULT_BYTES` to 4 GiB, `ENGINE_MAX_OUTPUT_BYTES` to 1 GiB, `ENGINE_RENDER_FUEL` to 10 G, `ENGINE_TIMEOUT_SEC` and `TEMPLATE_RENDER_TIMEOUT_SEC` to 600); a CSV template that iterates the rows once (`{{% for r in bench.ledger %}}` with the date printed as psql prints it), timed from the report's `createdAt` to its `completedAt` (polled every 10 ms), vs `psql \\copy (SELECT id, amount, label, booked_on FROM ledger) TO STDOUT CSV HEADER` to /dev/null, timed from spawning psql to its exit. Given as rows/s, so the ratio is psql's time over Reporter's. Informational: an HTML table of the first 10,000 rows and a PDF (native renderer) of the first 1,000, vs `psql \\copy` of those rows.\n- **P6 memory of report generation** (issue 13): a fresh `reporter serve` (the P5 setup; artifacts in memory, as `serve` keeps them by default) generates the 100,000-row CSV report ten times in a row; peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before it (after start-up and the upload), next to the report's size; then `VmRSS` after the tenth report vs after the first. Informational: the largest `VmHWM` among the process's children (the sandbox processes that parse and render templates).\n",
         args.command,
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
         started.elapsed().as_secs_f64(),

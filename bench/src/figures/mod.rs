@@ -2,7 +2,12 @@
 //! [`crate::harness::Figure`], and one line in [`all`].
 mod catch_up;
 mod commit_latency;
+mod pg_reports;
 mod publish_cost;
+mod report_rss;
+mod report_time;
+mod serve;
+mod template_read;
 pub(crate) mod util;
 
 use crate::harness::Figure;
@@ -13,5 +18,8 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(catch_up::CatchUp::default()),
         Box::new(publish_cost::PublishCost),
         Box::new(commit_latency::CommitLatency::default()),
+        Box::new(template_read::TemplateRead),
+        Box::new(report_time::ReportTime::default()),
+        Box::new(report_rss::ReportRss::default()),
     ]
 }

@@ -1,0 +1,122 @@
+//! P6 (issue 13) What report generation keeps in memory: a fresh release `reporter serve` (in
+//! memory, so artifacts too; the P5 setup) generates the 100,000-row CSV report of P5 ten
+//! times in a row. Peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before
+//! it (after start-up and the template upload), against the report's size; RSS after ten
+//! reports is `VmRSS` after the tenth against after the first. Informational: the largest
+//! `VmHWM` of the process's children (the sandbox processes that parse and render).
+use super::pg_reports::{self, Kind, ScratchDb};
+use super::serve::{peak_rss_mb, status_mb};
+use crate::harness::{Ctx, Figure, Sample, Target};
+use async_trait::async_trait;
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct ReportRss {
+    db: Option<ScratchDb>,
+}
+
+/// Reports per round.
+const REPEATS: usize = 10;
+
+/// What one round measured, MB.
+struct Run {
+    idle: f64,
+    peak_after_one: f64,
+    rss_after_one: f64,
+    rss_after_all: f64,
+    child_peak: f64,
+    artifact: f64,
+}
+
+/// The children of `pid` (every thread's).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+fn measure(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Run> {
+    let serve = pg_reports::serve(ctx, db)?;
+    let id = Kind::Csv.upload(&serve)?;
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = serve.pid();
+    let idle = status_mb(pid, "VmRSS");
+    let first = pg_reports::report(&serve, &id)?;
+    let peak_after_one = peak_rss_mb(pid);
+    let rss_after_one = status_mb(pid, "VmRSS");
+    for _ in 1..REPEATS {
+        pg_reports::report(&serve, &id)?;
+    }
+    let rss_after_all = status_mb(pid, "VmRSS");
+    let child_peak = children(pid)
+        .into_iter()
+        .map(peak_rss_mb)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    Ok(Run {
+        idle,
+        peak_after_one,
+        rss_after_one,
+        rss_after_all,
+        child_peak,
+        artifact: first.bytes as f64 / 1024.0 / 1024.0,
+    })
+}
+
+#[async_trait]
+impl Figure for ReportRss {
+    fn name(&self) -> &'static str {
+        "report-rss"
+    }
+
+    async fn round(&mut self, ctx: &Ctx, _reporter_first: bool) -> anyhow::Result<Vec<Sample>> {
+        // Database work, a server process and ten reports: block this worker thread.
+        tokio::task::block_in_place(|| {
+            if self.db.is_none() {
+                self.db = Some(ScratchDb::create(pg_reports::rows(ctx))?);
+            }
+            let db = self.db.as_ref().expect("created above");
+            let r = measure(ctx, db)?;
+            let n = db.rows;
+            Ok(vec![
+                Sample {
+                    row: format!("P6 peak RSS above idle, one {n}-row CSV report"),
+                    unit: "MB",
+                    reporter: r.peak_after_one - r.idle,
+                    baseline: r.artifact,
+                    baseline_name: "the report's size",
+                    target: Some(Target::AtMost(64.0)),
+                },
+                Sample {
+                    row: format!("P6 RSS after {REPEATS} {n}-row CSV reports vs after 1"),
+                    unit: "MB",
+                    reporter: r.rss_after_all,
+                    baseline: r.rss_after_one,
+                    baseline_name: "RSS after 1",
+                    target: Some(Target::RatioAtMost(1.1)),
+                },
+                Sample {
+                    row: format!("P6 peak RSS of a sandbox child, {REPEATS} {n}-row CSV reports"),
+                    unit: "MB",
+                    reporter: r.child_peak,
+                    baseline: r.artifact,
+                    baseline_name: "the report's size",
+                    target: None,
+                },
+            ])
+        })
+    }
+
+    async fn finish(&mut self, _ctx: &Ctx) {
+        self.db = None;
+    }
+}
