@@ -2,8 +2,8 @@
 //! memory, so artifacts too; the P5 setup) generates the 100,000-row CSV report of P5 ten
 //! times in a row. Peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before
 //! it (after start-up and the template upload), against the report's size; RSS after ten
-//! reports is `VmRSS` after the tenth against after the first. Informational: the largest
-//! `VmHWM` of the process's children (the sandbox processes that parse and render).
+//! reports is `VmRSS` after the tenth against after the first. Templates render in sandbox
+//! child processes (a fresh one per render, as a profile shows): their memory is not counted.
 use super::pg_reports::{self, Kind, ScratchDb};
 use super::serve::{peak_rss_mb, status_mb};
 use crate::harness::{Ctx, Figure, Sample, Target};
@@ -24,24 +24,7 @@ struct Run {
     peak_after_one: f64,
     rss_after_one: f64,
     rss_after_all: f64,
-    child_peak: f64,
     artifact: f64,
-}
-
-/// The children of `pid` (every thread's).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|s| {
-            s.split_whitespace()
-                .filter_map(|c| c.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
 }
 
 fn measure(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Run> {
@@ -57,17 +40,11 @@ fn measure(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Run> {
         pg_reports::report(&serve, &id)?;
     }
     let rss_after_all = status_mb(pid, "VmRSS");
-    let child_peak = children(pid)
-        .into_iter()
-        .map(peak_rss_mb)
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
     Ok(Run {
         idle,
         peak_after_one,
         rss_after_one,
         rss_after_all,
-        child_peak,
         artifact: first.bytes as f64 / 1024.0 / 1024.0,
     })
 }
@@ -103,14 +80,6 @@ impl Figure for ReportRss {
                     baseline: r.rss_after_one,
                     baseline_name: "RSS after 1",
                     target: Some(Target::RatioAtMost(1.1)),
-                },
-                Sample {
-                    row: format!("P6 peak RSS of a sandbox child, {REPEATS} {n}-row CSV reports"),
-                    unit: "MB",
-                    reporter: r.child_peak,
-                    baseline: r.artifact,
-                    baseline_name: "the report's size",
-                    target: None,
                 },
             ])
         })
