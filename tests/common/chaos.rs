@@ -237,6 +237,8 @@ pub struct Received {
     pub at: BTreeMap<String, Instant>,
     /// When each copy of each event arrived, by `ce-id`.
     pub copies: BTreeMap<String, Vec<Instant>>,
+    /// The `ce-id` of each distinct event, in the order of their first arrivals.
+    pub order: Vec<String>,
 }
 
 impl Received {
@@ -356,6 +358,7 @@ impl Counter {
                         }
                         None => {
                             got.at.insert(id.clone(), Instant::now());
+                            got.order.push(id.clone());
                             got.by_id.insert(id, item);
                             got.last_new = Some(Instant::now());
                         }
@@ -389,6 +392,7 @@ impl Counter {
             first: g.first,
             at: g.at.clone(),
             copies: g.copies.clone(),
+            order: g.order.clone(),
         }
     }
 
