@@ -36,6 +36,8 @@ const PUBLISH_TIMEOUT_MS: &str = "3000";
 /// The in-flight lease of an idempotency key: a retry of a request the killed API held waits
 /// for it (409 `TPL-0039` meanwhile).
 const IDEMPOTENCY_LEASE_S: &str = "3";
+/// `REPORT_REQUEUE_AFTER_SEC`, its minimum.
+const REQUEUE_AFTER_S: &str = "60";
 /// Every request, retries included, is answered within this.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
 
@@ -61,6 +63,8 @@ struct Log {
     not_sent: usize,
     /// Connections cut after the request was sent, retried on the other API, same key.
     cut: usize,
+    /// Those cut connections by operation.
+    cut_ops: BTreeMap<&'static str, usize>,
     /// 409 `TPL-0039` (the key in flight on a dead process) and 503, retried.
     retried_answers: usize,
     /// Answers `X-Idempotency-Replayed: true`.
@@ -89,6 +93,10 @@ struct Client {
     apis: Apis,
     token: String,
     state: Arc<Mutex<State>>,
+    /// The API the test kills, and how many report requests are in flight on it: the kill
+    /// waits (briefly) for one, so an idempotent request is cut mid-way.
+    victim: String,
+    victim_reports: AtomicUsize,
 }
 
 impl Client {
@@ -126,7 +134,14 @@ impl Client {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)[slot % 2]
                 .clone();
             let t0 = Instant::now();
+            let watched = addr == self.victim && path == "/v1/reports";
+            if watched {
+                self.victim_reports.fetch_add(1, Ordering::SeqCst);
+            }
             let outcome = try_request_with(&addr, method, path, &self.token, &headers, body);
+            if watched {
+                self.victim_reports.fetch_sub(1, Ordering::SeqCst);
+            }
             let took = t0.elapsed();
             slot += 1;
             match outcome {
@@ -161,7 +176,9 @@ impl Client {
                 Err(TransportError::NotSent(_)) => self.state().log.not_sent += 1,
                 Err(TransportError::Ambiguous(_)) => {
                     ambiguous = true;
-                    self.state().log.cut += 1;
+                    let mut st = self.state();
+                    st.log.cut += 1;
+                    *st.log.cut_ops.entry(operation(method, path)).or_default() += 1;
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -255,6 +272,18 @@ impl Client {
     }
 }
 
+/// The operation of a request, for the figures.
+fn operation(method: &str, path: &str) -> &'static str {
+    match (method, path) {
+        ("POST", "/v1/deadlines") => "create deadline",
+        ("POST", "/v1/reports") => "request report",
+        ("POST", "/v1/templates") => "upload template",
+        ("PATCH", p) if p.ends_with("/deliver") => "deliver deadline",
+        ("PATCH", _) => "update deadline",
+        _ => "other",
+    }
+}
+
 /// `q`-quantile of `d` (sorted in place).
 fn quantile(d: &mut [Duration], q: f64) -> Duration {
     d.sort();
@@ -297,7 +326,11 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
             .env("STREAMING_OUTBOX_LEASE_S", LEASE_S)
             .env("STREAMING_PUBLISH_TIMEOUT_MS", PUBLISH_TIMEOUT_MS)
             .env("STREAMING_DISPATCH_POLL_MS", "200")
-            .env("IDEMPOTENCY_IN_FLIGHT_SECONDS", IDEMPOTENCY_LEASE_S);
+            .env("IDEMPOTENCY_IN_FLIGHT_SECONDS", IDEMPOTENCY_LEASE_S)
+            // The shortest stuck-report sweep (a report committed by the killed API whose job
+            // was never queued is queued again after it).
+            .env("ENGINE_TIMEOUT_SEC", "30")
+            .env("REPORT_REQUEUE_AFTER_SEC", REQUEUE_AFTER_S);
         job_queue(&mut c, &s.name, &s.rabbit);
         for (k, v) in pg.source_env("SLOW") {
             c.env(k, v);
@@ -329,6 +362,8 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
         apis: apis.clone(),
         token: token.clone(),
         state: state.clone(),
+        victim: api1_addr.clone(),
+        victim_reports: AtomicUsize::new(0),
     });
     // The template, uploaded once (idempotent).
     let (c, run) = (client.clone(), s.name.clone());
@@ -383,6 +418,14 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
     }
     worker1.kill9();
     let worker_killed = Instant::now();
+    let mut report_in_flight = false;
+    while worker_killed.elapsed() < Duration::from_secs(3) {
+        if client.victim_reports.load(Ordering::SeqCst) > 0 {
+            report_in_flight = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     api1.kill9();
     let api_killed = Instant::now();
     let (_worker3, worker3_health) = start("worker").await;
@@ -408,7 +451,8 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
         .collect();
     let (a, tok, ids) = (api2_addr.clone(), token.clone(), reports.clone());
     let last: BTreeMap<String, serde_json::Value> = blocking(move || {
-        let until = Instant::now() + Duration::from_secs(90);
+        // The stuck-report sweep (60 s, then a sweep every 15 s) plus the job.
+        let until = Instant::now() + Duration::from_secs(110);
         ids.iter()
             .map(|id| {
                 let mut r = common::wait_report_raw(&a, &tok, id, 1);
@@ -646,9 +690,9 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
         recovery_to_last: Some(terminal_at.duration_since(api_killed)),
         notes: format!(
             "{} deadlines ({} updates, {} deliveries), {} reports, {calls} HTTP answers (p50 {p50:?}, p95 {p95:?}); \
-             processes up in {up:?}; killed after {progress_at_kill} of {} rounds, {:?} into the load: worker {:?} and API {:?} after a job's query was seen running ({job_running}), \
+             processes up in {up:?}; killed after {progress_at_kill} of {} rounds, {:?} into the load: worker {:?} and API {:?} after a job's query was seen running ({job_running}) and with a report request in flight on it ({report_in_flight}), \
              replacement API listening {replaced:?} after the kill; load done {:?} after the kill; \
-             transport failures retried on the other API: {} refused, {} cut; {} answers 409 TPL-0039/503 retried; {} idempotent replays; \
+             transport failures retried on the other API: {} refused, {} cut {:?}; {} answers 409 TPL-0039/503 retried; {} idempotent replays; \
              {ambiguous_creates} creates retried after a cut; {} unknown deadlines, {} unknown reports; \
              {duplicated_terminal} terminal events delivered more than once (same ce-id); {redelivered} jobs redelivered (workers 2 and 3); \
              order: {} broken, {} after a publish failure {:?}; all terminal {:?} after the kill (recovery -> last above); total {:?}",
@@ -663,6 +707,7 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
             load_done.duration_since(api_killed),
             log.not_sent,
             log.cut,
+            log.cut_ops,
             log.retried_answers,
             log.replayed,
             ghost_deadlines.len(),
