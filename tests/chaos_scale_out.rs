@@ -63,6 +63,8 @@ struct Log {
     not_sent: usize,
     /// Connections cut after the request was sent, retried on the other API, same key.
     cut: usize,
+    /// The three slowest answers: (latency, operation, status, API).
+    slowest: Vec<(Duration, &'static str, u16, String)>,
     /// Those cut connections by operation.
     cut_ops: BTreeMap<&'static str, usize>,
     /// 409 `TPL-0039` (the key in flight on a dead process) and 503, retried.
@@ -124,10 +126,16 @@ impl Client {
         let mut slot = slot;
         let mut ambiguous = false;
         loop {
-            assert!(
-                started.elapsed() < CALL_LIMIT,
-                "{method} {path} (key {key}) got no answer within {CALL_LIMIT:?}"
-            );
+            if started.elapsed() > CALL_LIMIT {
+                return Call {
+                    status: 0,
+                    body: format!("{method} {path} (key {key}): no answer within {CALL_LIMIT:?}")
+                        .into_bytes(),
+                    api: String::new(),
+                    answered: Instant::now(),
+                    ambiguous,
+                };
+            }
             let addr = self
                 .apis
                 .lock()
@@ -148,6 +156,11 @@ impl Client {
                 Ok(a) => {
                     let mut st = self.state();
                     st.log.latencies.push(took);
+                    st.log
+                        .slowest
+                        .push((took, operation(method, path), a.status, addr.clone()));
+                    st.log.slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
+                    st.log.slowest.truncate(3);
                     let code = serde_json::from_slice::<serde_json::Value>(&a.body)
                         .ok()
                         .and_then(|v| v["code"].as_str().map(str::to_owned));
@@ -156,6 +169,7 @@ impl Client {
                             || (a.status == 409 && code.as_deref() == Some("TPL-0039")));
                     if retry {
                         st.log.retried_answers += 1;
+                        drop(st);
                         std::thread::sleep(Duration::from_millis(250));
                         continue;
                     }
@@ -354,6 +368,12 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
     let (mut worker1, _) = start("worker").await;
     let (_worker2, worker2_health) = start("worker").await;
     let up = started.elapsed();
+    // Which build runs (the target directory may be shared with another worktree).
+    let (a, tok) = (api2_addr.clone(), common::token());
+    let (_, version) =
+        blocking(move || common::request(&a, "GET", "/version", &tok, "application/json", b""))
+            .await;
+    let version: serde_json::Value = serde_json::from_slice(&version).unwrap_or_default();
     let counter = Counter::start(&s.rabbit, &s.queue).await;
     let token = common::token();
     let apis: Apis = Arc::new(Mutex::new([api1_addr.clone(), api2_addr.clone()]));
@@ -692,10 +712,10 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
             "{} deadlines ({} updates, {} deliveries), {} reports, {calls} HTTP answers (p50 {p50:?}, p95 {p95:?}); \
              processes up in {up:?}; killed after {progress_at_kill} of {} rounds, {:?} into the load: worker {:?} and API {:?} after a job's query was seen running ({job_running}) and with a report request in flight on it ({report_in_flight}), \
              replacement API listening {replaced:?} after the kill; load done {:?} after the kill; \
-             transport failures retried on the other API: {} refused, {} cut {:?}; {} answers 409 TPL-0039/503 retried; {} idempotent replays; \
+             transport failures retried on the other API: {} refused, {} cut {:?}; {} answers 409 TPL-0039/503 retried; slowest answers {:?}; {} idempotent replays; \
              {ambiguous_creates} creates retried after a cut; {} unknown deadlines, {} unknown reports; \
              {duplicated_terminal} terminal events delivered more than once (same ce-id); {redelivered} jobs redelivered (workers 2 and 3); \
-             order: {} broken, {} after a publish failure {:?}; all terminal {:?} after the kill (recovery -> last above); total {:?}",
+             order: {} broken, {} after a publish failure {:?}; all terminal {:?} after the kill (recovery -> last above); binary commit {} dirty {} (test built at {}); total {:?}",
             created.len(),
             updated.len(),
             delivered.len(),
@@ -709,6 +729,7 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
             log.cut,
             log.cut_ops,
             log.retried_answers,
+            log.slowest,
             log.replayed,
             ghost_deadlines.len(),
             ghost_reports.len(),
@@ -716,6 +737,9 @@ async fn two_apis_and_two_workers_lose_a_worker_and_an_api_mid_load_and_every_re
             order_excused.len(),
             order_excused,
             terminal_at.duration_since(api_killed),
+            version["commit"],
+            version["dirty"],
+            env!("REPORTER_BUILD_COMMIT"),
             started.elapsed(),
         ),
     }
