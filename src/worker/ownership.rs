@@ -20,7 +20,7 @@ pub(super) enum Alive<T> {
         /// The work's output.
         output: T,
         /// The report as last stored.
-        current: Report,
+        current: Box<Report>,
     },
     /// Another delivery recorded a terminal status meanwhile (or the report is gone).
     FinishedElsewhere,
@@ -45,7 +45,7 @@ impl Worker {
         let Some(after) = self.settings.requeue_after else {
             return Alive::Done {
                 output: work.await,
-                current,
+                current: Box::new(current),
             };
         };
         let every = heartbeat_every(after);
@@ -53,7 +53,7 @@ impl Worker {
         tokio::pin!(work);
         loop {
             tokio::select! {
-                output = &mut work => return Alive::Done { output, current },
+                output = &mut work => return Alive::Done { output, current: Box::new(current) },
                 _ = ticks.tick() => match self.app.touch_report(&current).await {
                     Ok(touched) => current = touched,
                     Err(StoreError::VersionConflict | StoreError::NotFound) => {

@@ -168,7 +168,7 @@ impl Worker {
             Alive::Done {
                 output: Ok(g),
                 current,
-            } => (g, current),
+            } => (g, *current),
             Alive::Done {
                 output: Err(retry_reason),
                 ..
