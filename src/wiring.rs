@@ -823,6 +823,7 @@ async fn streaming(
             batch: s.dispatch_batch,
             ahead: 2,
             lease: s.outbox_lease,
+            publish_deadline: s.publish_timeout,
             poll: s.dispatch_poll,
             max_attempts: s.outbox_max_attempts,
             retention: s.outbox_retention,
