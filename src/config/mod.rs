@@ -1421,16 +1421,18 @@ impl RawConfig {
             300,
         );
         let requeue_after = self.requeue_after(c, job_timeout);
+        let max_attempts = c.number(
+            "WORKER_MAX_ATTEMPTS",
+            &self.worker_max_attempts,
+            1u32,
+            100,
+            5,
+        );
         WorkerConfig {
             queue,
-            max_attempts: c.number(
-                "WORKER_MAX_ATTEMPTS",
-                &self.worker_max_attempts,
-                1u32,
-                100,
-                5,
-            ),
+            max_attempts,
             settings: crate::worker::WorkerSettings {
+                max_attempts,
                 concurrency: c.number(
                     "WORKER_CONCURRENCY",
                     &self.worker_concurrency,
