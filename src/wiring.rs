@@ -18,8 +18,8 @@ use anyhow::Context;
 use reporter_adapter_ammonia::AmmoniaSanitizer;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{
-    MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage, MemoryPublisher, MemoryRetryPolicy,
-    MemoryStore,
+    ByteBudget, MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage, MemoryPublisher,
+    MemoryRetryPolicy, MemoryStore,
 };
 use reporter_adapter_mongo::{
     GridFsStorage, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
@@ -330,9 +330,55 @@ async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Res
     Ok((sources, scratch.0))
 }
 
+/// The in-memory object storage, its report artifacts bounded to `max_bytes` (oldest evicted
+/// first, each eviction logged and counted in `reporter_object_storage_evicted_total`).
+fn memory_storage(
+    max_bytes: Option<u64>,
+    registry: &prometheus::Registry,
+    summary: &mut Vec<String>,
+) -> anyhow::Result<Arc<dyn ObjectStorage>> {
+    let Some(max_bytes) = max_bytes else {
+        summary.push("object storage: in memory, unbounded".to_owned());
+        return Ok(Arc::new(MemoryObjectStorage::new()));
+    };
+    let evicted = prometheus::IntCounter::new(
+        "reporter_object_storage_evicted_total",
+        "Report artifacts the in-memory object storage evicted to stay within \
+         OBJECT_STORAGE_MEMORY_MAX_BYTES (their downloads answer 404 TPL-0035)",
+    )?;
+    registry.register(Box::new(evicted.clone()))?;
+    summary.push(format!(
+        "object storage: in memory, report artifacts up to {} MiB (oldest evicted first)",
+        max_bytes >> 20
+    ));
+    Ok(Arc::new(MemoryObjectStorage::bounded(ByteBudget {
+        max_bytes,
+        evictable: is_report_artifact,
+        on_evict: Arc::new(move |key, bytes| {
+            evicted.inc();
+            tracing::warn!(
+                key,
+                bytes,
+                "in-memory object storage full: evicted the oldest report artifact"
+            );
+        }),
+    })))
+}
+
+/// True for the key of a report artifact, `[<tenant>/]reports/<template>/<report>.<ext>`
+/// ([`crate::app::KeyLayout`]); a template file, `[<tenant>/]templates/<id>.tpl`, is not one
+/// whatever the tenant is called.
+fn is_report_artifact(key: &str) -> bool {
+    let segments: Vec<&str> = key.split('/').collect();
+    segments.len() >= 3
+        && segments[segments.len() - 3] == "reports"
+        && segments[segments.len() - 2] != "templates"
+}
+
 fn object_storage(
     config: &Config,
     mongo_db: Option<&mongodb::Database>,
+    registry: &prometheus::Registry,
     summary: &mut Vec<String>,
 ) -> anyhow::Result<Arc<dyn ObjectStorage>> {
     Ok(match &config.object_storage {
@@ -344,9 +390,8 @@ fn object_storage(
             ));
             Arc::new(GridFsStorage::new(db.clone()))
         }
-        ObjectStorageChoice::Memory => {
-            summary.push("object storage: in memory".to_owned());
-            Arc::new(MemoryObjectStorage::new())
+        ObjectStorageChoice::Memory { max_artifact_bytes } => {
+            memory_storage(*max_artifact_bytes, registry, summary)?
         }
         ObjectStorageChoice::Filesystem(root) => {
             summary.push(format!("object storage: {}", root.display()));
@@ -430,7 +475,8 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI"
         );
     }
-    let storage = object_storage(config, stores.database.as_ref(), &mut summary)?;
+    let registry = prometheus::Registry::new();
+    let storage = object_storage(config, stores.database.as_ref(), &registry, &mut summary)?;
     let mongo_database = stores.database.clone();
     let (sources, example_dir) = data_sources(config, &mut summary).await?;
     let catalog = DataSourceCatalog::new(sources);
@@ -529,7 +575,6 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             tenant_prefix: matches!(config.tenancy, Tenancy::Multi),
         },
     };
-    let registry = prometheus::Registry::new();
     let outbox: Arc<dyn Outbox> = stores.outbox;
     let (emitter, dispatcher, memory_broker, events_check) =
         streaming(config, outbox.clone(), &registry, &mut summary).await?;
@@ -778,6 +823,7 @@ async fn streaming(
             batch: s.dispatch_batch,
             ahead: 2,
             lease: s.outbox_lease,
+            publish_deadline: s.publish_timeout,
             poll: s.dispatch_poll,
             max_attempts: s.outbox_max_attempts,
             retention: s.outbox_retention,
@@ -946,6 +992,25 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_report_artifacts_are_evictable_whatever_the_tenant_is_called() {
+        for artifact in [
+            "reports/0198/0199.pdf",
+            "acme/reports/0198/0199.csv",
+            "reports/reports/0198/0199.txt",
+        ] {
+            assert!(is_report_artifact(artifact), "{artifact}");
+        }
+        for other in [
+            "templates/0198.tpl",
+            "reports/templates/0198.tpl",
+            "acme/templates/0198.tpl",
+            "reports",
+        ] {
+            assert!(!is_report_artifact(other), "{other}");
+        }
+    }
 
     #[test]
     fn an_inline_ca_is_written_to_a_private_file_removed_with_the_guard() {

@@ -17,62 +17,10 @@
 //! which nothing here stops. Each prints its figures.
 mod common;
 
-use common::chaos::{Counter, Figures, PrivateMongo, durable_queue, settle};
-use reporter_contract::services::{service_url, unique_name};
-use std::process::{Child, Command, Stdio};
+use common::chaos::{Counter, Figures, PrivateMongo, settle};
+use common::id_of;
+use common::processes::{blocking, job_queue, redelivered_jobs, reporter, setup, spawn};
 use std::time::{Duration, Instant};
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    /// SIGKILL, as a crash.
-    fn kill9(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.expect("blocking task")
-}
-
-/// `reporter <role>` on MongoDB database `name`, publishing to `exchange` on `rabbit`.
-fn reporter(role: &str, name: &str, mongo: &str, rabbit: &str, exchange: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-    c.arg(role)
-        .env("AUTH_JWT_SECRET", common::SECRET)
-        .env("MONGO_URI", mongo)
-        .env("MONGO_NAME", name)
-        .env("MONGO_TENANT_DB_PREFIX", name)
-        .env("OBJECT_STORAGE_BACKEND", "gridfs")
-        .env("STREAMING_ENABLED", "true")
-        .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", exchange)
-        .env("STREAMING_BROKERS", rabbit)
-        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
-        .env(
-            "STREAMING_ALTERNATE_EXCHANGE",
-            format!("{exchange}.unroutable"),
-        )
-        .env(
-            "LOG_LEVEL",
-            std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "error".into()),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    c
-}
-
-fn spawn(mut c: Command, addr: &str) -> Proc {
-    let mut p = Proc(c.spawn().expect("spawn reporter"));
-    common::wait_listening(addr, &mut p.0, Duration::from_secs(60));
-    p
-}
 
 /// POST a deadline (201 expected); its id.
 fn create_deadline(addr: &str, token: &str, days: i64) -> (u16, Vec<u8>, Duration) {
@@ -89,11 +37,6 @@ fn create_deadline(addr: &str, token: &str, days: i64) -> (u16, Vec<u8>, Duratio
     (status, body, started.elapsed())
 }
 
-fn id_of(body: &[u8]) -> String {
-    let v: serde_json::Value = serde_json::from_slice(body).expect("JSON");
-    v["id"].as_str().expect("id").to_owned()
-}
-
 fn union(a: &common::chaos::Received, b: &common::chaos::Received) -> Vec<(String, String)> {
     let mut all: std::collections::BTreeMap<&String, &common::chaos::Seen> =
         a.by_id.iter().collect();
@@ -105,47 +48,6 @@ fn union(a: &common::chaos::Received, b: &common::chaos::Received) -> Vec<(Strin
     all.values()
         .map(|s| (s.key.clone(), s.subject.clone()))
         .collect()
-}
-
-struct Setup {
-    mongo: PrivateMongo,
-    rabbit: String,
-    name: String,
-    exchange: String,
-    queue: String,
-    _topology: common::RabbitTopology,
-}
-
-async fn setup() -> Option<Setup> {
-    let rabbit = service_url("RABBITMQ_URI", "RabbitMQ")?;
-    let mongo = blocking(PrivateMongo::start).await?;
-    let name = unique_name("chaos");
-    let exchange = format!("{name}.events");
-    let queue = format!("{name}.durable");
-    durable_queue(&rabbit, &exchange, &queue).await;
-    let topology = common::RabbitTopology {
-        queues: vec![
-            queue.clone(),
-            format!("{exchange}.unroutable"),
-            format!("{name}.queue"),
-            format!("{name}.queue.retry"),
-            format!("{name}.dlq"),
-        ],
-        exchanges: vec![
-            exchange.clone(),
-            format!("{exchange}.unroutable"),
-            format!("{name}.jobs"),
-            format!("{name}.dlx"),
-        ],
-    };
-    Some(Setup {
-        mongo,
-        rabbit,
-        name,
-        exchange,
-        queue,
-        _topology: topology,
-    })
 }
 
 /// The AMQP server's address in `uri`.
@@ -556,16 +458,8 @@ async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event()
     let cmd = |role: &str| {
         let mut c = reporter(role, &s.name, &s.mongo.uri, &s.rabbit, &s.exchange);
         c.env("SERVER_ADDRESS", &addr)
-            .env("HEALTH_ADDRESS", &health)
-            .env("RABBITMQ_URI", &s.rabbit)
-            .env("RABBITMQ_EXCHANGE", format!("{}.jobs", s.name))
-            .env(
-                "RABBITMQ_GENERATE_REPORT_QUEUE",
-                format!("{}.queue", s.name),
-            )
-            .env("RABBITMQ_GENERATE_REPORT_KEY", format!("{}.key", s.name))
-            .env("RABBITMQ_DLQ_QUEUE", format!("{}.dlq", s.name))
-            .env("RABBITMQ_DLX", format!("{}.dlx", s.name));
+            .env("HEALTH_ADDRESS", &health);
+        job_queue(&mut c, &s.name, &s.rabbit);
         for (k, v) in pg.source_env("SLOW") {
             c.env(k, v);
         }
@@ -671,13 +565,4 @@ async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event()
     assert_eq!(again["status"], "Finished");
     drop(_api);
     pg.remove().await;
-}
-
-/// `reporter_jobs_received_total{redelivered="true"}` in a metrics text.
-fn redelivered_jobs(metrics: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(r#"reporter_jobs_received_total{redelivered="true"} "#))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
 }

@@ -648,6 +648,57 @@ async fn a_job_the_sweep_queued_twice_is_recorded_once_and_counted_as_a_duplicat
     pg.remove().await;
 }
 
+/// The in-memory object storage keeps report artifacts within its byte bound: past it the
+/// oldest artifact is evicted (counted in the metrics), its download answers 404 TPL-0035,
+/// and the template file, never evictable, still renders new reports.
+#[tokio::test]
+async fn the_in_memory_storage_evicts_the_oldest_artifact_past_its_bound() {
+    let dir = ledger_dir();
+    let t = start_with(Options {
+        env: env_for(&dir, false),
+        // Each artifact of TXT is 35 bytes: the third one evicts the first.
+        config: Some(|c| {
+            c.object_storage = reporter::config::ObjectStorageChoice::Memory {
+                max_artifact_bytes: Some(100),
+            }
+        }),
+        ..Default::default()
+    })
+    .await;
+    let tpl = t.upload_template("txt", TXT).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = t.request_report(&tpl, json!({})).await;
+        assert_eq!(t.wait_report(&id, 600).await["status"], "Finished");
+        ids.push(id);
+    }
+    let gone = expect_error(
+        t.get(&token(), &format!("/v1/reports/{}/download", ids[0]))
+            .await,
+        404,
+        "TPL-0035",
+    )
+    .await;
+    assert!(
+        gone["message"]
+            .as_str()
+            .unwrap()
+            .contains("request the report again"),
+        "{gone}"
+    );
+    for id in &ids[1..] {
+        let (_, _, body) = download(&t, id).await;
+        assert_eq!(body.len(), 35);
+    }
+    let m = t.metrics().await;
+    assert!(
+        m.lines()
+            .any(|l| l == "reporter_object_storage_evicted_total 1"),
+        "{m}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn downloads_survive_template_deletion_and_lists_filter() {
     let (t, dir) = instance(false, None).await;

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod page;
 pub mod ports;
 pub mod report;
+pub mod source_breaker;
 pub mod template;
 pub mod tenant;
 pub mod text;

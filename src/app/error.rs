@@ -77,6 +77,7 @@ codes! {
     UnknownDataSource = "TPL-0031", Validation, "Unknown data source";
     ScriptDetected = "TPL-0032", Validation, "Script or event handler detected";
     StorageUnavailable = "TPL-0034", Unavailable, "Object storage unavailable";
+    ArtifactGone = "TPL-0035", NotFound, "Report artifact no longer stored";
     IdempotencyInFlight = "TPL-0039", Conflict, "A request with this idempotency key is in progress";
     DuplicateDeadline = "TPL-0045", Conflict, "Duplicate deadline";
     InvalidDeadlineType = "TPL-0046", Validation, "Invalid deadline type";

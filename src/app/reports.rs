@@ -410,8 +410,10 @@ impl App {
 
     /// The artifact of a `Finished` report.
     ///
-    /// MUST answer `ReportNotFinished` (422) for any other status. Reads the artifact by the
-    /// key recorded on the report, so deleting the template later does not break downloads.
+    /// MUST answer `ReportNotFinished` (422) for any other status, and `ArtifactGone` (404)
+    /// when the artifact is no longer stored (the in-memory storage evicted it, or it was
+    /// removed). Reads the artifact by the key recorded on the report, so deleting the
+    /// template later does not break downloads.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, report_id = %id))]
     pub async fn download_report(&self, caller: &Caller, id: ReportId) -> AppResult<Artifact> {
         let report = self.get_report(caller, id).await?;
@@ -436,9 +438,11 @@ impl App {
             .map_err(AppError::object_storage)?
             .ok_or_else(|| {
                 AppError::new(
-                    Code::StorageUnavailable,
-                    "the report artifact is missing from object storage",
+                    Code::ArtifactGone,
+                    "the report's artifact is no longer in object storage (evicted by the in-memory \
+                     storage's bound, or removed); request the report again",
                 )
+                .entity("Report")
             })?;
         Ok(Artifact { report, object })
     }

@@ -89,6 +89,14 @@ pub struct RawConfig {
     /// Root directory of the `fs` object storage.
     #[arg(long, env = "OBJECT_STORAGE_PATH", default_value = "./.data/objects")]
     pub object_storage_path: String,
+    /// Bytes the report artifacts of the `memory` object storage may take together; past it
+    /// the oldest artifacts are evicted (template files never are). `0`: no bound.
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_MEMORY_MAX_BYTES",
+        default_value = "268435456"
+    )]
+    pub object_storage_memory_max_bytes: String,
     /// Register the bundled example data set as data source `bank` (default: only when no
     /// DATASOURCE_* variable is set).
     #[arg(long, env = "EXAMPLE_DATA_ENABLED", default_value = "auto")]
@@ -441,8 +449,12 @@ pub enum Tenancy {
 /// Where objects are stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectStorageChoice {
-    /// In process memory (lost on exit).
-    Memory,
+    /// In process memory (lost on exit), report artifacts bounded to `max_artifact_bytes`
+    /// (oldest evicted first; `None`: no bound).
+    Memory {
+        /// Bound on the artifacts' bytes.
+        max_artifact_bytes: Option<u64>,
+    },
     /// Local filesystem under a root directory.
     Filesystem(PathBuf),
     /// S3-compatible storage.
@@ -800,6 +812,7 @@ impl RawConfig {
             idempotency_in_flight_seconds: "10".into(),
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
+            object_storage_memory_max_bytes: "268435456".into(),
             example_data_enabled: "auto".into(),
             cors_allowed_origins: String::new(),
             max_request_body_bytes: "2097152".into(),
@@ -1040,7 +1053,9 @@ impl RawConfig {
             .to_ascii_lowercase()
             .as_str()
         {
-            "memory" => ObjectStorageChoice::Memory,
+            "memory" => ObjectStorageChoice::Memory {
+                max_artifact_bytes: self.memory_max_bytes(&mut c),
+            },
             "fs" | "filesystem" => {
                 if self.object_storage_path.trim().is_empty() {
                     c.problems
@@ -1064,7 +1079,9 @@ impl RawConfig {
                     format!("'{other}' is not a storage backend"),
                     "memory|fs|gridfs|s3",
                 ));
-                ObjectStorageChoice::Memory
+                ObjectStorageChoice::Memory {
+                    max_artifact_bytes: None,
+                }
             }
         };
         let example = match self
@@ -1321,6 +1338,29 @@ impl RawConfig {
         }
     }
 
+    /// `OBJECT_STORAGE_MEMORY_MAX_BYTES`: `None` when 0, else at least 1 MiB.
+    fn memory_max_bytes(&self, c: &mut Checker) -> Option<u64> {
+        let raw = self.object_storage_memory_max_bytes.trim();
+        let max = c.number(
+            "OBJECT_STORAGE_MEMORY_MAX_BYTES",
+            raw,
+            0u64,
+            1 << 50,
+            268_435_456,
+        );
+        if max == 0 {
+            return None;
+        }
+        if max < 1 << 20 {
+            c.problems.push(problem(
+                "OBJECT_STORAGE_MEMORY_MAX_BYTES",
+                format!("{max} is below 1 MiB"),
+                "0 (no bound), or bytes from 1048576",
+            ));
+        }
+        Some(max)
+    }
+
     /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above `job_timeout`
     /// (the validated ENGINE_TIMEOUT_SEC), so a report being generated is never taken for a
     /// stuck one.
@@ -1381,16 +1421,18 @@ impl RawConfig {
             300,
         );
         let requeue_after = self.requeue_after(c, job_timeout);
+        let max_attempts = c.number(
+            "WORKER_MAX_ATTEMPTS",
+            &self.worker_max_attempts,
+            1u32,
+            100,
+            5,
+        );
         WorkerConfig {
             queue,
-            max_attempts: c.number(
-                "WORKER_MAX_ATTEMPTS",
-                &self.worker_max_attempts,
-                1u32,
-                100,
-                5,
-            ),
+            max_attempts,
             settings: crate::worker::WorkerSettings {
+                max_attempts,
                 concurrency: c.number(
                     "WORKER_CONCURRENCY",
                     &self.worker_concurrency,

@@ -14,7 +14,12 @@ fn defaults_validate_to_in_memory_single_tenant() {
         .expect("defaults are valid");
     assert_eq!(c.server_address.to_string(), "127.0.0.1:4005");
     assert_eq!(c.tenancy, Tenancy::Single(TenantId::default_tenant()));
-    assert_eq!(c.object_storage, ObjectStorageChoice::Memory);
+    assert_eq!(
+        c.object_storage,
+        ObjectStorageChoice::Memory {
+            max_artifact_bytes: Some(256 * 1024 * 1024)
+        }
+    );
     assert!(c.data_sources.example);
     assert_eq!(c.auth.key, AuthKey::Generated);
     assert!(c.auth.enabled);

@@ -607,6 +607,7 @@ mod tests {
                 batch: 16,
                 ahead: 1,
                 lease: chrono::Duration::seconds(30),
+                publish_deadline: Duration::from_secs(1),
                 poll: Duration::from_secs(60),
                 max_attempts: 10,
                 retention: chrono::Duration::hours(1),

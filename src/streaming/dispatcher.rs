@@ -43,6 +43,8 @@ pub struct DispatcherSettings {
     pub ahead: usize,
     /// Claim lease.
     pub lease: chrono::Duration,
+    /// Longest one publish call may take (publish + confirm deadline).
+    pub publish_deadline: Duration,
     /// Fallback poll interval.
     pub poll: Duration,
     /// Attempts before a row is parked.
@@ -282,14 +284,40 @@ impl Dispatcher {
         Ok(self.deliver(rows).await)
     }
 
-    /// Publishes claimed rows in per-aggregate waves and settles each row.
+    /// Lease a wave must still have before it is published: one publish deadline and a
+    /// quarter of the lease to settle its rows, at most half the lease (so that a fresh claim
+    /// always qualifies).
+    fn lease_needed(&self) -> chrono::Duration {
+        let publish = chrono::Duration::from_std(self.settings.publish_deadline)
+            .unwrap_or(chrono::Duration::MAX);
+        (publish + self.settings.lease / 4).min(self.settings.lease / 2)
+    }
+
+    /// Publishes claimed rows in per-aggregate waves and settles each row. A wave whose lease
+    /// runs out before it could be published and settled (earlier waves were slow) is given
+    /// back with every later wave, unpublished: publishing it would race the claimer that
+    /// takes it once the lease ends, and publish it twice.
     async fn deliver(&self, rows: Vec<OutboxRecord>) -> BatchReport {
         let mut report = BatchReport {
             claimed: rows.len(),
             ..BatchReport::default()
         };
         let mut failed_aggregates: HashSet<String> = HashSet::new();
-        for wave in waves(rows) {
+        let mut waves = waves(rows).into_iter();
+        while let Some(wave) = waves.next() {
+            let ends = wave
+                .iter()
+                .filter_map(|r| r.lease.as_ref().map(|l| l.until))
+                .min();
+            if ends.is_some_and(|end| end - Utc::now() < self.lease_needed()) {
+                let late: Vec<OutboxRecord> = wave.into_iter().chain(waves.flatten()).collect();
+                tracing::info!(
+                    rows = late.len(),
+                    "the claim's lease is running out: giving the rest of the batch back unpublished"
+                );
+                self.give_back(&late).await;
+                break;
+            }
             // Rows whose resource already failed in an earlier wave are given back: the outbox
             // hands them out again after the earlier row.
             let (wave, held): (Vec<_>, Vec<_>) = wave
@@ -437,6 +465,50 @@ mod flow {
         stop: watch::Sender<bool>,
     }
 
+    /// The dispatcher of a rig's parts (not running).
+    fn build(
+        store: &MemoryStore,
+        publisher: &MemoryPublisher,
+        wake: &Arc<Notify>,
+        back: &Arc<AtomicBool>,
+        base: Duration,
+        poll: Duration,
+    ) -> Dispatcher {
+        Dispatcher {
+            outbox: Arc::new(store.clone()),
+            publisher: Arc::new(publisher.clone()),
+            metrics: StreamingMetrics::register(&prometheus::Registry::new()).expect("metrics"),
+            wake: wake.clone(),
+            broker_back: back.clone(),
+            lane: None,
+            settings: DispatcherSettings {
+                owner: "test".into(),
+                batch: 16,
+                ahead: 2,
+                lease: chrono::Duration::seconds(30),
+                publish_deadline: Duration::from_secs(5),
+                poll,
+                max_attempts: 10,
+                retention: chrono::Duration::hours(1),
+                backoff_base: base,
+                backoff_cap: Duration::from_secs(300),
+                transient_backoff_cap: Duration::from_secs(5),
+            },
+        }
+    }
+
+    /// Another dispatcher on `r`'s store and publisher (not running).
+    fn dispatcher(r: &Rig) -> Dispatcher {
+        build(
+            &r.store,
+            &r.publisher,
+            &r.wake,
+            &r.back,
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+        )
+    }
+
     async fn rig(
         base: Duration,
         poll: Duration,
@@ -474,26 +546,7 @@ mod flow {
             )
             .await
             .expect("commit");
-        let d = Dispatcher {
-            outbox: Arc::new(store.clone()),
-            publisher: Arc::new(publisher.clone()),
-            metrics: StreamingMetrics::register(&prometheus::Registry::new()).expect("metrics"),
-            wake: wake.clone(),
-            broker_back: back.clone(),
-            lane: None,
-            settings: DispatcherSettings {
-                owner: "test".into(),
-                batch: 16,
-                ahead: 2,
-                lease: chrono::Duration::seconds(30),
-                poll,
-                max_attempts: 10,
-                retention: chrono::Duration::hours(1),
-                backoff_base: base,
-                backoff_cap: Duration::from_secs(300),
-                transient_backoff_cap: Duration::from_secs(5),
-            },
-        };
+        let d = build(&store, &publisher, &wake, &back, base, poll);
         let (stop, rx) = watch::channel(false);
         tokio::spawn(d.run(rx));
         (
@@ -627,6 +680,73 @@ mod flow {
         .await;
         assert!(took < Duration::from_millis(500), "{took:?}");
         let _ = r.stop.send(true);
+    }
+
+    /// A claim whose lease is about to end (earlier waves were slow) is given back
+    /// unpublished, so the claimer that takes it after the lease cannot publish it a second
+    /// time; the rows are claimable again at once.
+    #[tokio::test]
+    async fn rows_whose_lease_runs_out_are_given_back_unpublished() {
+        let (r, rows) = rig(
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+            0,
+            |_| {},
+        )
+        .await;
+        let _ = r.stop.send(true);
+        assert!(rows.is_empty());
+        let now = Utc::now();
+        let rows: Vec<_> = (0..3)
+            .map(|i| {
+                OutboxRecord::pending(
+                    EventEnvelope {
+                        id: uuid::Uuid::now_v7().to_string(),
+                        key: EventKey::DeadlineDelivered,
+                        tenant: TenantId::default_tenant(),
+                        subject: format!("late{i}"),
+                        time: now,
+                        payload: serde_json::json!({}),
+                        sequence: Some(2),
+                    },
+                    format!("deadline:late{i}"),
+                    now,
+                    None,
+                )
+            })
+            .collect();
+        r.store
+            .commit(
+                &TenantId::default_tenant(),
+                UnitOfWork::new().with_outbox(rows),
+            )
+            .await
+            .expect("commit");
+        // Claimed by hand with 2 s left: less than one publish deadline (5 s) to go.
+        let claimed = r
+            .store
+            .claim("test", now, now + chrono::Duration::seconds(2), 16)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 3);
+        let d = dispatcher(&r);
+        let report = d.deliver(claimed).await;
+        assert_eq!(report.published, 0);
+        assert!(r.publisher.deliveries().is_empty(), "nothing published");
+        let again = r
+            .store
+            .claim(
+                "other",
+                Utc::now(),
+                Utc::now() + chrono::Duration::seconds(30),
+                16,
+            )
+            .await
+            .expect("claim");
+        assert_eq!(again.len(), 3, "given back, claimable at once");
+        // With a fresh lease the same rows are published.
+        let report = d.deliver(again).await;
+        assert_eq!(report.published, 3);
     }
 
     #[tokio::test]

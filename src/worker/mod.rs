@@ -26,6 +26,9 @@ use tokio::sync::{Semaphore, watch};
 pub struct WorkerSettings {
     /// Jobs processed at once.
     pub concurrency: usize,
+    /// Deliveries of a job (WORKER_MAX_ATTEMPTS): a transient failure of the last one records
+    /// the report `Error` instead of retrying.
+    pub max_attempts: u32,
     /// Sections (data sources) queried at once within a job.
     pub section_concurrency: usize,
     /// Whole-job deadline.
@@ -49,6 +52,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             concurrency: 4,
+            max_attempts: 5,
             section_concurrency: 4,
             job_timeout: Duration::from_secs(300),
             query_timeout: Duration::from_secs(30),

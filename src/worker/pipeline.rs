@@ -151,7 +151,7 @@ impl Worker {
                 g = tokio::time::timeout(self.settings.job_timeout, self.generate(&report)) => match g {
                     Ok(Ok(g)) => Ok(g),
                     Ok(Err(retry_reason)) => {
-                        if attempt + 1 < 5 {
+                        if attempt + 1 < self.settings.max_attempts {
                             return Err(retry_reason);
                         }
                         Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() })

@@ -220,6 +220,8 @@ pub struct Seen {
     pub key: String,
     /// `ce-subject`.
     pub subject: String,
+    /// `ce-sequence` (the resource's version after the change), when the event has one.
+    pub sequence: Option<String>,
 }
 
 /// What a durable queue bound to the events exchange received.
@@ -237,6 +239,8 @@ pub struct Received {
     pub at: BTreeMap<String, Instant>,
     /// When each copy of each event arrived, by `ce-id`.
     pub copies: BTreeMap<String, Vec<Instant>>,
+    /// The `ce-id` of each distinct event, in the order of their first arrivals.
+    pub order: Vec<String>,
 }
 
 impl Received {
@@ -341,6 +345,7 @@ impl Counter {
                 let item = Seen {
                     key: delivery.routing_key.as_str().to_owned(),
                     subject: header(&headers, "ce-subject").unwrap_or_default(),
+                    sequence: header(&headers, "ce-sequence"),
                 };
                 {
                     let mut got = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -356,6 +361,7 @@ impl Counter {
                         }
                         None => {
                             got.at.insert(id.clone(), Instant::now());
+                            got.order.push(id.clone());
                             got.by_id.insert(id, item);
                             got.last_new = Some(Instant::now());
                         }
@@ -389,6 +395,7 @@ impl Counter {
             first: g.first,
             at: g.at.clone(),
             copies: g.copies.clone(),
+            order: g.order.clone(),
         }
     }
 

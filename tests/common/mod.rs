@@ -5,6 +5,7 @@
 pub mod cdp;
 pub mod chaos;
 pub mod cut_proxy;
+pub mod processes;
 pub mod served;
 
 use poem::Response;
@@ -596,24 +597,67 @@ pub fn request_with(
     headers: &str,
     body: &[u8],
 ) -> (u16, Vec<u8>) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    match try_request_with(addr, method, path, token, headers, body) {
+        Ok(answer) => (answer.status, answer.body),
+        Err(e) => panic!("{method} {path} on {addr}: {e:?}"),
+    }
+}
+
+/// An answer of [`try_request_with`].
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// Response head (status line and headers), as received.
+    pub head: String,
+    /// Body (de-chunked).
+    pub body: Vec<u8>,
+}
+
+/// Why [`try_request_with`] got no answer.
+#[derive(Debug)]
+pub enum TransportError {
+    /// The connection was refused: the request never reached a server.
+    NotSent(std::io::Error),
+    /// The connection failed after the request was (maybe partly) sent, or the answer was cut
+    /// short: the server may have processed it.
+    Ambiguous(std::io::Error),
+}
+
+/// [`request_with`] that reports transport failures (a refused connection, a connection reset
+/// or closed mid-answer) instead of panicking, for tests that kill the server under load.
+pub fn try_request_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    headers: &str,
+    body: &[u8],
+) -> Result<Answer, TransportError> {
+    use TransportError::{Ambiguous, NotSent};
+    let cut = |what: &str| Ambiguous(std::io::Error::other(what.to_owned()));
+    let mut s = std::net::TcpStream::connect(addr).map_err(NotSent)?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
+        .map_err(Ambiguous)?;
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
+    s.write_all(head.as_bytes()).map_err(Ambiguous)?;
+    s.write_all(body).map_err(Ambiguous)?;
     let mut buf = Vec::new();
-    s.read_to_end(&mut buf).expect("read");
+    s.read_to_end(&mut buf).map_err(Ambiguous)?;
     let split = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .expect("headers")
+        .ok_or_else(|| cut("closed before the headers"))?
         + 4;
     let head = String::from_utf8_lossy(&buf[..split]).to_string();
-    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| cut("no status"))?;
     let mut body = buf[split..].to_vec();
     if head
         .to_ascii_lowercase()
@@ -622,19 +666,28 @@ pub fn request_with(
         let mut out = Vec::new();
         let mut rest = &body[..];
         loop {
-            let line_end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-            let size =
-                usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap().trim(), 16)
-                    .unwrap();
+            let line_end = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .ok_or_else(|| cut("chunk cut short"))?;
+            let size = std::str::from_utf8(&rest[..line_end])
+                .ok()
+                .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+                .ok_or_else(|| cut("bad chunk size"))?;
             if size == 0 {
                 break;
             }
-            out.extend_from_slice(&rest[line_end + 2..line_end + 2 + size]);
-            rest = &rest[line_end + 2 + size + 2..];
+            let chunk = rest
+                .get(line_end + 2..line_end + 2 + size)
+                .ok_or_else(|| cut("chunk cut short"))?;
+            out.extend_from_slice(chunk);
+            rest = rest
+                .get(line_end + 2 + size + 2..)
+                .ok_or_else(|| cut("chunk cut short"))?;
         }
         body = out;
     }
-    (status, body)
+    Ok(Answer { status, head, body })
 }
 
 /// A free loopback address (`127.0.0.1:<port>`) for a process under test to bind.
@@ -716,7 +769,8 @@ pub fn wait_report_raw(addr: &str, token: &str, id: &str, tries: usize) -> serde
     last
 }
 
-fn id_of(body: &[u8]) -> String {
+/// The `id` of a JSON answer.
+pub fn id_of(body: &[u8]) -> String {
     let v: serde_json::Value = serde_json::from_slice(body).expect("JSON");
     v["id"].as_str().expect("id").to_owned()
 }

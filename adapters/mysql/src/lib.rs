@@ -72,7 +72,6 @@
 //! # TLS
 //! [`SslMode`]: `disable`, `require`, `verify-ca`, `verify-full` (libpq's names; see there),
 //! with an optional CA file. rustls with the ring provider; no OpenSSL.
-mod breaker;
 mod config;
 mod decode;
 mod schema;
@@ -80,6 +79,6 @@ mod source;
 mod sql;
 mod tls;
 
-pub use breaker::BreakerState;
-pub use config::{BreakerConfig, MysqlConfig, SslMode};
+pub use config::{MysqlConfig, SslMode};
+pub use reporter_ports::source_breaker::{BreakerConfig, BreakerState};
 pub use source::MysqlDataSource;

@@ -1,5 +1,4 @@
 //! [`MysqlDataSource`]: the [`DataSource`] over one MySQL or MariaDB database.
-use crate::breaker::{BreakerState, CircuitBreaker};
 use crate::config::MysqlConfig;
 use crate::decode::{self, ColumnInfo};
 use crate::schema::{ColumnKind, ColumnRow, Discovered, Flavor};
@@ -10,6 +9,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! [`PostgresConfig`]: how to reach one PostgreSQL data source and how to guard it.
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::DataSourceError;
+use reporter_ports::source_breaker::BreakerConfig;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -67,25 +68,6 @@ fn without_tls_params(url: &str) -> String {
         base.to_owned()
     } else {
         format!("{base}?{}", kept.join("&"))
-    }
-}
-
-/// Circuit-breaker settings of one data source (see [`crate::BreakerState`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BreakerConfig {
-    /// Consecutive failed calls (unreachable server, pool/connection errors, timeouts) that
-    /// open the breaker. `0` disables the breaker. Default 15 (the reference's trip count).
-    pub failure_threshold: u32,
-    /// How long the breaker stays open before letting one probe call through. Default 30 s.
-    pub open_for: Duration,
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        Self {
-            failure_threshold: 15,
-            open_for: Duration::from_secs(30),
-        }
     }
 }
 

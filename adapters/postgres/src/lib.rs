@@ -73,7 +73,6 @@
 //! `sslmode` `disable` (default), `prefer`, `require`, `verify-ca` or `verify-full`, with an
 //! optional CA file (`ssl_root_cert`), as in libpq: rustls with the ring provider (see the
 //! `tls` module for what each mode checks). Cancel requests use the same TLS settings.
-mod breaker;
 mod config;
 mod decode;
 mod schema;
@@ -81,6 +80,6 @@ mod source;
 mod sql;
 mod tls;
 
-pub use breaker::BreakerState;
-pub use config::{BreakerConfig, PostgresConfig, SslMode};
+pub use config::{PostgresConfig, SslMode};
+pub use reporter_ports::source_breaker::{BreakerConfig, BreakerState};
 pub use source::PostgresDataSource;

@@ -1,5 +1,4 @@
 //! [`PostgresDataSource`]: the [`DataSource`] over one PostgreSQL database.
-use crate::breaker::{BreakerState, CircuitBreaker};
 use crate::config::PostgresConfig;
 use crate::decode;
 use crate::schema::{ColumnRow, Discovered};
@@ -11,6 +10,7 @@ use deadpool_postgres::{
 };
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_postgres::error::SqlState;

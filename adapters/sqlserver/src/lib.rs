@@ -28,13 +28,12 @@
 //!   connection. A small pool keeps at most `pool_size` connections.
 //! - **Breaker**: as the other SQL sources.
 //! - **TLS**: see [`SslMode`].
-mod breaker;
 mod config;
 mod decode;
 mod schema;
 mod source;
 mod sql;
 
-pub use breaker::BreakerState;
-pub use config::{BreakerConfig, SqlServerConfig, SslMode};
+pub use config::{SqlServerConfig, SslMode};
+pub use reporter_ports::source_breaker::{BreakerConfig, BreakerState};
 pub use source::SqlServerDataSource;

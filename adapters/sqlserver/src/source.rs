@@ -1,5 +1,4 @@
 //! [`SqlServerDataSource`]: the [`DataSource`] over one SQL Server database.
-use crate::breaker::{BreakerState, CircuitBreaker};
 use crate::config::{SqlServerConfig, SslMode};
 use crate::decode;
 use crate::schema::{DEFAULT_SCHEMA, Discovered};
@@ -8,6 +7,7 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 use tiberius::{AuthMethod, Client, ColumnData, Config, EncryptionLevel, Query, QueryItem};

@@ -1,4 +1,5 @@
-//! A small circuit breaker: consecutive failures open it, one probe half-opens it.
+//! The circuit breaker of a data source (PostgreSQL, MySQL, SQL Server adapters): consecutive
+//! failures open it, one probe half-opens it. Pure logic on `std` (the caller passes the time).
 //!
 //! States and transitions:
 //! - **Closed** (counting consecutive failures): every call goes through. A success resets the
@@ -9,9 +10,27 @@
 //!   A probe abandoned (its future dropped) without an outcome lets the next call probe.
 //!
 //! A threshold of 0 disables the breaker (always closed).
-use crate::config::BreakerConfig;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Circuit-breaker settings of one data source (see [`BreakerState`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerConfig {
+    /// Consecutive failed calls (unreachable server, pool/connection errors, timeouts) that
+    /// open the breaker. `0` disables the breaker. Default 15 (the reference's trip count).
+    pub failure_threshold: u32,
+    /// How long the breaker stays open before letting one probe call through. Default 30 s.
+    pub open_for: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 15,
+            open_for: Duration::from_secs(30),
+        }
+    }
+}
 
 /// The observable state of a data source's circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,22 +50,24 @@ enum State {
     HalfOpen { probing: bool },
 }
 
+/// One data source's breaker (see the module documentation for its states).
 #[derive(Debug)]
-pub(crate) struct CircuitBreaker {
+pub struct CircuitBreaker {
     config: BreakerConfig,
     state: Mutex<State>,
 }
 
 /// Leave to make one call. Report its outcome with [`Permit::record`].
 #[derive(Debug)]
-pub(crate) struct Permit<'a> {
+pub struct Permit<'a> {
     breaker: &'a CircuitBreaker,
     probe: bool,
     recorded: bool,
 }
 
 impl CircuitBreaker {
-    pub(crate) fn new(config: BreakerConfig) -> Self {
+    /// A closed breaker with `config`.
+    pub fn new(config: BreakerConfig) -> Self {
         Self {
             config,
             state: Mutex::new(State::Closed { failures: 0 }),
@@ -59,7 +80,7 @@ impl CircuitBreaker {
     }
 
     /// The state as of `now` (an expired Open reads as HalfOpen).
-    pub(crate) fn state(&self, now: Instant) -> BreakerState {
+    pub fn state(&self, now: Instant) -> BreakerState {
         match *self.lock() {
             State::Closed { .. } => BreakerState::Closed,
             State::Open { until } if now < until => BreakerState::Open,
@@ -68,7 +89,7 @@ impl CircuitBreaker {
     }
 
     /// A permit for one call, or `None` when the call must fail fast.
-    pub(crate) fn acquire(&self, now: Instant) -> Option<Permit<'_>> {
+    pub fn acquire(&self, now: Instant) -> Option<Permit<'_>> {
         if self.config.failure_threshold == 0 {
             return Some(self.permit(false));
         }
@@ -119,7 +140,7 @@ impl CircuitBreaker {
 
 impl Permit<'_> {
     /// Records the call's outcome: `failed` means the server could not be used.
-    pub(crate) fn record(mut self, failed: bool, now: Instant) {
+    pub fn record(mut self, failed: bool, now: Instant) {
         self.recorded = true;
         self.breaker.record(failed, now);
     }
