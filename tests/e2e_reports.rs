@@ -387,6 +387,25 @@ impl SlowPostgres {
         Some(Self { pg, dir, env })
     }
 
+    /// An instance reading this database as data source `slow` (and the ledger), with
+    /// `config` applied, and a txt template that reads the slow view.
+    async fn instance(
+        &self,
+        config: Option<fn(&mut reporter::config::Config)>,
+    ) -> (TestApp, String) {
+        let t = start_with(Options {
+            env: self.env.clone(),
+            streaming: true,
+            config,
+            ..Default::default()
+        })
+        .await;
+        let tpl = t
+            .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
+            .await;
+        (t, tpl)
+    }
+
     /// Drops the database (after the instance using it is gone) and the ledger directory.
     async fn remove(self) {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -545,16 +564,11 @@ async fn the_sweep_leaves_alone_a_report_that_is_being_generated() {
     let Some(pg) = SlowPostgres::create("reporter_heartbeat", 3.5).await else {
         return;
     };
-    let t = start_with(Options {
-        env: pg.env.clone(),
-        streaming: true,
-        // Stale after 2 s: the worker beats every second, its sweep runs every second.
-        config: Some(|c| c.worker.settings.requeue_after = Some(Duration::from_secs(2))),
-        ..Default::default()
-    })
-    .await;
-    let tpl = t
-        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
+    // Stale after 2 s: the worker beats every second, its sweep runs every second.
+    let (t, tpl) = pg
+        .instance(Some(|c| {
+            c.worker.settings.requeue_after = Some(Duration::from_secs(2))
+        }))
         .await;
     let id = t.request_report(&tpl, json!({})).await;
     let r = t.wait_report(&id, 600).await;
@@ -595,15 +609,7 @@ async fn a_job_the_sweep_queued_twice_is_recorded_once_and_counted_as_a_duplicat
     let Some(pg) = SlowPostgres::create("reporter_twice", 1.5).await else {
         return;
     };
-    let t = start_with(Options {
-        env: pg.env.clone(),
-        streaming: true,
-        ..Default::default()
-    })
-    .await;
-    let tpl = t
-        .upload_template("txt", "{{ slow.slow.0.id }}{{ ledger.entries.0.id }}")
-        .await;
+    let (t, tpl) = pg.instance(None).await;
     let id = t.request_report(&tpl, json!({})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let queued = t

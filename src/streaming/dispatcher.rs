@@ -465,6 +465,29 @@ mod flow {
         stop: watch::Sender<bool>,
     }
 
+    /// `n` pending `deadline.delivered` rows of deadlines `<prefix>0..`, one aggregate each.
+    fn delivered_rows(prefix: &str, n: usize) -> Vec<OutboxRecord> {
+        let now = Utc::now();
+        (0..n)
+            .map(|i| {
+                OutboxRecord::pending(
+                    EventEnvelope {
+                        id: uuid::Uuid::now_v7().to_string(),
+                        key: EventKey::DeadlineDelivered,
+                        tenant: TenantId::default_tenant(),
+                        subject: format!("{prefix}{i}"),
+                        time: now,
+                        payload: serde_json::json!({}),
+                        sequence: Some(2),
+                    },
+                    format!("deadline:{prefix}{i}"),
+                    now,
+                    None,
+                )
+            })
+            .collect()
+    }
+
     /// The dispatcher of a rig's parts (not running).
     fn build(
         store: &MemoryStore,
@@ -520,25 +543,7 @@ mod flow {
         before(&publisher);
         let wake = Arc::new(Notify::new());
         let back = Arc::new(AtomicBool::new(false));
-        let now = Utc::now();
-        let rows: Vec<_> = (0..rows)
-            .map(|i| {
-                OutboxRecord::pending(
-                    EventEnvelope {
-                        id: uuid::Uuid::now_v7().to_string(),
-                        key: EventKey::DeadlineDelivered,
-                        tenant: TenantId::default_tenant(),
-                        subject: format!("d{i}"),
-                        time: now,
-                        payload: serde_json::json!({}),
-                        sequence: None,
-                    },
-                    format!("deadline:d{i}"),
-                    now,
-                    None,
-                )
-            })
-            .collect();
+        let rows = delivered_rows("d", rows);
         store
             .commit(
                 &TenantId::default_tenant(),
@@ -696,25 +701,8 @@ mod flow {
         .await;
         let _ = r.stop.send(true);
         assert!(rows.is_empty());
+        let rows = delivered_rows("late", 3);
         let now = Utc::now();
-        let rows: Vec<_> = (0..3)
-            .map(|i| {
-                OutboxRecord::pending(
-                    EventEnvelope {
-                        id: uuid::Uuid::now_v7().to_string(),
-                        key: EventKey::DeadlineDelivered,
-                        tenant: TenantId::default_tenant(),
-                        subject: format!("late{i}"),
-                        time: now,
-                        payload: serde_json::json!({}),
-                        sequence: Some(2),
-                    },
-                    format!("deadline:late{i}"),
-                    now,
-                    None,
-                )
-            })
-            .collect();
         r.store
             .commit(
                 &TenantId::default_tenant(),
