@@ -267,11 +267,22 @@ async fn one_source_down_is_partial_and_not_downloadable() {
         .unwrap()
         .expect("partial artifact");
     assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "10.5 ");
-    let events = t.broker.as_ref().unwrap().deliveries();
-    let partial = events
-        .iter()
-        .find(|e| e.key == EventKey::ReportPartial)
-        .expect("report.partial");
+    // The terminal event goes through the outbox: it may follow the status by a poll.
+    let mut partial = None;
+    for _ in 0..400 {
+        partial = t
+            .broker
+            .as_ref()
+            .unwrap()
+            .deliveries()
+            .into_iter()
+            .find(|e| e.key == EventKey::ReportPartial);
+        if partial.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let partial = partial.expect("report.partial within 10 s");
     assert_eq!(partial.payload["status"], "Partial");
     assert_eq!(partial.payload["failed_section_count"], 1);
     assert_eq!(
@@ -546,14 +557,27 @@ fn series(metrics: &str, name: &str, label: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name}{{{label}}} in\n{metrics}"))
 }
 
-fn report_finished_events(t: &TestApp, id: &str) -> usize {
-    t.broker
-        .as_ref()
-        .expect("streaming on")
-        .deliveries()
-        .iter()
-        .filter(|e| e.key == EventKey::ReportFinished && e.subject == id)
-        .count()
+/// The `report.finished` events of report `id` once the dispatcher published one (a terminal
+/// event goes through the outbox, so it may follow the status by a poll, longer on MongoDB),
+/// after a further 200 ms for a second one to show up.
+async fn report_finished_events(t: &TestApp, id: &str) -> usize {
+    let count = || {
+        t.broker
+            .as_ref()
+            .expect("streaming on")
+            .deliveries()
+            .iter()
+            .filter(|e| e.key == EventKey::ReportFinished && e.subject == id)
+            .count()
+    };
+    for _ in 0..400 {
+        if count() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    count()
 }
 
 /// The worker generating a report touches it every quarter of the stale period (a
@@ -595,7 +619,7 @@ async fn the_sweep_leaves_alone_a_report_that_is_being_generated() {
         ),
         1.0
     );
-    assert_eq!(report_finished_events(&t, &id), 1);
+    assert_eq!(report_finished_events(&t, &id).await, 1);
     drop(t);
     pg.remove().await;
 }
@@ -648,8 +672,11 @@ async fn a_job_the_sweep_queued_twice_is_recorded_once_and_counted_as_a_duplicat
         0.0,
         "{m}"
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(report_finished_events(&t, &id), 1, "one report.finished");
+    assert_eq!(
+        report_finished_events(&t, &id).await,
+        1,
+        "one report.finished"
+    );
     drop(t);
     pg.remove().await;
 }
