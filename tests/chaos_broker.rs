@@ -223,7 +223,7 @@ async fn under_load(s: &Scenario, fault: Fault) -> (Figures, During) {
             let shown = gauge(&m, "reporter_outbox_pending").unwrap_or(0.0);
             let stats =
                 s.t.app
-                    .ports
+                    .ports()
                     .outbox
                     .stats(chrono::Utc::now())
                     .await
@@ -264,7 +264,7 @@ async fn under_load(s: &Scenario, fault: Fault) -> (Figures, During) {
     let (pre, post) = (early.stop(), late.stop());
     let stats =
         s.t.app
-            .ports
+            .ports()
             .outbox
             .stats(chrono::Utc::now())
             .await

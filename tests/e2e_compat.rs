@@ -1215,7 +1215,7 @@ async fn the_unroutable_queue_is_declared_with_the_configured_bounds() {
         depth = rabbit_queue_depth(&n.alternate);
         if depth == Some(2)
             && t.app
-                .ports
+                .ports()
                 .outbox
                 .stats(chrono::Utc::now())
                 .await

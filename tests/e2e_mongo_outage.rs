@@ -147,7 +147,7 @@ async fn an_outage_answers_503_and_the_service_recovers_with_nothing_lost() {
     resp.assert_status_is_ok();
     let artifact = t
         .app
-        .ports
+        .ports()
         .storage
         .get(&format!("templates/{template}.tpl"))
         .await

@@ -243,7 +243,7 @@ async fn tenants_never_see_each_others_data() {
     // Multi-tenant keys carry the tenant segment.
     assert!(
         t.app
-            .ports
+            .ports()
             .storage
             .get(&format!("tenant-a/templates/{id}.tpl"))
             .await
@@ -324,7 +324,7 @@ async fn reserve(t: &TestApp, scope: &IdempotencyScope, lease_s: i64) {
     let now = chrono::Utc::now();
     let begun = t
         .app
-        .ports
+        .ports()
         .idempotency
         .begin(
             scope,

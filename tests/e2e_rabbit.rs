@@ -411,7 +411,13 @@ async fn unroutable_events_are_kept_in_the_alternate_exchange_queue() {
         ),
         "{metrics}"
     );
-    let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
+    let stats = t
+        .app
+        .ports()
+        .outbox
+        .stats(chrono::Utc::now())
+        .await
+        .unwrap();
     assert_eq!(stats.pending, 0);
     assert_eq!(stats.parked, 0);
 }

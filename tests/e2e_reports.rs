@@ -139,7 +139,7 @@ async fn text_formats_render_byte_for_byte_with_and_without_filters() {
         // The artifact lives exactly at reports/<templateId>/<reportId>.<ext>.
         assert!(
             t.app
-                .ports
+                .ports()
                 .storage
                 .get(&format!("reports/{tpl}/{id}.{format}"))
                 .await
@@ -260,7 +260,7 @@ async fn one_source_down_is_partial_and_not_downloadable() {
     // The artifact exists, rendered from the section that succeeded.
     let stored = t
         .app
-        .ports
+        .ports()
         .storage
         .get(&format!("reports/{tpl}/{id}.txt"))
         .await
@@ -473,7 +473,7 @@ async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
         report_id: id.parse().unwrap(),
         request_id: None,
     };
-    t.app.ports.jobs.enqueue(&job).await.unwrap();
+    t.app.ports().jobs.enqueue(&job).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let again = json(t.get(&token(), &format!("/v1/reports/{id}")).await).await;
     assert_eq!(again, done, "nothing changed");
@@ -499,7 +499,7 @@ async fn the_sweep_queues_again_the_job_of_a_stuck_report() {
     fresh.output_format = reporter_ports::template::OutputFormat::Txt;
     // Committed without a job, as a crash after the commit would leave them.
     t.app
-        .ports
+        .ports()
         .uow
         .commit(
             &tenant,

@@ -392,7 +392,13 @@ async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
 async fn streaming_off_writes_no_outbox_rows() {
     let t = start().await;
     t.create_template(&token(), "quiet").await;
-    let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
+    let stats = t
+        .app
+        .ports()
+        .outbox
+        .stats(chrono::Utc::now())
+        .await
+        .unwrap();
     assert_eq!(stats.pending, 0);
     assert!(t.broker.is_none());
 }
@@ -413,7 +419,13 @@ async fn an_open_breaker_sends_important_events_to_the_outbox_and_nothing_is_los
     // API calls kept succeeding; nothing was delivered; the rows wait in the outbox.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(broker.deliveries().is_empty());
-    let stats = t.app.ports.outbox.stats(chrono::Utc::now()).await.unwrap();
+    let stats = t
+        .app
+        .ports()
+        .outbox
+        .stats(chrono::Utc::now())
+        .await
+        .unwrap();
     assert_eq!(stats.pending, 12);
     let metrics = t.metrics().await;
     assert!(
@@ -460,7 +472,7 @@ async fn a_poison_event_is_parked_without_blocking_others_and_can_be_redriven() 
     for _ in 0..150 {
         parked = t
             .app
-            .ports
+            .ports()
             .outbox
             .stats(chrono::Utc::now())
             .await

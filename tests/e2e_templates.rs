@@ -39,7 +39,7 @@ async fn upload_stores_the_template_and_its_mapped_fields() {
     // The file is stored at templates/<id>.tpl, exactly.
     let stored = t
         .app
-        .ports
+        .ports()
         .storage
         .get(&format!("templates/{id}.tpl"))
         .await
@@ -481,7 +481,7 @@ async fn update_description_format_and_file() {
     assert!(body["mappedFields"]["bank"]["transactions"].is_array());
     let stored = t
         .app
-        .ports
+        .ports()
         .storage
         .get(&format!("templates/{id}.tpl"))
         .await
@@ -558,7 +558,7 @@ async fn delete_is_soft_and_cascades_to_deadlines() {
     let tid: reporter_ports::TemplateId = id.parse().unwrap();
     let kept = t
         .app
-        .ports
+        .ports()
         .templates
         .get(&reporter_ports::TenantId::default_tenant(), tid, true)
         .await
@@ -567,7 +567,7 @@ async fn delete_is_soft_and_cascades_to_deadlines() {
     assert!(kept.deleted_at.is_some());
     assert!(
         t.app
-            .ports
+            .ports()
             .storage
             .get(&format!("templates/{id}.tpl"))
             .await

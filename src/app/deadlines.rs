@@ -1,7 +1,8 @@
 //! Deadline use cases.
 use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
-use super::{App, CONFLICT_RETRIES, Caller};
+use super::optimistic::Attempt;
+use super::{App, Caller};
 use chrono::Datelike;
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use reporter_ports::deadline::{
@@ -14,7 +15,7 @@ use reporter_ports::events::payloads::{
 };
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, DeadlineQuery, OutboxRecord, UnitOfWork};
-use reporter_ports::{DeadlineId, StoreError, TemplateId};
+use reporter_ports::{DeadlineId, Revisioned, StoreError, TemplateId};
 
 /// `POST /v1/deadlines`, fields as sent (validated here so every rule has its own code).
 #[derive(Debug, Clone, Default)]
@@ -408,15 +409,16 @@ impl App {
                 Some(Some((t, self.linked_template_name(caller, t).await?)))
             }
         };
-        let mut attempt = 0;
-        loop {
+        let (name, description, months) = (&name, &description, &months);
+        let (color, template, active) = (&color, &template, cmd.active);
+        self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
             let current = self.get_deadline(caller, id).await?;
             let now = self.now();
-            let mut next = current.clone();
-            if let Some(n) = &name {
+            let mut next = current.next_revision(now);
+            if let Some(n) = name {
                 next.name = n.clone();
             }
-            if let Some(d) = &description {
+            if let Some(d) = description {
                 next.description = d.clone();
             }
             if let Some(k) = kind {
@@ -427,20 +429,20 @@ impl App {
             }
             // Months follow the merged frequency: changing to a frequency that takes none clears
             // them unless the client sent some (which is then an error).
-            let merged_months = match &months {
+            let merged_months = match months {
                 Some(m) => m.clone(),
                 None if next.frequency.required_months().is_none() => Vec::new(),
                 None => next.months_of_year.clone(),
             };
             next.months_of_year =
                 validate_months(next.frequency, &merged_months).map_err(rule_error)?;
-            if let Some(c) = &color {
+            if let Some(c) = color {
                 next.color = c.clone();
             }
             if let Some(n) = notify {
                 next.notify_days_before = n;
             }
-            if let Some(a) = cmd.active {
+            if let Some(a) = active {
                 next.active = a;
             }
             if let Some(d) = due {
@@ -450,61 +452,47 @@ impl App {
                 next.due_date = d;
                 next.anchor_day = d.day();
             }
-            if let Some(t) = &template {
+            if let Some(t) = template {
                 next.template_id = t.as_ref().map(|(id, _)| *id);
                 next.template_name = t.as_ref().map(|(_, n)| n.clone());
             }
-            next.version = current.version + 1;
-            next.updated_at = now;
+            let row = self.deadline_changed(EventKey::DeadlineUpdated, &next, now);
             let uow = UnitOfWork::new()
-                .change(Change::Deadline {
-                    record: next.clone(),
-                    expected_version: Some(current.version),
-                })
-                .with_outbox(self.deadline_changed(EventKey::DeadlineUpdated, &next, now));
-            match self.commit(&caller.tenant, uow).await {
-                Ok(()) => return Ok(next),
-                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
-                Err(e) => return Err(duplicate_or_store(e)),
-            }
-        }
+                .change(current.update(next.clone()))
+                .with_outbox(row);
+            Ok(Attempt::commit(uow, next))
+        })
+        .await
     }
 
     /// Soft-deletes a deadline.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
     pub async fn delete_deadline(&self, caller: &Caller, id: DeadlineId) -> AppResult<()> {
-        let mut attempt = 0;
-        loop {
+        let on_store = |e| AppError::store(e, "Deadline");
+        self.write_retrying(&caller.tenant, on_store, || async move {
             let current = self.get_deadline(caller, id).await?;
             let now = self.now();
-            let mut next = current.clone();
+            let mut next = current.next_revision(now);
             next.deleted_at = Some(now);
-            next.updated_at = now;
-            next.version = current.version + 1;
             let payload = DeadlineDeleted {
                 deadline_id: id.to_string(),
                 template_id: current.template_id.map(|t| t.to_string()),
                 deleted_at: now,
                 cascaded: false,
             };
+            let row = self.emitter.row(
+                EventKey::DeadlineDeleted,
+                EventSubject::new(&caller.tenant, &id.to_string(), next.version),
+                EventIdentity::Fresh,
+                &payload,
+                now,
+            );
             let uow = UnitOfWork::new()
-                .change(Change::Deadline {
-                    record: next,
-                    expected_version: Some(current.version),
-                })
-                .with_outbox(self.emitter.row(
-                    EventKey::DeadlineDeleted,
-                    EventSubject::new(&caller.tenant, &id.to_string(), current.version + 1),
-                    EventIdentity::Fresh,
-                    &payload,
-                    now,
-                ));
-            match self.commit(&caller.tenant, uow).await {
-                Ok(()) => return Ok(()),
-                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
-                Err(e) => return Err(AppError::store(e, "Deadline")),
-            }
-        }
+                .change(current.update(next))
+                .with_outbox(row);
+            Ok(Attempt::commit(uow, ()))
+        })
+        .await
     }
 
     /// Marks the current occurrence delivered (`true`) or clears its delivery (`false`).
@@ -520,14 +508,11 @@ impl App {
         id: DeadlineId,
         delivered: bool,
     ) -> AppResult<Deadline> {
-        let mut attempt = 0;
-        loop {
+        self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
             let current = self.get_deadline(caller, id).await?;
             let now = self.now();
             let view = current.view(now);
-            let mut next = current.clone();
-            next.version = current.version + 1;
-            next.updated_at = now;
+            let mut next = current.next_revision(now);
             let row = if delivered {
                 if view.status == DeadlineStatus::Delivered {
                     return Err(AppError::new(
@@ -580,17 +565,11 @@ impl App {
                 )
             };
             let uow = UnitOfWork::new()
-                .change(Change::Deadline {
-                    record: next.clone(),
-                    expected_version: Some(current.version),
-                })
+                .change(current.update(next.clone()))
                 .with_outbox(row);
-            match self.commit(&caller.tenant, uow).await {
-                Ok(()) => return Ok(next),
-                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
-                Err(e) => return Err(duplicate_or_store(e)),
-            }
-        }
+            Ok(Attempt::commit(uow, next))
+        })
+        .await
     }
 
     /// Deadlines that need attention: active, not delivered, and overdue or within their

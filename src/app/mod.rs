@@ -10,6 +10,8 @@ mod error;
 mod idempotent;
 mod layout;
 mod metrics;
+mod optimistic;
+mod report_completion;
 mod reports;
 mod templates;
 mod text;
@@ -24,6 +26,7 @@ pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
+pub use report_completion::{Completion, Generation};
 pub(crate) use reports::new_request_id;
 pub use reports::{Artifact, CreateReport};
 pub use templates::{
@@ -72,16 +75,13 @@ pub struct Settings {
     pub layout: KeyLayout,
 }
 
-/// The application: ports, data sources, emission policy and settings.
+/// The application: ports, data sources, emission policy and settings. Its fields are
+/// private: every state change is one of its methods.
 pub struct App {
-    /// Ports.
-    pub ports: Ports,
-    /// Configured data sources.
-    pub catalog: DataSourceCatalog,
-    /// Event emission.
-    pub emitter: Emitter,
-    /// Settings.
-    pub settings: Settings,
+    ports: Ports,
+    catalog: DataSourceCatalog,
+    emitter: Emitter,
+    settings: Settings,
 }
 
 /// How many times a use case re-reads and retries after a concurrent modification.
@@ -103,16 +103,23 @@ impl App {
         }
     }
 
-    /// Commits a unit of work and wakes the dispatcher if it carried events.
-    /// Commits a unit of work (for the worker, which builds its own).
-    pub async fn commit_public(
-        &self,
-        tenant: &TenantId,
-        uow: UnitOfWork,
-    ) -> Result<(), StoreError> {
-        self.commit(tenant, uow).await
+    /// The ports, for reads (the worker's, the REST edge's, tests'). Writes MUST go through
+    /// an `App` method, never through these handles: that is where events and retries are.
+    pub fn ports(&self) -> &Ports {
+        &self.ports
     }
 
+    /// The configured data sources.
+    pub fn catalog(&self) -> &DataSourceCatalog {
+        &self.catalog
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Commits a unit of work and wakes the dispatcher if it carried events.
     async fn commit(&self, tenant: &TenantId, mut uow: UnitOfWork) -> Result<(), StoreError> {
         self.emitter.prepare(&mut uow.outbox, self.now());
         let rows = uow.outbox.clone();

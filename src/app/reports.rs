@@ -3,13 +3,13 @@ use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
 use super::{App, Caller};
 use reporter_ports::events::EventKey;
-use reporter_ports::events::payloads::{ReportErrored, ReportRequested};
+use reporter_ports::events::payloads::ReportRequested;
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, ReportJob, ReportQuery, StoredObject, UnitOfWork};
 use reporter_ports::report::{
     FilterCondition, Report, ReportErrorCode, ReportFilters, ReportStatus,
 };
-use reporter_ports::{ReportId, StoreError, TemplateId};
+use reporter_ports::{ReportId, Revisioned, StoreError, TemplateId};
 use std::collections::BTreeMap;
 
 /// `POST /v1/reports`.
@@ -221,10 +221,9 @@ impl App {
         if let Err(e) = self.ports.jobs.enqueue(&job).await {
             tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
             let started = std::time::Instant::now();
-            if let Err(e2) = self
-                .finish_errored(&report, ReportErrorCode::ReportGenerationFailed, started)
-                .await
-            {
+            let code = ReportErrorCode::ReportGenerationFailed;
+            let sections = report.sections.clone();
+            if let Err(e2) = self.record_errored(&report, code, sections, started).await {
                 tracing::error!(error = %e2, report_id = %report.id, "could not record the errored report either");
             }
             return Err(AppError::new(
@@ -309,77 +308,10 @@ impl App {
         if report.status.is_terminal() {
             return Err(StoreError::VersionConflict);
         }
-        let mut touched = report.clone();
-        touched.updated_at = self.now();
-        touched.version = report.version + 1;
-        let uow = UnitOfWork::new().change(Change::Report {
-            record: touched.clone(),
-            expected_version: Some(report.version),
-        });
+        let touched = report.next_revision(self.now());
+        let uow = UnitOfWork::new().change(report.update(touched.clone()));
         self.commit(&report.tenant, uow).await?;
         Ok(touched)
-    }
-
-    /// Records a report as `Error` with `report.errored` (deterministic id). Returns the
-    /// stored report, or `None` when the report was already terminal (another delivery
-    /// recorded it; nothing is written).
-    pub(crate) async fn finish_errored(
-        &self,
-        report: &Report,
-        code: ReportErrorCode,
-        started: std::time::Instant,
-    ) -> Result<Option<Report>, StoreError> {
-        let mut current = report.clone();
-        for _ in 0..4 {
-            if current.status.is_terminal() {
-                return Ok(None);
-            }
-            let now = self.now();
-            let mut next = current.clone();
-            next.status = ReportStatus::Error;
-            // The outcome of the sections attempted (a reload after a conflict has none).
-            next.sections = report.sections.clone();
-            next.error_code = Some(code);
-            next.completed_at = Some(now);
-            next.updated_at = now;
-            next.version = current.version + 1;
-            let payload = ReportErrored {
-                report_id: report.id.to_string(),
-                template_id: report.template_id.to_string(),
-                output_format: report.output_format.as_str().to_owned(),
-                status: ReportStatus::Error.as_str().to_owned(),
-                completed_at: now,
-                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                section_count: report.sections.len() as u64,
-                error_code: code.as_str().to_owned(),
-                error_summary: code.summary().to_owned(),
-            };
-            let uow = UnitOfWork::new()
-                .change(Change::Report {
-                    record: next.clone(),
-                    expected_version: Some(current.version),
-                })
-                .with_outbox(self.emitter.row(
-                    EventKey::ReportErrored,
-                    EventSubject::new(&report.tenant, &report.id.to_string(), next.version),
-                    EventIdentity::Deterministic(String::new()),
-                    &payload,
-                    now,
-                ));
-            match self.commit(&report.tenant, uow).await {
-                Ok(()) => return Ok(Some(next)),
-                Err(StoreError::VersionConflict) => {
-                    current = self
-                        .ports
-                        .reports
-                        .get(&report.tenant, report.id)
-                        .await?
-                        .ok_or(StoreError::NotFound)?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::VersionConflict)
     }
 
     /// A report. MUST answer NotFound for a missing or foreign id.

@@ -2,7 +2,8 @@
 use super::datasources::Warning;
 use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
-use super::{App, CONFLICT_RETRIES, Caller};
+use super::optimistic::Attempt;
+use super::{App, Caller};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use reporter_ports::events::EventKey;
@@ -14,7 +15,7 @@ use reporter_ports::ports::{
 use reporter_ports::template::{
     MappedFields, OutputFormat, Template, TemplateFileError, validate_template_file,
 };
-use reporter_ports::{StoreError, TemplateId, TenantId};
+use reporter_ports::{Revisioned, TemplateId, TenantId};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -362,41 +363,37 @@ impl App {
                     .map_err(AppError::object_storage)?,
             );
         }
-        let mut base = current;
-        let mut attempt = 0;
-        let result = loop {
-            let now = self.now();
-            let mut next = base.clone();
-            next.output_format = format;
-            if let Some(d) = &description {
-                next.description = d.clone();
-            }
-            if let (Some(c), Some(k)) = (&checked, &stored_key) {
-                next.mapped_fields = c.mapped.clone();
-                next.content_sha256 = c.sha256.clone();
-                next.size_bytes = c.size;
-                next.object_key = k.clone();
-            }
-            next.version = base.version + 1;
-            next.updated_at = now;
-            let uow = UnitOfWork::new()
-                .change(Change::Template {
-                    record: next.clone(),
-                    expected_version: Some(base.version),
-                })
-                .with_outbox(self.template_event(EventKey::TemplateUpdated, &next, now));
-            match self.commit(&caller.tenant, uow).await {
-                Ok(()) => break Ok(next),
-                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => {
-                    attempt += 1;
-                    base = match self.get_template(caller, id).await {
-                        Ok(t) => t,
-                        Err(e) => break Err(e),
+        let mut first = Some(current);
+        let (description, checked, stored) = (&description, &checked, &stored_key);
+        let on_store = |e| AppError::store(e, "Template");
+        let result = self
+            .write_retrying(&caller.tenant, on_store, || {
+                let first = first.take();
+                async move {
+                    let base = match first {
+                        Some(t) => t,
+                        None => self.get_template(caller, id).await?,
                     };
+                    let now = self.now();
+                    let mut next = base.next_revision(now);
+                    next.output_format = format;
+                    if let Some(d) = description {
+                        next.description = d.clone();
+                    }
+                    if let (Some(c), Some(k)) = (checked, stored) {
+                        next.mapped_fields = c.mapped.clone();
+                        next.content_sha256 = c.sha256.clone();
+                        next.size_bytes = c.size;
+                        next.object_key = k.clone();
+                    }
+                    let row = self.template_event(EventKey::TemplateUpdated, &next, now);
+                    let uow = UnitOfWork::new()
+                        .change(base.update(next.clone()))
+                        .with_outbox(row);
+                    Ok(Attempt::commit(uow, next))
                 }
-                Err(e) => break Err(AppError::store(e, "Template")),
-            }
-        };
+            })
+            .await;
         match result {
             Ok(t) => {
                 tracing::info!("template updated");
@@ -429,77 +426,64 @@ impl App {
         caller: &Caller,
         id: TemplateId,
     ) -> AppResult<TemplateDeletion> {
-        let mut attempt = 0;
-        loop {
-            let template = self.get_template(caller, id).await?;
-            let deadlines = self
-                .ports
-                .deadlines
-                .list_by_template(&caller.tenant, id)
-                .await
-                .map_err(|e| AppError::store(e, "Deadline"))?;
-            let now = self.now();
-            let mut uow = UnitOfWork::new();
-            for d in &deadlines {
-                let mut next = d.clone();
-                next.deleted_at = Some(now);
-                next.updated_at = now;
-                next.version = d.version + 1;
-                let payload = DeadlineDeleted {
-                    deadline_id: d.id.to_string(),
-                    template_id: Some(id.to_string()),
-                    deleted_at: now,
-                    cascaded: true,
-                };
-                uow = uow
-                    .change(Change::Deadline {
-                        record: next,
-                        expected_version: Some(d.version),
-                    })
-                    .with_outbox(self.emitter.row(
+        let on_store = |e| AppError::store(e, "Template");
+        let deletion = self
+            .write_retrying(&caller.tenant, on_store, || async move {
+                let template = self.get_template(caller, id).await?;
+                let deadlines = self
+                    .ports
+                    .deadlines
+                    .list_by_template(&caller.tenant, id)
+                    .await
+                    .map_err(|e| AppError::store(e, "Deadline"))?;
+                let now = self.now();
+                let mut uow = UnitOfWork::new();
+                for d in &deadlines {
+                    let mut next = d.next_revision(now);
+                    next.deleted_at = Some(now);
+                    let payload = DeadlineDeleted {
+                        deadline_id: d.id.to_string(),
+                        template_id: Some(id.to_string()),
+                        deleted_at: now,
+                        cascaded: true,
+                    };
+                    let row = self.emitter.row(
                         EventKey::DeadlineDeleted,
-                        EventSubject::new(&caller.tenant, &d.id.to_string(), d.version + 1),
+                        EventSubject::new(&caller.tenant, &d.id.to_string(), next.version),
                         EventIdentity::Fresh,
                         &payload,
                         now,
-                    ));
-            }
-            let mut deleted = template.clone();
-            deleted.deleted_at = Some(now);
-            deleted.updated_at = now;
-            deleted.version = template.version + 1;
-            let cascaded = deadlines.len() as u64;
-            let payload = TemplateDeleted {
-                template_id: id.to_string(),
-                output_format: template.output_format.as_str().to_owned(),
-                deleted_at: now,
-                cascaded_deadline_count: cascaded,
-            };
-            uow = uow
-                .change(Change::Template {
-                    record: deleted,
-                    expected_version: Some(template.version),
-                })
-                .with_outbox(self.emitter.row(
+                    );
+                    uow = uow.change(d.update(next)).with_outbox(row);
+                }
+                let mut deleted = template.next_revision(now);
+                deleted.deleted_at = Some(now);
+                let version = deleted.version;
+                let cascaded = deadlines.len() as u64;
+                let payload = TemplateDeleted {
+                    template_id: id.to_string(),
+                    output_format: template.output_format.as_str().to_owned(),
+                    deleted_at: now,
+                    cascaded_deadline_count: cascaded,
+                };
+                let row = self.emitter.row(
                     EventKey::TemplateDeleted,
-                    EventSubject::new(&caller.tenant, &id.to_string(), template.version + 1),
+                    EventSubject::new(&caller.tenant, &id.to_string(), version),
                     EventIdentity::Fresh,
                     &payload,
                     now,
-                ));
-            match self.commit(&caller.tenant, uow).await {
-                Ok(()) => {
-                    tracing::info!(cascaded, "template deleted");
-                    return Ok(TemplateDeletion {
-                        id,
-                        deleted_at: now,
-                        cascaded_deadlines: cascaded,
-                    });
-                }
-                Err(StoreError::VersionConflict) if attempt < CONFLICT_RETRIES => attempt += 1,
-                Err(e) => return Err(AppError::store(e, "Template")),
-            }
-        }
+                );
+                uow = uow.change(template.update(deleted)).with_outbox(row);
+                let deletion = TemplateDeletion {
+                    id,
+                    deleted_at: now,
+                    cascaded_deadlines: cascaded,
+                };
+                Ok(Attempt::commit(uow, deletion))
+            })
+            .await?;
+        tracing::info!(cascaded = deletion.cascaded_deadlines, "template deleted");
+        Ok(deletion)
     }
 
     /// Counts live templates of a tenant.

@@ -109,7 +109,7 @@ pub fn endpoint(
         &serde_json::from_str(&service.spec()).unwrap_or_default(),
     ));
     let limits = spec::ParamLimits {
-        max_page_limit: app.settings.max_page_limit,
+        max_page_limit: app.settings().max_page_limit,
     };
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
@@ -145,8 +145,8 @@ pub fn endpoint(
         .data(setup.streaming)
         .data(setup.registry);
     let idempotency = Idempotency {
-        store: app.ports.idempotency.clone(),
-        clock: app.ports.clock.clone(),
+        store: app.ports().idempotency.clone(),
+        clock: app.ports().clock.clone(),
         paths: vec!["/v1/templates", "/v1/reports"],
         ttl: setup.idempotency_ttl,
         lease: setup.idempotency_in_flight,

@@ -322,7 +322,7 @@ impl TemplatesApi {
             page.0,
             limit.0,
             sort.map(|(v, _)| v),
-            app.settings.max_page_limit,
+            app.settings().max_page_limit,
         )?;
         check_cursor(cursor.0.as_deref())?;
         let mut query = TemplateQuery {

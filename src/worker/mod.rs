@@ -12,8 +12,9 @@ mod metrics;
 mod ownership;
 mod pipeline;
 
+pub use crate::app::Generation;
 pub use metrics::WorkerMetrics;
-pub use pipeline::{Generation, SectionError};
+pub use pipeline::SectionError;
 
 use crate::app::App;
 use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateRunner};

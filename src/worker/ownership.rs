@@ -57,7 +57,7 @@ impl Worker {
                 _ = ticks.tick() => match self.app.touch_report(&current).await {
                     Ok(touched) => current = touched,
                     Err(StoreError::VersionConflict | StoreError::NotFound) => {
-                        match self.app.ports.reports.get(&current.tenant, current.id).await {
+                        match self.app.ports().reports.get(&current.tenant, current.id).await {
                             Ok(Some(r)) if !r.status.is_terminal() => {
                                 tracing::warn!(
                                     "the stuck-report sweep queued this report again while it was being generated \

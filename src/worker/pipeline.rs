@@ -3,11 +3,8 @@ use super::Worker;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reporter_ports::StoreError;
-use reporter_ports::events::EventKey;
-use reporter_ports::events::payloads::{ReportFinished, ReportPartial, SectionFailure};
 use reporter_ports::ports::{
-    Change, DataSourceError, JobDelivery, RenderError, RenderJob, RunnerError, TableQuery,
-    UnitOfWork,
+    DataSourceError, JobDelivery, RenderError, RenderJob, RunnerError, TableQuery,
 };
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::OutputFormat;
@@ -17,7 +14,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::ownership::Alive;
-use crate::app::{EventIdentity, EventSubject};
+use crate::app::{Completion, Generation};
 
 /// The tables of one section, or why it failed.
 type SectionResult = Result<serde_json::Map<String, serde_json::Value>, SectionError>;
@@ -51,25 +48,6 @@ impl SectionError {
             Self::QueryFailed => "query_failed",
         }
     }
-}
-
-/// What a generation produced.
-#[derive(Debug)]
-pub enum Generation {
-    /// An artifact from all (Finished) or some (Partial) sections.
-    Artifact {
-        /// Bytes.
-        bytes: Bytes,
-        /// Per-section outcome.
-        sections: BTreeMap<String, SectionOutcome>,
-    },
-    /// No artifact.
-    Failed {
-        /// Fixed code.
-        code: ReportErrorCode,
-        /// Per-section outcome known so far.
-        sections: BTreeMap<String, SectionOutcome>,
-    },
 }
 
 /// How one delivery ended: what is settled on the queue and counted in the metrics.
@@ -130,7 +108,7 @@ impl Worker {
         mut cancel: watch::Receiver<bool>,
     ) -> JobOutcome {
         let app = &self.app;
-        let report = match app.ports.reports.get(&job.tenant, job.report_id).await {
+        let report = match app.ports().reports.get(&job.tenant, job.report_id).await {
             Ok(Some(r)) => r,
             Ok(None) => return JobOutcome::DeadLetter("report not found".into()),
             Err(e) => {
@@ -196,7 +174,7 @@ impl Worker {
     async fn generate(&self, report: &Report) -> Result<Generation, String> {
         let app = &self.app;
         let template = match app
-            .ports
+            .ports()
             .templates
             .get(&report.tenant, report.template_id, true)
             .await
@@ -211,7 +189,7 @@ impl Worker {
             }
             Err(e) => return Err(format!("template store unavailable: {e}")),
         };
-        let source = match app.ports.storage.get(&template.object_key).await {
+        let source = match app.ports().storage.get(&template.object_key).await {
             Ok(Some(o)) => o,
             Ok(None) => {
                 tracing::error!(key = %template.object_key, "the template file is missing");
@@ -285,7 +263,7 @@ impl Worker {
         for (ds, tables) in mapped {
             let ds = ds.clone();
             let tables = tables.clone();
-            let source = self.app.catalog.get(&ds);
+            let source = self.app.catalog().get(&ds);
             let filters = report.filters.get(&ds).cloned().unwrap_or_default();
             let settings = self.settings.clone();
             tasks.push(async move {
@@ -325,169 +303,24 @@ impl Worker {
         (serde_json::Value::Object(data), sections)
     }
 
-    /// Stores the artifact (if any) and records the terminal status with its event.
-    /// Answers [`JobOutcome::Duplicate`] when another delivery recorded one first.
+    /// Records the generation through the application (artifact, terminal status, event).
     async fn finish(
         &self,
         report: &Report,
         generation: Generation,
         started: Instant,
     ) -> Result<JobOutcome, StoreError> {
-        let app = &self.app;
-        let (bytes, sections) = match generation {
-            Generation::Failed { code, sections } => {
-                let mut with_sections = report.clone();
-                with_sections.sections = sections;
-                return Ok(errored(
-                    app.finish_errored(&with_sections, code, started).await?,
-                ));
-            }
-            Generation::Artifact { bytes, sections } => (bytes, sections),
-        };
-        let key = app.settings.layout.report(
-            &report.tenant,
-            report.template_id,
-            report.id,
-            report.output_format,
-        );
-        let content_type = report.output_format.content_type();
-        let size = bytes.len() as u64;
-        let stored_key = match app.ports.storage.put(&key, bytes, content_type).await {
-            Ok(k) if !k.is_empty() => k,
-            Ok(_) | Err(_) => {
-                tracing::error!(key = %key, "artifact could not be stored");
-                let mut with_sections = report.clone();
-                with_sections.sections = sections;
-                let stored = app
-                    .finish_errored(
-                        &with_sections,
-                        ReportErrorCode::ReportGenerationFailed,
-                        started,
-                    )
-                    .await?;
-                return Ok(errored(stored));
-            }
-        };
-        let failures: Vec<SectionFailure> = sections
-            .iter()
-            .filter(|(_, s)| !s.ok)
-            .map(|(name, s)| SectionFailure {
-                section: name.clone(),
-                error_code: s.error_code.clone().unwrap_or_default(),
-            })
-            .collect();
-        let status = if failures.is_empty() {
-            ReportStatus::Finished
-        } else {
-            ReportStatus::Partial
-        };
-        let now = app.now();
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let subject = report.id.to_string();
-        let row = if status == ReportStatus::Finished {
-            let payload = ReportFinished {
-                report_id: subject.clone(),
-                template_id: report.template_id.to_string(),
-                output_format: report.output_format.as_str().to_owned(),
-                status: status.as_str().to_owned(),
-                artifact_object_key: stored_key.clone(),
-                artifact_content_type: content_type.to_owned(),
-                completed_at: now,
-                duration_ms,
-                section_count: sections.len() as u64,
-            };
-            app.emitter.row(
-                EventKey::ReportFinished,
-                EventSubject::new(&report.tenant, &subject, report.version + 1),
-                EventIdentity::Deterministic(String::new()),
-                &payload,
-                now,
-            )
-        } else {
-            let payload = ReportPartial {
-                report_id: subject.clone(),
-                template_id: report.template_id.to_string(),
-                output_format: report.output_format.as_str().to_owned(),
-                status: status.as_str().to_owned(),
-                artifact_object_key: stored_key.clone(),
-                artifact_content_type: content_type.to_owned(),
-                completed_at: now,
-                duration_ms,
-                section_count: sections.len() as u64,
-                failed_section_count: failures.len() as u64,
-                section_failures: failures,
-            };
-            app.emitter.row(
-                EventKey::ReportPartial,
-                EventSubject::new(&report.tenant, &subject, report.version + 1),
-                EventIdentity::Deterministic(String::new()),
-                &payload,
-                now,
-            )
-        };
-        // A conflict is a heartbeat or sweep touch that came between (commit on the reloaded
-        // version) or another delivery's terminal status (this one is the duplicate).
-        let mut current = report.clone();
-        for _ in 0..4 {
-            let mut next = current.clone();
-            next.status = match current.status.transition(status) {
-                Ok(s) => s,
-                Err(_) => return Ok(duplicate_finished(&current)),
-            };
-            next.sections = sections.clone();
-            next.artifact_key = Some(stored_key.clone());
-            next.artifact_size = Some(size);
-            next.completed_at = Some(now);
-            next.updated_at = now;
-            next.version = current.version + 1;
-            let uow = UnitOfWork::new()
-                .change(Change::Report {
-                    record: next,
-                    expected_version: Some(current.version),
-                })
-                .with_outbox(row.clone());
-            match app.commit_public(&report.tenant, uow).await {
-                Ok(()) => {
-                    tracing::info!(status = status.as_str(), duration_ms, "report generated");
-                    return Ok(JobOutcome::Recorded(status));
-                }
-                Err(StoreError::VersionConflict) => {
-                    current = match app.ports.reports.get(&report.tenant, report.id).await? {
-                        Some(r) => r,
-                        None => return Err(StoreError::NotFound),
-                    };
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::VersionConflict)
+        Ok(
+            match self
+                .app
+                .complete_report(report, generation, started)
+                .await?
+            {
+                Completion::Recorded(status) => JobOutcome::Recorded(status),
+                Completion::AlreadyTerminal => JobOutcome::Duplicate,
+            },
+        )
     }
-}
-
-/// The outcome of [`App::finish_errored`](crate::app::App): recorded, or already terminal.
-fn errored(stored: Option<Report>) -> JobOutcome {
-    match stored {
-        Some(r) => {
-            let code = r.error_code.map(|c| c.as_str()).unwrap_or_default();
-            tracing::info!(code, "report errored");
-            JobOutcome::Recorded(ReportStatus::Error)
-        }
-        None => {
-            tracing::info!(
-                "duplicate job: another delivery recorded the report's terminal status first"
-            );
-            JobOutcome::Duplicate
-        }
-    }
-}
-
-/// Logs that `current` is terminal already (another delivery's result stands).
-fn duplicate_finished(current: &Report) -> JobOutcome {
-    tracing::info!(
-        status = current.status.as_str(),
-        "duplicate job: another delivery recorded the report's terminal status first; this one's artifact is not recorded"
-    );
-    JobOutcome::Duplicate
 }
 
 /// Extracts one section: every table of one data source, within the limits.
