@@ -8,6 +8,8 @@
 //! - [`cli`]: the `reporter` command.
 pub mod app;
 #[cfg(test)]
+mod architecture_check;
+#[cfg(test)]
 mod build_info;
 pub mod cli;
 pub mod config;

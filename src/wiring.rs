@@ -22,8 +22,8 @@ use reporter_adapter_memory::{
     MemoryRetryPolicy, MemoryStore,
 };
 use reporter_adapter_mongo::{
-    GridFsStorage, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
-    MongoTenantRouter,
+    DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
+    MongoTenantRouter, TransactionCheck,
 };
 use reporter_adapter_mysql::{MysqlConfig, MysqlDataSource};
 use reporter_adapter_pdf::{
@@ -377,7 +377,7 @@ fn is_report_artifact(key: &str) -> bool {
 
 fn object_storage(
     config: &Config,
-    mongo_db: Option<&mongodb::Database>,
+    mongo_db: Option<&DeploymentDatabase>,
     registry: &prometheus::Registry,
     summary: &mut Vec<String>,
 ) -> anyhow::Result<Arc<dyn ObjectStorage>> {
@@ -388,7 +388,7 @@ fn object_storage(
                 "object storage: GridFS in database '{}'",
                 db.name()
             ));
-            Arc::new(GridFsStorage::new(db.clone()))
+            Arc::new(db.gridfs())
         }
         ObjectStorageChoice::Memory { max_artifact_bytes } => {
             memory_storage(*max_artifact_bytes, registry, summary)?
@@ -582,7 +582,6 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let streaming_view = StreamingView {
         memory_broker,
         exchange: config.streaming.exchange.clone(),
-        outbox: outbox.clone(),
     };
 
     let pdf = pdf_renderer(config)?;
@@ -628,12 +627,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             "mongodb",
             probe(move || {
                 let db = db.clone();
-                async move {
-                    db.run_command(mongodb::bson::doc! { "ping": 1 })
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                }
+                async move { db.ping().await }
             }),
         );
     }
@@ -890,7 +884,7 @@ struct Stores {
     outbox: Arc<dyn Outbox>,
     idempotency: Arc<dyn reporter_ports::ports::IdempotencyStore>,
     /// The deployment database (GridFS lives there).
-    database: Option<mongodb::Database>,
+    database: Option<DeploymentDatabase>,
 }
 
 /// The durable outbox of a MongoDB deployment (for `reporter outbox redrive`); `None` when
@@ -933,7 +927,7 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
             .unwrap_or(std::time::Duration::from_secs(86_400)),
         ..Default::default()
     };
-    let database = client.database(&m.database);
+    let database = DeploymentDatabase::new(&client, &m.database);
     match &config.tenancy {
         Tenancy::Single(_) => {
             let store = Arc::new(
@@ -941,7 +935,7 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
                     .await
                     .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?,
             );
-            let idem = MongoIdempotencyStore::new(&database)
+            let idem = MongoIdempotencyStore::new(database.database())
                 .await
                 .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?;
             summary.push(format!("state, outbox: MongoDB database '{}'", m.database));
@@ -958,13 +952,12 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
         }
         Tenancy::Multi => {
             // Refuse a standalone server now rather than on the first request.
-            let hello = client
-                .database("admin")
-                .run_command(mongodb::bson::doc! { "hello": 1 })
+            reporter_adapter_mongo::require_transactions(&client)
                 .await
-                .map_err(|e| anyhow::anyhow!("MONGO_URI: {e}"))?;
-            reporter_adapter_mongo::check_transaction_support(&hello)
-                .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?;
+                .map_err(|e| match e {
+                    TransactionCheck::Unreachable(e) => anyhow::anyhow!("MONGO_URI: {e}"),
+                    TransactionCheck::Unsupported(e) => anyhow::anyhow!("MongoDB: {e}"),
+                })?;
             let router = Arc::new(MongoTenantRouter::new(
                 client.clone(),
                 &m.tenant_prefix,

@@ -11,6 +11,7 @@ mod idempotent;
 mod layout;
 mod metrics;
 mod optimistic;
+mod outbox_redrive;
 mod report_completion;
 mod reports;
 mod templates;
@@ -117,6 +118,24 @@ impl App {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The event emission policy (builds outbox rows).
+    pub fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    /// Commits event rows with no state change, exactly as a use case's unit of work does
+    /// (prepared, committed, the dispatcher woken). For the benchmarks' load generators
+    /// only: a real event comes with the state change it describes.
+    #[doc(hidden)]
+    pub async fn commit_events_for_benchmarks(
+        &self,
+        tenant: &TenantId,
+        rows: Vec<reporter_ports::ports::OutboxRecord>,
+    ) -> Result<(), StoreError> {
+        self.commit(tenant, UnitOfWork::new().with_outbox(rows))
+            .await
     }
 
     /// Commits a unit of work and wakes the dispatcher if it carried events.

@@ -3,15 +3,14 @@
 use super::auth::{Auth, Scope};
 use super::error::ApiResult;
 use super::tags::ApiTags;
+use crate::app::App;
 use crate::app::{AppError, Code};
 use crate::streaming::manifest::{ManifestDto, manifest};
-use chrono::Utc;
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 use reporter_adapter_memory::MemoryPublisher;
-use reporter_ports::ports::Outbox;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,8 +21,6 @@ pub struct StreamingView {
     pub memory_broker: Option<MemoryPublisher>,
     /// The events exchange.
     pub exchange: String,
-    /// The outbox.
-    pub outbox: Arc<dyn Outbox>,
 }
 
 /// Manifest response: `Cache-Control: no-store`.
@@ -152,14 +149,9 @@ impl StreamingApi {
         method = "post",
         operation_id = "redriveOutbox"
     )]
-    async fn redrive(&self, view: Data<&StreamingView>, auth: Auth) -> ApiResult<Json<RedriveDto>> {
+    async fn redrive(&self, app: Data<&Arc<App>>, auth: Auth) -> ApiResult<Json<RedriveDto>> {
         let caller = auth.require(Scope::StreamingAdmin)?;
-        let n = view
-            .outbox
-            .redrive(Some(caller.tenant.clone()), Utc::now())
-            .await
-            .map_err(|e| AppError::store(e, "Outbox"))?;
-        tracing::info!(tenant = %caller.tenant, redriven = n, "outbox redrive");
-        Ok(Json(RedriveDto { redriven: n }))
+        let redriven = app.redrive_outbox(&caller).await?;
+        Ok(Json(RedriveDto { redriven }))
     }
 }

@@ -86,6 +86,7 @@
 //! shared database isolates tenants as well.
 mod connection;
 mod datasource;
+mod deployment;
 mod docs;
 mod error;
 mod gridfs;
@@ -98,6 +99,7 @@ mod time;
 
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_SERVER_SELECTION_TIMEOUT, MongoConnection};
 pub use datasource::{MongoDataSource, MongoDataSourceConfig};
+pub use deployment::{DeploymentDatabase, TransactionCheck, require_transactions};
 pub use gridfs::{
     GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage, is_valid_object_key,
 };

@@ -77,7 +77,7 @@ impl CatchUp {
         blocking_ctl(ctx, false).await?;
         let back = Instant::now();
         let run = Self::measure(ctx, &queue, n, back).await?;
-        let left = app.ports.outbox.stats(chrono::Utc::now()).await?;
+        let left = app.ports().outbox.stats(chrono::Utc::now()).await?;
         anyhow::ensure!(left.pending == 0, "outbox not drained: {left:?}");
         Ok(run)
     }

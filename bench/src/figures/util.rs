@@ -3,7 +3,7 @@ use chrono::Utc;
 use reporter::app::{App, EventIdentity, EventSubject};
 use reporter_ports::TenantId;
 use reporter_ports::events::EventKey;
-use reporter_ports::ports::{OutboxRecord, UnitOfWork};
+use reporter_ports::ports::OutboxRecord;
 
 /// A realistic payload (the shape of a `deadline.delivered` event, ~400 bytes).
 pub fn payload(i: usize) -> serde_json::Value {
@@ -24,7 +24,7 @@ pub fn payload(i: usize) -> serde_json::Value {
 /// A critical outbox row (published by the dispatcher only).
 pub fn critical_row(app: &App, i: usize) -> OutboxRecord {
     let tenant = TenantId::default_tenant();
-    app.emitter
+    app.emitter()
         .row(
             EventKey::DeadlineDelivered,
             EventSubject::new(&tenant, &uuid::Uuid::now_v7().to_string(), 1),
@@ -37,12 +37,9 @@ pub fn critical_row(app: &App, i: usize) -> OutboxRecord {
 
 /// Commits `rows` in one unit of work, as a use case does (the dispatcher is woken).
 pub async fn commit(app: &App, rows: Vec<OutboxRecord>) -> anyhow::Result<()> {
-    app.commit_public(
-        &TenantId::default_tenant(),
-        UnitOfWork::new().with_outbox(rows),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("commit: {e}"))
+    app.commit_events_for_benchmarks(&TenantId::default_tenant(), rows)
+        .await
+        .map_err(|e| anyhow::anyhow!("commit: {e}"))
 }
 
 /// Runs a blocking closure off the runtime.

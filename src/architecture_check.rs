@@ -1,0 +1,170 @@
+//! The dependency direction, checked: a failing test when it breaks.
+//!
+//! - `ports/` (the domain and the port traits) depends on no I/O crate and no other
+//!   Reporter crate;
+//! - the contract suites depend on the ports only;
+//! - an adapter depends on no other adapter and not on the application;
+//! - the application (`src/`) depends on no driver crate and names no driver type: drivers
+//!   are reached through the adapters.
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Crates that do I/O: drivers, HTTP, runtimes.
+const IO_CRATES: &[&str] = &[
+    "tokio",
+    "poem",
+    "poem-openapi",
+    "hyper",
+    "reqwest",
+    "mongodb",
+    "bson",
+    "lapin",
+    "tokio-postgres",
+    "deadpool-postgres",
+    "sqlx",
+    "mysql_async",
+    "tiberius",
+    "object_store",
+    "aws-sdk-s3",
+];
+
+/// Driver crates the application MUST reach only through an adapter.
+const DRIVERS: &[&str] = &[
+    "mongodb",
+    "bson",
+    "lapin",
+    "tokio-postgres",
+    "deadpool-postgres",
+    "sqlx",
+    "mysql_async",
+    "tiberius",
+    "object_store",
+    "aws-sdk-s3",
+];
+
+/// One workspace member: its name and its normal (not dev) dependencies.
+struct Member {
+    name: String,
+    deps: BTreeSet<String>,
+}
+
+fn members() -> Vec<Member> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    packages
+        .iter()
+        .map(|p| Member {
+            name: p["name"].as_str().unwrap_or_default().to_owned(),
+            deps: p["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+                .filter_map(|d| d["name"].as_str().map(str::to_owned))
+                .collect(),
+        })
+        .collect()
+}
+
+fn member<'a>(all: &'a [Member], name: &str) -> &'a Member {
+    all.iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("workspace member {name}"))
+}
+
+#[test]
+fn ports_depend_on_no_io_crate_and_no_other_reporter_crate() {
+    let all = members();
+    let ports = member(&all, "reporter-ports");
+    let bad: Vec<&String> = ports
+        .deps
+        .iter()
+        .filter(|d| IO_CRATES.contains(&d.as_str()) || d.starts_with("reporter"))
+        .collect();
+    assert!(bad.is_empty(), "reporter-ports depends on {bad:?}");
+}
+
+#[test]
+fn contract_suites_depend_on_the_ports_only() {
+    let all = members();
+    let contract = member(&all, "reporter-contract");
+    let bad: Vec<&String> = contract
+        .deps
+        .iter()
+        .filter(|d| d.starts_with("reporter") && d.as_str() != "reporter-ports")
+        .collect();
+    assert!(bad.is_empty(), "reporter-contract depends on {bad:?}");
+}
+
+#[test]
+fn no_adapter_depends_on_another_adapter_or_on_the_application() {
+    let all = members();
+    let adapters: Vec<&Member> = all
+        .iter()
+        .filter(|m| m.name.starts_with("reporter-adapter-"))
+        .collect();
+    assert!(adapters.len() >= 10, "the adapters are found");
+    let mut bad = Vec::new();
+    for a in adapters {
+        for d in &a.deps {
+            if d.starts_with("reporter-adapter-") || d == "reporter" {
+                bad.push(format!("{} -> {d}", a.name));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:?}");
+}
+
+#[test]
+fn the_application_depends_on_no_driver() {
+    let all = members();
+    let app = member(&all, "reporter");
+    let bad: Vec<&String> = app
+        .deps
+        .iter()
+        .filter(|d| DRIVERS.contains(&d.as_str()))
+        .collect();
+    assert!(bad.is_empty(), "the root crate depends on {bad:?}");
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_application_names_no_driver_type() {
+    let mut files = Vec::new();
+    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    assert!(files.len() > 20, "the sources are found");
+    let paths: Vec<String> = DRIVERS
+        .iter()
+        .map(|d| format!("{}::", d.replace('-', "_")))
+        .collect();
+    let mut bad = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read source");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            // A string literal (a log filter directive, a message) is not a type.
+            let outside_strings: String = code.split('"').step_by(2).collect();
+            if let Some(p) = paths.iter().find(|p| outside_strings.contains(p.as_str())) {
+                bad.push(format!("{}:{}: {p}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "driver types named in src/: {bad:#?}");
+}
