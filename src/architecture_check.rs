@@ -50,11 +50,21 @@ struct Member {
 
 fn members() -> Vec<Member> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
     let packages = meta["packages"].as_array().expect("packages");
     packages
@@ -148,7 +158,10 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn the_application_names_no_driver_type() {
     let mut files = Vec::new();
-    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     assert!(files.len() > 20, "the sources are found");
     let paths: Vec<String> = DRIVERS
         .iter()

@@ -353,7 +353,7 @@ fn memory_storage(
     ));
     Ok(Arc::new(MemoryObjectStorage::bounded(ByteBudget {
         max_bytes,
-        evictable: is_report_artifact,
+        evictable: KeyLayout::is_report_artifact,
         on_evict: Arc::new(move |key, bytes| {
             evicted.inc();
             tracing::warn!(
@@ -363,16 +363,6 @@ fn memory_storage(
             );
         }),
     })))
-}
-
-/// True for the key of a report artifact, `[<tenant>/]reports/<template>/<report>.<ext>`
-/// ([`crate::app::KeyLayout`]); a template file, `[<tenant>/]templates/<id>.tpl`, is not one
-/// whatever the tenant is called.
-fn is_report_artifact(key: &str) -> bool {
-    let segments: Vec<&str> = key.split('/').collect();
-    segments.len() >= 3
-        && segments[segments.len() - 3] == "reports"
-        && segments[segments.len() - 2] != "templates"
 }
 
 fn object_storage(
@@ -985,25 +975,6 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_report_artifacts_are_evictable_whatever_the_tenant_is_called() {
-        for artifact in [
-            "reports/0198/0199.pdf",
-            "acme/reports/0198/0199.csv",
-            "reports/reports/0198/0199.txt",
-        ] {
-            assert!(is_report_artifact(artifact), "{artifact}");
-        }
-        for other in [
-            "templates/0198.tpl",
-            "reports/templates/0198.tpl",
-            "acme/templates/0198.tpl",
-            "reports",
-        ] {
-            assert!(!is_report_artifact(other), "{other}");
-        }
-    }
 
     #[test]
     fn an_inline_ca_is_written_to_a_private_file_removed_with_the_guard() {

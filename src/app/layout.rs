@@ -36,6 +36,16 @@ impl KeyLayout {
             format.as_str()
         )
     }
+
+    /// True for the key of a report artifact, `[<tenant>/]reports/<template>/<report>.<ext>`
+    /// ([`KeyLayout::report`]); a template file, `[<tenant>/]templates/<id>.tpl`, is not one
+    /// whatever the tenant is called. Either layout.
+    pub fn is_report_artifact(key: &str) -> bool {
+        let segments: Vec<&str> = key.split('/').collect();
+        segments.len() >= 3
+            && segments[segments.len() - 3] == "reports"
+            && segments[segments.len() - 2] != "templates"
+    }
 }
 
 #[cfg(test)]
@@ -61,5 +71,24 @@ mod tests {
             .report(&t, tpl, rep, OutputFormat::Pdf),
             "org-01abc/reports/8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77.pdf"
         );
+    }
+
+    #[test]
+    fn only_report_artifacts_are_evictable_whatever_the_tenant_is_called() {
+        for artifact in [
+            "reports/0198/0199.pdf",
+            "acme/reports/0198/0199.csv",
+            "reports/reports/0198/0199.txt",
+        ] {
+            assert!(KeyLayout::is_report_artifact(artifact), "{artifact}");
+        }
+        for other in [
+            "templates/0198.tpl",
+            "reports/templates/0198.tpl",
+            "acme/templates/0198.tpl",
+            "reports",
+        ] {
+            assert!(!KeyLayout::is_report_artifact(other), "{other}");
+        }
     }
 }
