@@ -33,11 +33,7 @@ test-mongo:
     eval "$services_env"
     bash scripts/mongo-standin.sh stop || true
     bash scripts/mongo-standin.sh start >/dev/null
-    REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter \
-        --test e2e_templates --test e2e_deadlines --test e2e_platform --test e2e_streaming \
-        --test e2e_reports --test e2e_sources --test e2e_rabbit --test props_deadlines \
-        --test e2e_compat --test e2e_builder --test props_builder \
-        --test e2e_sandbox --test e2e_xss --test props_upload
+    REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter --test api
 
 # Speed and memory figures, each a ratio to a baseline measured in the same run (release
 # build, a private RabbitMQ node, load from wrk, a scratch PostgreSQL database on 127.0.0.1:5432);

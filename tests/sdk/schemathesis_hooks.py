@@ -1,4 +1,4 @@
-"""Schemathesis hooks of tests/api_contract.rs (loaded by tests/sdk/schemathesis.toml).
+"""Schemathesis hooks of tests/tools/api_contract.rs (loaded by tests/sdk/schemathesis.toml).
 
 Two rules the spec cannot state are taught to the generator and the checks here; each is
 narrow and says why.
@@ -52,7 +52,7 @@ def one_idempotency_key_per_case(context, case):
     replays the first answer whatever the body (the key alone identifies a request, as in the
     original), so a later schema-violating body would "succeed" and a replayed template may
     have been deleted since. Each case gets a key of its own, still in the header's pattern;
-    replays themselves are tested in tests/e2e_platform.rs.
+    replays themselves are tested in tests/api/platform.rs.
     """
     key = case.headers.get("X-Idempotency") if case.headers else None
     if isinstance(key, str) and 0 < len(key) <= 200 and key.isascii() and key.isprintable() and " " not in key:

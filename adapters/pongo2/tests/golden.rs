@@ -2,7 +2,7 @@
 //! the data it reads and the exact expected output (`tests/golden/<case>/`):
 //! `template.tpl`, `data.json`, `expected.txt` (or `error.txt`: the start of the expected
 //! error), `mapped.json` (the mapped fields `analyze` must return), and `columns.json` where a
-//! column has a database type of its own (read by `tests/golden_corpus.rs`, which runs the
+//! column has a database type of its own (read by `tests/tools/golden_corpus.rs`, which runs the
 //! corpus through PostgreSQL, MongoDB and JSON files).
 //!
 //! Mapped fields are checked against what rendering reads, both ways: rendering reads no

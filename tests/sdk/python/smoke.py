@@ -1,5 +1,5 @@
 """One smoke flow through the Python client openapi-python-client generates from the committed
-spec (tests/sdk_clients.rs generates it and runs this against a `reporter serve`).
+spec (tests/tools/sdk_clients.rs generates it and runs this against a `reporter serve`).
 
 Usage: python3 smoke.py <base url> <bearer token>; the generated package `reporter_client`
 must be importable. Exits non-zero, saying which step failed, on any surprise.

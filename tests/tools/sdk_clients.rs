@@ -5,7 +5,7 @@
 //! read the event manifest). The generated code is written to a temporary directory, never
 //! committed. The tools are installed by `scripts/services.sh`; without them the tests skip,
 //! and fail under `REPORTER_REQUIRE_SERVICES=1`.
-mod common;
+use crate::common;
 
 use common::served::{Served, repo, require_tool, run};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! Its settings, and the reason for each one, are in `tests/sdk/schemathesis.toml`.
 //! Schemathesis is installed by `scripts/services.sh`; without it the test skips, and fails
 //! under `REPORTER_REQUIRE_SERVICES=1`.
-mod common;
+use crate::common;
 
 use common::served::{Served, repo, require_tool, run};
 use std::process::Command;

@@ -15,7 +15,7 @@
 //! Each scenario runs on a MongoDB stand-in of its own (`scripts/mongo-standin.sh` on a free
 //! port), never the shared one; the events go to a per-test exchange on the shared RabbitMQ,
 //! which nothing here stops. Each prints its figures.
-mod common;
+use crate::common;
 
 use common::chaos::{Counter, Figures, PrivateMongo, settle};
 use common::id_of;

@@ -3,7 +3,7 @@
 //! camelCase aliases (unknown keys refused), `/readyz` and `/version`, `STREAMING_BROKERS` in
 //! the original's form, and an events exchange an operator declared — through the HTTP API,
 //! the released binary and a real AMQP consumer (`RABBITMQ_URI`, skipped without it).
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::*;
@@ -748,7 +748,7 @@ async fn schemas_manifest_and_asyncapi_agree_on_every_payload() {
     let t = start().await;
     let manifest = get_ok(&t, "/v1/streaming/events").await;
     let asyncapi: Value =
-        serde_yaml::from_str(include_str!("../openapi/asyncapi.yaml")).expect("YAML");
+        serde_yaml::from_str(include_str!("../../openapi/asyncapi.yaml")).expect("YAML");
     for k in EventKey::ALL {
         let schema = k.payload_schema();
         let entry = manifest["events"]

@@ -1,7 +1,7 @@
 //! The template sandbox through the HTTP harness (real sandbox children of the `reporter`
 //! binary): upload refusals with the code of the bound, script constructs refused, a sandbox
 //! that cannot start, renders over a bound, and the service serving on after each.
-mod common;
+use crate::common;
 
 use common::{Form, expect_error, json, start, start_with, token};
 use poem::http::StatusCode;

@@ -16,7 +16,6 @@
 //! `POSTGRES_URL` / `MONGODB_URI`; fails under `REPORTER_REQUIRE_SERVICES=1`.
 #[path = "golden_corpus/columns.rs"]
 mod columns;
-mod common;
 #[path = "golden_corpus/files.rs"]
 mod files;
 #[path = "golden_corpus/mongo.rs"]

@@ -10,7 +10,7 @@
 //! latency, time from recovery to the first and last event) and asserts: every call answered
 //! 2xx quickly, the breaker opened, the backlog gauge stayed true during the outage, every
 //! event arrived (one distinct `ce-id` each, duplicates share theirs), and the outbox drained.
-mod common;
+use crate::common;
 
 use common::chaos::{Counter, Figures, PrivateBroker, durable_queue, settle};
 use common::*;

@@ -1,5 +1,5 @@
 //! The `reporter` binary: help, config check, spec output and start-up banner.
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -109,7 +109,7 @@ fn a_bad_value_stops_serve_naming_the_variable() {
 fn openapi_command_prints_the_committed_spec() {
     let out = reporter().arg("openapi").output().expect("runs");
     assert!(out.status.success());
-    let committed = include_str!("../openapi/reporter.json");
+    let committed = include_str!("../../openapi/reporter.json");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         committed,
@@ -121,7 +121,7 @@ fn openapi_command_prints_the_committed_spec() {
         .expect("runs");
     assert_eq!(
         String::from_utf8_lossy(&yaml.stdout),
-        include_str!("../openapi/reporter.yaml")
+        include_str!("../../openapi/reporter.yaml")
     );
 }
 
@@ -196,7 +196,7 @@ fn asyncapi_command_prints_the_committed_document() {
     assert!(out.status.success());
     assert_same(
         &String::from_utf8_lossy(&out.stdout),
-        include_str!("../openapi/asyncapi.yaml"),
+        include_str!("../../openapi/asyncapi.yaml"),
         "openapi/asyncapi.yaml",
     );
     let doc: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("YAML");

@@ -2,8 +2,7 @@
 //! `validate`): catalogues and languages, scopes, malformed bodies, unknown block types,
 //! injection attempts in every string property, limits, data-source checks, and generated
 //! code that uploads, renders, and reads exactly its `mappedFields`.
-#![recursion_limit = "256"]
-mod common;
+use crate::common;
 
 use common::{Form, TestApp, bearer, expect_error, json, start, token, token_for};
 use poem::http::StatusCode;
@@ -91,7 +90,7 @@ async fn render(app: &TestApp, code: &str, format: &str) -> (Value, String) {
 /// The README's worked example (`examples/builder/eur-transactions.json`).
 fn worked_example() -> Value {
     let file: Value =
-        serde_json::from_str(include_str!("../examples/builder/eur-transactions.json"))
+        serde_json::from_str(include_str!("../../examples/builder/eur-transactions.json"))
             .expect("example JSON");
     assert_eq!(file["format"], "html");
     file["blocks"].clone()

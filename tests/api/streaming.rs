@@ -1,7 +1,7 @@
 //! Event streaming over HTTP with the in-memory broker: the manifest, the exact CloudEvents
 //! header table, deterministic ids, schema-valid payloads, the breaker falling back to the
 //! outbox, poison parking and redrive, and the atomicity of state + outbox.
-mod common;
+use crate::common;
 
 use common::*;
 use reporter_ports::TenantId;

@@ -3,7 +3,7 @@
 //! the actions, with the seed's routing key, AMQP properties, `ce-*` header table and a
 //! schema-valid payload the CloudEvents SDK decodes. Unroutable events land in the alternate
 //! exchange's durable queue, and the manifest does not change with publication on.
-mod common;
+use crate::common;
 
 use common::*;
 use futures_util::StreamExt;

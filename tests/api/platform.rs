@@ -1,6 +1,6 @@
 //! Cross-cutting behaviour over HTTP: authentication and scopes, tenancy, idempotency, ops
 //! endpoints, security headers, error normalisation and the served spec.
-mod common;
+use crate::common;
 
 use common::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -155,7 +155,7 @@ async fn asymmetric(alg: Algorithm, private: &str, public: &str) {
         } else {
             |r| {
                 r.auth_jwt_secret = None;
-                r.auth_jwt_public_key = Some(include_str!("fixtures/rsa-public.pem").into());
+                r.auth_jwt_public_key = Some(include_str!("../fixtures/rsa-public.pem").into());
             }
         }),
         ..Default::default()
@@ -195,14 +195,14 @@ async fn asymmetric(alg: Algorithm, private: &str, public: &str) {
 async fn rs256_and_es256_public_keys_verify_tokens() {
     asymmetric(
         Algorithm::RS256,
-        include_str!("fixtures/rsa-private.pem"),
-        include_str!("fixtures/rsa-public.pem"),
+        include_str!("../fixtures/rsa-private.pem"),
+        include_str!("../fixtures/rsa-public.pem"),
     )
     .await;
     asymmetric(
         Algorithm::ES256,
-        include_str!("fixtures/ec-private.pem"),
-        include_str!("fixtures/ec-public.pem"),
+        include_str!("../fixtures/ec-private.pem"),
+        include_str!("../fixtures/ec-public.pem"),
     )
     .await;
 }
@@ -455,7 +455,7 @@ async fn swagger_ui_and_the_spec_are_served_offline() {
         .await
         .unwrap();
     assert!(
-        spec == include_str!("../openapi/reporter.json"),
+        spec == include_str!("../../openapi/reporter.json"),
         "the served spec is the committed one"
     );
     let yaml = t
@@ -469,7 +469,7 @@ async fn swagger_ui_and_the_spec_are_served_offline() {
         .await
         .unwrap();
     assert!(
-        yaml == include_str!("../openapi/reporter.yaml"),
+        yaml == include_str!("../../openapi/reporter.yaml"),
         "the served YAML is the committed one"
     );
 }

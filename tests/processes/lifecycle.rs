@@ -1,6 +1,6 @@
 //! `reporter api` and `reporter worker` as two processes, sharing MongoDB (state, outbox,
 //! GridFS artifacts) and RabbitMQ (jobs): upload, request, wait, download over real HTTP.
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! reach the sandbox.) Seeded deterministically (the same cases on every run), a fixed case
 //! budget ([`CASES`]) whatever the machine's speed, no regression files; [`SAFETY_CAP`] only
 //! stops a run that hangs, and failing loudly when it does.
-mod common;
+use crate::common;
 
 use common::{Form, TestApp, start_with, token};
 use proptest::prelude::*;

@@ -8,7 +8,7 @@
 //! filter chain, `calc` parentheses evaluated without recursion, a huge exponent that is
 //! simply `+Inf` in float64 as in the original): they
 //! may finish, as long as they end within their bound and the service serves on.
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Deadlines over HTTP: every operation of `/v1/deadlines`, success paths and every documented
 //! error code, template cascade and tenant isolation.
-mod common;
+use crate::common;
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use common::*;

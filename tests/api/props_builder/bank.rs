@@ -33,18 +33,19 @@ fn csv(text: &str) -> Vec<Row> {
 
 impl Bank {
     pub fn load() -> Self {
-        let tx: Vec<Row> =
-            serde_json::from_str(include_str!("../../examples/data/bank/transactions.json"))
-                .expect("transactions");
+        let tx: Vec<Row> = serde_json::from_str(include_str!(
+            "../../../examples/data/bank/transactions.json"
+        ))
+        .expect("transactions");
         Self {
             tables: BTreeMap::from([
                 (
                     "accounts",
-                    csv(include_str!("../../examples/data/bank/accounts.csv")),
+                    csv(include_str!("../../../examples/data/bank/accounts.csv")),
                 ),
                 (
                     "balances",
-                    csv(include_str!("../../examples/data/bank/balances.csv")),
+                    csv(include_str!("../../../examples/data/bank/balances.csv")),
                 ),
                 ("transactions", tx),
             ]),

@@ -21,7 +21,7 @@
 mod bank;
 #[path = "props_builder/blocks.rs"]
 mod blocks;
-mod common;
+use crate::common;
 #[path = "props_builder/layout.rs"]
 mod layout;
 #[path = "props_builder/model.rs"]

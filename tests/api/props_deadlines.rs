@@ -3,7 +3,7 @@
 //!
 //! The runners are seeded deterministically (same cases on every run) and never write
 //! regression files.
-mod common;
+use crate::common;
 
 use chrono::{Duration, SecondsFormat, Utc};
 use common::*;

@@ -12,7 +12,7 @@
 //! resource published directly by different APIs may overtake each other (GUARANTEES.md: order
 //! holds per resource on the dispatcher path only); the figures count those overtakes, with
 //! and without a publish failure. It prints its figures.
-mod common;
+use crate::common;
 
 use common::chaos::{Counter, Figures, Received, settle};
 use common::processes::{blocking, job_queue, redelivered_jobs, reporter, setup, spawn};

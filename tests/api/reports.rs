@@ -1,6 +1,6 @@
 //! Report generation end to end, in memory: request over HTTP, the embedded worker generates,
 //! poll until terminal, download and compare byte for byte.
-mod common;
+use crate::common;
 
 use common::*;
 use poem::http::StatusCode;

@@ -5,7 +5,7 @@
 //!
 //! The outage is a cut TCP proxy between the service and the shared MongoDB (every
 //! connection closed, new ones refused), so other tests keep their server.
-mod common;
+use crate::common;
 
 use common::cut_proxy::CutProxy;
 use common::*;

@@ -4,7 +4,7 @@
 //! a page global (read over CDP), call a beacon on a local listener and change the title;
 //! after the page loads, every link is clicked and every form submitted. No vector may run.
 //! The same corpus rendered to PDF by the Chromium renderer must not show script output.
-mod common;
+use crate::common;
 
 use common::cdp::Chromium;
 use serde_json::json;

@@ -1,5 +1,5 @@
 //! Templates and data sources over HTTP: success paths and every documented error code.
-mod common;
+use crate::common;
 
 use common::*;
 use poem::http::StatusCode;

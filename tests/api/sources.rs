@@ -1,7 +1,7 @@
 //! The report flow against real data sources: PostgreSQL (local server, data created here),
 //! MariaDB/MySQL (`MYSQL_URL`) and MongoDB (`MONGODB_URI`), byte for byte like the file-backed
 //! flow.
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;
