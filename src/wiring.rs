@@ -2,13 +2,13 @@
 //! adapter is chosen here and nowhere else.
 use crate::app::{App, DataSourceCatalog, Emitter, KeyLayout, Ports, Settings};
 use crate::config::{
-    AuthKey, Config, DataSourceSpec, EventBroker, JobQueueChoice, ObjectStorageChoice, PdfChoice,
-    RootCert, Tenancy,
+    Config, DataSourceSpec, EventBroker, JobQueueChoice, ObjectStorageChoice, PdfChoice, RootCert,
+    Tenancy,
 };
-use crate::http::auth::{Authenticator, Claims, Scope, mint_hs256};
+use crate::http::auth::Authenticator;
 use crate::http::ops::{CheckProbe, CheckStatus, ProbeOutcome};
 use crate::http::streaming::StreamingView;
-use crate::http::{HttpSetup, Probe, Readiness};
+use crate::http::{HttpSetup, Probe};
 use crate::streaming::{
     BreakerSettings, BreakerState, CircuitBreaker, Delivery, DeliverySetup, Dispatcher,
     DispatcherSettings, StreamingMetrics,
@@ -17,10 +17,7 @@ use crate::worker::{Worker, WorkerMetrics};
 use anyhow::Context;
 use reporter_adapter_ammonia::AmmoniaSanitizer;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
-use reporter_adapter_memory::{
-    ByteBudget, MemoryJobConsumer, MemoryJobQueue, MemoryObjectStorage, MemoryPublisher,
-    MemoryRetryPolicy, MemoryStore,
-};
+use reporter_adapter_memory::{ByteBudget, MemoryObjectStorage, MemoryPublisher, MemoryStore};
 use reporter_adapter_mongo::{
     DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
     MongoTenantRouter, TransactionCheck,
@@ -31,20 +28,19 @@ use reporter_adapter_pdf::{
 };
 use reporter_adapter_pongo2::Pongo2Engine;
 use reporter_adapter_postgres::{PostgresConfig, PostgresDataSource};
-use reporter_adapter_rabbitmq::{
-    RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig, RabbitPublisher, RabbitPublisherConfig,
-};
+use reporter_adapter_rabbitmq::{RabbitJobsConfig, RabbitPublisher, RabbitPublisherConfig};
 use reporter_adapter_s3::{S3Config, S3ObjectStorage};
 use reporter_adapter_sandbox::{ChildLimits, PoolConfig, ProcessPool, ProcessTemplateRunner};
 use reporter_adapter_sqlserver::{SqlServerConfig, SqlServerDataSource};
-use reporter_ports::TenantId;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{
-    DataSource, EventPublisher, JobConsumer, JobQueue, ObjectStorage, Outbox, PdfRenderer,
-};
+use reporter_ports::ports::{DataSource, EventPublisher, ObjectStorage, Outbox, PdfRenderer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+mod dev_token;
+mod jobs;
+mod readiness;
 
 /// What the process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,99 +449,23 @@ fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
 pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let mut summary = Vec::new();
     let rabbit_jobs = rabbit_jobs_config(config);
-    if role != Role::Serve && rabbit_jobs.is_none() {
-        anyhow::bail!(
-            "`reporter {}` needs RABBITMQ_URI: the API and the worker exchange jobs through RabbitMQ (use `reporter serve` for one process)",
-            if role == Role::Api { "api" } else { "worker" }
-        );
-    }
+    check_role_transport(role, rabbit_jobs.is_some())?;
     let stores = stores(config, &mut summary).await?;
-    if role != Role::Serve && matches!(stores.kind, StoreKind::Memory) {
-        anyhow::bail!(
-            "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI"
-        );
-    }
+    check_role_store(role, &stores.kind)?;
     let registry = prometheus::Registry::new();
     let storage = object_storage(config, stores.database.as_ref(), &registry, &mut summary)?;
-    let mongo_database = stores.database.clone();
     let (sources, example_dir) = data_sources(config, &mut summary).await?;
     let catalog = DataSourceCatalog::new(sources);
-
-    let (generated_secret, dev_token) = match (&config.auth.key, config.auth.enabled) {
-        (AuthKey::Generated, true) => {
-            let secret: [u8; 32] = rand::random();
-            let secret = hex::encode(secret).into_bytes();
-            let tenant = match &config.tenancy {
-                Tenancy::Single(t) => t.clone(),
-                Tenancy::Multi => TenantId::default_tenant(),
-            };
-            let claims = Claims {
-                sub: Some("dev".into()),
-                exp: (chrono::Utc::now() + chrono::Duration::hours(12)).timestamp(),
-                scope: Some(Scope::all_claim()),
-                tenant_id: Some(tenant.to_string()),
-                iss: config.auth.issuer.clone(),
-                aud: config.auth.audience.clone(),
-            };
-            let token = mint_hs256(&secret, &claims)
-                .map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;
-            (Some(secret), Some(token))
-        }
-        _ => (None, None),
-    };
-    let authenticator = Arc::new(
-        Authenticator::new(
-            &config.auth,
-            config.tenancy.clone(),
-            generated_secret.as_deref(),
-        )
-        .map_err(|e| anyhow::anyhow!("auth: {e}"))?,
-    );
-
-    // Jobs: RabbitMQ when configured, else an in-process queue for the embedded worker.
-    let mut rabbit_queue: Option<RabbitJobQueue> = None;
-    let (jobs, consumer): (Arc<dyn JobQueue>, Option<Arc<dyn JobConsumer>>) = match &rabbit_jobs {
-        Some(c) => {
-            let q = RabbitJobQueue::connect(c.clone())
-                .await
-                .map_err(|e| anyhow::anyhow!("RABBITMQ_URI (job queue): {e}"))?;
-            rabbit_queue = Some(q.clone());
-            summary.push(format!("report jobs: RabbitMQ queue '{}'", c.queue));
-            let consumer: Option<Arc<dyn JobConsumer>> = if role == Role::Api {
-                None
-            } else {
-                Some(Arc::new(
-                    RabbitJobConsumer::connect(c.clone())
-                        .await
-                        .map_err(|e| anyhow::anyhow!("RABBITMQ_URI (job consumer): {e}"))?,
-                ))
-            };
-            (Arc::new(q), consumer)
-        }
-        None => {
-            let (q, rx) = MemoryJobQueue::new(10_000);
-            let policy = MemoryRetryPolicy {
-                max_attempts: config.worker.max_attempts,
-                ..Default::default()
-            };
-            summary.push("report jobs: in-process queue with an embedded worker".to_owned());
-            (
-                Arc::new(q),
-                Some(Arc::new(MemoryJobConsumer::new(rx, policy))),
-            )
-        }
-    };
-
+    let (generated_secret, dev_token) = dev_token::dev_credentials(config)?;
+    let authenticator = Authenticator::new(
+        &config.auth,
+        config.tenancy.clone(),
+        generated_secret.as_deref(),
+    )
+    .map_err(|e| anyhow::anyhow!("auth: {e}"))?;
+    let transport = jobs::job_transport(config, role, rabbit_jobs.as_ref(), &mut summary).await?;
     let sandbox = template_runner(config)?;
-    summary.push(format!(
-        "template sandbox: {} child process(es) per pool; render {} MiB / {} CPU s / {:?}, upload parse {} MiB / {:?}",
-        config.sandbox.pool_size,
-        config.sandbox.render_memory_bytes >> 20,
-        config.sandbox.render_cpu_seconds,
-        config.sandbox.render_timeout,
-        config.sandbox.parse_memory_bytes >> 20,
-        config.sandbox.parse_timeout,
-    ));
+    summary.push(sandbox_summary(config));
     let runner: Arc<dyn reporter_ports::ports::TemplateRunner> = Arc::new(sandbox.clone());
     let ports = Ports {
         templates: stores.templates,
@@ -555,7 +475,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         outbox: stores.outbox.clone(),
         storage: storage.clone(),
         idempotency: stores.idempotency,
-        jobs,
+        jobs: transport.jobs,
         runner: runner.clone(),
         clock: Arc::new(SystemClock),
     };
@@ -569,23 +489,11 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let (emitter, dispatcher, memory_broker, events_check) =
         streaming(config, outbox.clone(), &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
-    let streaming_view = StreamingView {
-        memory_broker,
-        exchange: config.streaming.exchange.clone(),
-    };
-
     let pdf = pdf_renderer(config)?;
-    let worker = match (role, consumer) {
+    let worker = match (role, transport.consumer) {
         (Role::Api, _) | (_, None) => None,
         (_, Some(consumer)) => {
-            summary.push(format!(
-                "worker: {} job(s) at once, PDF via {}",
-                config.worker.settings.concurrency,
-                match config.worker.pdf {
-                    PdfChoice::Native => "the built-in renderer",
-                    PdfChoice::Chromium(_) => "headless Chromium",
-                }
-            ));
+            summary.push(worker_summary(config));
             Some(Worker {
                 app: app.clone(),
                 consumer,
@@ -596,93 +504,19 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             })
         }
     };
-
-    let mut readiness = Readiness::default()
-        .deployment_mode(config.deployment_mode.as_str())
-        .with(
-            "store",
-            probe(move || {
-                let outbox = outbox.clone();
-                async move {
-                    outbox
-                        .stats(chrono::Utc::now())
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                }
-            }),
-        );
-    if let Some(db) = mongo_database.clone() {
-        readiness = readiness.with(
-            "mongodb",
-            probe(move || {
-                let db = db.clone();
-                async move { db.ping().await }
-            }),
-        );
-    }
-    let s = storage.clone();
-    readiness = readiness.with(
-        "objectStorage",
-        probe(move || {
-            let s = s.clone();
-            async move { s.check().await.map_err(|e| e.to_string()) }
-        }),
-    );
-    if worker.is_some() {
-        let p = pdf.clone();
-        readiness = readiness.with(
-            "pdfRenderer",
-            probe(move || {
-                let p = p.clone();
-                async move { p.check().await.map_err(|e| e.to_string()) }
-            }),
-        );
-    } else {
-        readiness = readiness.not_applicable("pdfRenderer");
-    }
-    readiness = match rabbit_queue {
-        Some(q) => readiness.with(
-            "rabbitmq",
-            probe(move || {
-                let q = q.clone();
-                async move { q.check().await.map_err(|e| e.to_string()) }
-            }),
-        ),
-        None => readiness.not_applicable("rabbitmq"),
-    };
-    readiness = match events_check {
-        Some(check) => readiness.with_check("events", check),
-        None => readiness.not_applicable("events"),
-    };
-    for d in catalog.descriptors() {
-        let source = catalog.get(d.id.as_str());
-        readiness = readiness.with(
-            format!("dataSource:{}", d.id),
-            probe(move || {
-                let source = source.clone();
-                async move {
-                    match source {
-                        Some(s) => s.schema().await.map(|_| ()).map_err(|e| e.to_string()),
-                        None => Err("not configured".into()),
-                    }
-                }
-            }),
-        );
-    }
-    let http = HttpSetup {
-        authenticator,
-        readiness,
-        registry,
-        max_body_bytes: config.max_request_body_bytes,
-        idempotency_ttl: config.idempotency_ttl,
-        idempotency_in_flight: config.idempotency_in_flight,
-        cors_origins: config.cors_origins.clone(),
-        streaming: streaming_view,
-    };
+    let readiness = readiness::readiness(readiness::Dependencies {
+        deployment_mode: config.deployment_mode.as_str(),
+        outbox,
+        database: stores.database,
+        storage,
+        pdf: worker.as_ref().map(|_| pdf.clone()),
+        rabbit: transport.rabbit,
+        events: events_check,
+        catalog: &catalog,
+    });
     Ok(Built {
         app,
-        http,
+        http: http_setup(config, authenticator, readiness, registry, memory_broker),
         dev_token,
         example_dir,
         summary,
@@ -690,6 +524,78 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         worker,
         sandbox,
     })
+}
+
+/// The HTTP layer's part of the wiring.
+fn http_setup(
+    config: &Config,
+    authenticator: Authenticator,
+    readiness: crate::http::Readiness,
+    registry: prometheus::Registry,
+    memory_broker: Option<MemoryPublisher>,
+) -> HttpSetup {
+    HttpSetup {
+        authenticator: Arc::new(authenticator),
+        readiness,
+        registry,
+        max_body_bytes: config.max_request_body_bytes,
+        idempotency_ttl: config.idempotency_ttl,
+        idempotency_in_flight: config.idempotency_in_flight,
+        cors_origins: config.cors_origins.clone(),
+        streaming: StreamingView {
+            memory_broker,
+            exchange: config.streaming.exchange.clone(),
+        },
+    }
+}
+
+/// `reporter api` and `reporter worker` MUST be refused without RabbitMQ (the jobs go
+/// through it), before anything connects.
+fn check_role_transport(role: Role, rabbit_jobs: bool) -> anyhow::Result<()> {
+    if role != Role::Serve && !rabbit_jobs {
+        anyhow::bail!(
+            "`reporter {}` needs RABBITMQ_URI: the API and the worker exchange jobs through RabbitMQ (use `reporter serve` for one process)",
+            if role == Role::Api { "api" } else { "worker" }
+        );
+    }
+    Ok(())
+}
+
+/// `reporter api` and `reporter worker` MUST be refused without MongoDB (the reports are
+/// shared through it).
+fn check_role_store(role: Role, stores: &StoreKind) -> anyhow::Result<()> {
+    if role != Role::Serve && matches!(stores, StoreKind::Memory) {
+        anyhow::bail!(
+            "`reporter api` and `reporter worker` share reports through MongoDB; set MONGO_URI"
+        );
+    }
+    Ok(())
+}
+
+/// The start-up banner's line about the template sandbox.
+fn sandbox_summary(config: &Config) -> String {
+    let s = &config.sandbox;
+    format!(
+        "template sandbox: {} child process(es) per pool; render {} MiB / {} CPU s / {:?}, upload parse {} MiB / {:?}",
+        s.pool_size,
+        s.render_memory_bytes >> 20,
+        s.render_cpu_seconds,
+        s.render_timeout,
+        s.parse_memory_bytes >> 20,
+        s.parse_timeout,
+    )
+}
+
+/// The start-up banner's line about the worker.
+fn worker_summary(config: &Config) -> String {
+    format!(
+        "worker: {} job(s) at once, PDF via {}",
+        config.worker.settings.concurrency,
+        match config.worker.pdf {
+            PdfChoice::Native => "the built-in renderer",
+            PdfChoice::Chromium(_) => "headless Chromium",
+        }
+    )
 }
 
 type StreamingParts = (

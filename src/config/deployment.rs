@@ -1,8 +1,8 @@
 //! `DEPLOYMENT_MODE=saas`: as in the original, every connection to a datastore must use TLS,
 //! so a service operated for others never talks to its databases or brokers in clear text.
 use super::{
-    ConfigProblem, DataSourceConfig, DataSourceSpec, EventBroker, JobQueueChoice, MongoSettings,
-    ObjectStorageChoice, StreamingSettings, problem,
+    ConfigProblem, DataSourceConfig, DataSourceSpec, DeploymentMode, EventBroker, JobQueueChoice,
+    MongoSettings, ObjectStorageChoice, StreamingSettings, problem,
 };
 
 /// The rule every problem of this module names.
@@ -28,6 +28,26 @@ fn mongo_uri_has_tls(uri: &str) -> bool {
         .split('&')
         .any(|p| matches!(p, "tls=false" | "ssl=false"));
     (lower.starts_with("mongodb+srv://") && !off) || on
+}
+
+/// The rules that involve several sections: in SaaS mode every connection uses TLS; GridFS
+/// needs MongoDB.
+pub(super) fn cross_section_problems(
+    mode: DeploymentMode,
+    c: &Connections<'_>,
+) -> Vec<ConfigProblem> {
+    let mut out = Vec::new();
+    if mode == DeploymentMode::Saas {
+        out.extend(saas_tls_problems(c));
+    }
+    if matches!(c.storage, ObjectStorageChoice::GridFs) && c.mongo.is_none() {
+        out.push(problem(
+            "OBJECT_STORAGE_BACKEND",
+            "gridfs without MONGO_URI",
+            "set MONGO_URI to use GridFS",
+        ));
+    }
+    out
 }
 
 /// Every connection of `c` that does not use TLS, as configuration problems.

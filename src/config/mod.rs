@@ -3,11 +3,14 @@
 //! clap reads every variable (so `reporter --help` lists each with its default); values stay
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
+mod auth;
 mod datasource_tls;
 mod datasources;
 mod deployment;
 mod mongo;
 mod original;
+mod server;
+mod storage;
 
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlTls};
 pub use mongo::MongoSettings;
@@ -891,7 +894,9 @@ impl RawConfig {
         }
     }
 
-    /// Validates every value and reports every problem.
+    /// Validates every value and reports every problem. One call per section (each validates
+    /// itself into the shared list of problems), then the rules that span sections, then the
+    /// assembled [`Config`]: over 80 lines only because that literal has a line per field.
     pub fn validate(&self, env: &[(String, String)]) -> Result<Config, ConfigErrors> {
         let mut c = Checker {
             problems: Vec::new(),
@@ -899,133 +904,9 @@ impl RawConfig {
         let server_address = self.server_listen(&mut c);
         let health_address = self.health_listen(&mut c);
         let production = self.env_name.trim().eq_ignore_ascii_case("production");
-        let log_json = match self.log_format.trim().to_ascii_lowercase().as_str() {
-            "text" => false,
-            "json" => true,
-            other => {
-                c.problems.push(problem(
-                    "LOG_FORMAT",
-                    format!("'{other}' is not a log format"),
-                    "text|json",
-                ));
-                false
-            }
-        };
-        if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
-            c.problems.push(problem(
-                "LOG_LEVEL",
-                format!("'{}' is not a valid filter", self.log_level),
-                "a tracing filter such as info or reporter=debug,info",
-            ));
-        }
-
-        let auth_enabled = c.boolean("AUTH_ENABLED", &self.auth_enabled);
-        let secret = self
-            .auth_jwt_secret
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let public_key = self
-            .auth_jwt_public_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let key = match (secret, public_key) {
-            (Some(_), Some(_)) => {
-                c.problems.push(problem(
-                    "AUTH_JWT_SECRET",
-                    "both AUTH_JWT_SECRET and AUTH_JWT_PUBLIC_KEY are set",
-                    "set exactly one verification key",
-                ));
-                AuthKey::Generated
-            }
-            (Some(s), None) => {
-                if s.len() < 32 {
-                    c.problems.push(problem(
-                        "AUTH_JWT_SECRET",
-                        format!("the secret is {} bytes long", s.len()),
-                        "at least 32 bytes",
-                    ));
-                }
-                AuthKey::Secret(s.as_bytes().to_vec())
-            }
-            (None, Some(k)) => {
-                let pem = if k.starts_with("-----BEGIN") {
-                    Some(k.to_owned())
-                } else {
-                    std::fs::read_to_string(k).ok()
-                };
-                match pem {
-                    Some(pem) if crate::http::auth::public_key_is_usable(&pem) => {
-                        AuthKey::PublicKeyPem(pem)
-                    }
-                    Some(_) => {
-                        c.problems.push(problem(
-                            "AUTH_JWT_PUBLIC_KEY",
-                            "the PEM is not an RSA or EC (P-256) public key",
-                            "a PEM public key for RS256 or ES256",
-                        ));
-                        AuthKey::Generated
-                    }
-                    None => {
-                        c.problems.push(problem(
-                            "AUTH_JWT_PUBLIC_KEY",
-                            format!("'{k}' is neither PEM text nor a readable file"),
-                            "PEM text or a path to a PEM file",
-                        ));
-                        AuthKey::Generated
-                    }
-                }
-            }
-            (None, None) => {
-                if production && auth_enabled {
-                    c.problems.push(problem(
-                        "AUTH_JWT_SECRET",
-                        "no verification key is configured in production",
-                        "set AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY when ENV_NAME=production",
-                    ));
-                }
-                AuthKey::Generated
-            }
-        };
-        if production && !auth_enabled {
-            c.problems.push(problem(
-                "AUTH_ENABLED",
-                "auth is off in production",
-                "AUTH_ENABLED must be true when ENV_NAME=production",
-            ));
-        }
-        let leeway_seconds = c.number(
-            "AUTH_JWT_LEEWAY_SECONDS",
-            &self.auth_jwt_leeway_seconds,
-            0u64,
-            300,
-            30,
-        );
-
-        let multi = c.boolean("MULTI_TENANT_ENABLED", &self.multi_tenant_enabled);
-        let tenancy = if multi {
-            if !auth_enabled {
-                c.problems.push(problem(
-                    "MULTI_TENANT_ENABLED",
-                    "multi-tenant mode with AUTH_ENABLED=false",
-                    "multi-tenant mode takes the tenant from the token, so it needs AUTH_ENABLED=true",
-                ));
-            }
-            Tenancy::Multi
-        } else {
-            match TenantId::parse(self.default_tenant_id.trim()) {
-                Ok(t) => Tenancy::Single(t),
-                Err(e) => {
-                    c.problems.push(problem(
-                        "DEFAULT_TENANT_ID",
-                        format!("'{}' is not a valid tenant id", self.default_tenant_id),
-                        &e.to_string(),
-                    ));
-                    Tenancy::Single(TenantId::default_tenant())
-                }
-            }
-        };
+        let log_json = self.logging(&mut c);
+        let auth = self.auth(&mut c, production);
+        let tenancy = self.tenancy(&mut c, auth.enabled);
         let max_pagination_limit = c.number(
             "MAX_PAGINATION_LIMIT",
             &self.max_pagination_limit,
@@ -1047,86 +928,10 @@ impl RawConfig {
             3600,
             10,
         );
-        let object_storage = match self
-            .object_storage_backend
-            .trim()
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "memory" => ObjectStorageChoice::Memory {
-                max_artifact_bytes: self.memory_max_bytes(&mut c),
-            },
-            "fs" | "filesystem" => {
-                if self.object_storage_path.trim().is_empty() {
-                    c.problems
-                        .push(problem("OBJECT_STORAGE_PATH", "empty", "a directory path"));
-                }
-                ObjectStorageChoice::Filesystem(PathBuf::from(self.object_storage_path.trim()))
-            }
-            "gridfs" => ObjectStorageChoice::GridFs,
-            "s3" => ObjectStorageChoice::S3(Box::new(S3Settings {
-                bucket: self.s3_bucket.trim().to_owned(),
-                endpoint: self.s3_endpoint.clone().filter(|e| !e.trim().is_empty()),
-                region: self.s3_region.trim().to_owned(),
-                access_key_id: self.s3_access_key_id.clone(),
-                secret_key: self.s3_secret_key.clone(),
-                path_style: c.boolean("OBJECT_STORAGE_USE_PATH_STYLE", &self.s3_path_style),
-                allow_http: c.boolean("OBJECT_STORAGE_DISABLE_SSL", &self.s3_disable_ssl),
-            })),
-            other => {
-                c.problems.push(problem(
-                    "OBJECT_STORAGE_BACKEND",
-                    format!("'{other}' is not a storage backend"),
-                    "memory|fs|gridfs|s3",
-                ));
-                ObjectStorageChoice::Memory {
-                    max_artifact_bytes: None,
-                }
-            }
-        };
-        let example = match self
-            .example_data_enabled
-            .trim()
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "auto" => None,
-            other => match parse_bool(other) {
-                Some(b) => Some(b),
-                None => {
-                    c.problems.push(problem(
-                        "EXAMPLE_DATA_ENABLED",
-                        format!("'{other}' is not auto or a boolean"),
-                        "auto|true|false",
-                    ));
-                    None
-                }
-            },
-        };
-        let data_sources = DataSourceConfig::from_env(env, example, &mut c.problems);
-        let cors_origins: Vec<String> = self
-            .cors_allowed_origins
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        for o in &cors_origins {
-            if o != "*" && !(o.starts_with("http://") || o.starts_with("https://")) {
-                c.problems.push(problem(
-                    "CORS_ALLOWED_ORIGINS",
-                    format!("'{o}' is not an origin"),
-                    "comma-separated http(s)://host[:port] origins, or *",
-                ));
-            }
-            if production && (o == "*" || o.starts_with("http://")) {
-                c.problems.push(problem(
-                    "CORS_ALLOWED_ORIGINS",
-                    format!("'{o}' is not allowed in production"),
-                    "https:// origins only when ENV_NAME=production",
-                ));
-            }
-        }
+        let object_storage = self.object_storage(&mut c);
+        let data_sources =
+            DataSourceConfig::from_env(env, self.example_data(&mut c), &mut c.problems);
+        let cors_origins = self.cors_origins(&mut c, production);
         let max_request_body_bytes = c.number(
             "MAX_REQUEST_BODY_BYTES",
             &self.max_request_body_bytes,
@@ -1140,14 +945,7 @@ impl RawConfig {
         let worker = self.worker(rabbitmq.as_deref(), &mut c);
         let sandbox = self.sandbox(&mut c, worker.settings.render.max_output_bytes);
         let mongo = self.mongo(&mut c);
-        let deployment_mode = DeploymentMode::parse(&self.deployment_mode).unwrap_or_else(|| {
-            c.problems.push(problem(
-                "DEPLOYMENT_MODE",
-                format!("'{}' is not a deployment mode", self.deployment_mode),
-                "local|byoc|saas",
-            ));
-            DeploymentMode::Local
-        });
+        let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(
             "SHUTDOWN_DRAIN_SECONDS",
             &self.shutdown_drain_seconds,
@@ -1155,24 +953,15 @@ impl RawConfig {
             300,
             0,
         ));
-        if deployment_mode == DeploymentMode::Saas {
-            c.problems
-                .extend(deployment::saas_tls_problems(&deployment::Connections {
-                    mongo: mongo.as_ref(),
-                    queue: &worker.queue,
-                    streaming: &streaming,
-                    storage: &object_storage,
-                    sources: &data_sources,
-                }));
-        }
-        if matches!(object_storage, ObjectStorageChoice::GridFs) && mongo.is_none() {
-            c.problems.push(problem(
-                "OBJECT_STORAGE_BACKEND",
-                "gridfs without MONGO_URI",
-                "set MONGO_URI to use GridFS",
-            ));
-        }
-
+        let connections = deployment::Connections {
+            mongo: mongo.as_ref(),
+            queue: &worker.queue,
+            streaming: &streaming,
+            storage: &object_storage,
+            sources: &data_sources,
+        };
+        let cross = deployment::cross_section_problems(deployment_mode, &connections);
+        c.problems.extend(cross);
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -1182,19 +971,7 @@ impl RawConfig {
             production,
             log_level: self.log_level.clone(),
             log_json,
-            auth: AuthSettings {
-                enabled: auth_enabled,
-                key,
-                issuer: self
-                    .auth_jwt_issuer
-                    .clone()
-                    .filter(|s| !s.trim().is_empty()),
-                audience: self
-                    .auth_jwt_audience
-                    .clone()
-                    .filter(|s| !s.trim().is_empty()),
-                leeway_seconds,
-            },
+            auth,
             tenancy,
             max_pagination_limit,
             idempotency_ttl: chrono::Duration::seconds(ttl),

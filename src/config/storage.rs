@@ -1,0 +1,71 @@
+//! The object storage section and the example data switch.
+use super::{Checker, ObjectStorageChoice, RawConfig, S3Settings, parse_bool, problem};
+use std::path::PathBuf;
+
+impl RawConfig {
+    /// `OBJECT_STORAGE_BACKEND` and its backend's variables.
+    pub(super) fn object_storage(&self, c: &mut Checker) -> ObjectStorageChoice {
+        let object_storage = match self
+            .object_storage_backend
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "memory" => ObjectStorageChoice::Memory {
+                max_artifact_bytes: self.memory_max_bytes(c),
+            },
+            "fs" | "filesystem" => {
+                if self.object_storage_path.trim().is_empty() {
+                    c.problems
+                        .push(problem("OBJECT_STORAGE_PATH", "empty", "a directory path"));
+                }
+                ObjectStorageChoice::Filesystem(PathBuf::from(self.object_storage_path.trim()))
+            }
+            "gridfs" => ObjectStorageChoice::GridFs,
+            "s3" => ObjectStorageChoice::S3(Box::new(S3Settings {
+                bucket: self.s3_bucket.trim().to_owned(),
+                endpoint: self.s3_endpoint.clone().filter(|e| !e.trim().is_empty()),
+                region: self.s3_region.trim().to_owned(),
+                access_key_id: self.s3_access_key_id.clone(),
+                secret_key: self.s3_secret_key.clone(),
+                path_style: c.boolean("OBJECT_STORAGE_USE_PATH_STYLE", &self.s3_path_style),
+                allow_http: c.boolean("OBJECT_STORAGE_DISABLE_SSL", &self.s3_disable_ssl),
+            })),
+            other => {
+                c.problems.push(problem(
+                    "OBJECT_STORAGE_BACKEND",
+                    format!("'{other}' is not a storage backend"),
+                    "memory|fs|gridfs|s3",
+                ));
+                ObjectStorageChoice::Memory {
+                    max_artifact_bytes: None,
+                }
+            }
+        };
+        object_storage
+    }
+
+    /// `EXAMPLE_DATA_ENABLED`: `auto` (`None`) or a boolean.
+    pub(super) fn example_data(&self, c: &mut Checker) -> Option<bool> {
+        let example = match self
+            .example_data_enabled
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "auto" => None,
+            other => match parse_bool(other) {
+                Some(b) => Some(b),
+                None => {
+                    c.problems.push(problem(
+                        "EXAMPLE_DATA_ENABLED",
+                        format!("'{other}' is not auto or a boolean"),
+                        "auto|true|false",
+                    ));
+                    None
+                }
+            },
+        };
+        example
+    }
+}

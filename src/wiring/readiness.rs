@@ -1,0 +1,103 @@
+//! `/readyz`: one probe per dependency this process uses.
+use super::probe;
+use crate::app::DataSourceCatalog;
+use crate::http::Readiness;
+use crate::http::ops::CheckProbe;
+use reporter_adapter_mongo::DeploymentDatabase;
+use reporter_adapter_rabbitmq::RabbitJobQueue;
+use reporter_ports::ports::{ObjectStorage, Outbox, PdfRenderer};
+use std::sync::Arc;
+
+/// What the probes look at.
+pub(super) struct Dependencies<'a> {
+    pub deployment_mode: &'a str,
+    pub outbox: Arc<dyn Outbox>,
+    pub database: Option<DeploymentDatabase>,
+    pub storage: Arc<dyn ObjectStorage>,
+    /// The PDF renderer, when this process runs a worker.
+    pub pdf: Option<Arc<dyn PdfRenderer>>,
+    pub rabbit: Option<RabbitJobQueue>,
+    pub events: Option<CheckProbe>,
+    pub catalog: &'a DataSourceCatalog,
+}
+
+/// The readiness of `d`: the store, MongoDB, object storage, the PDF renderer, RabbitMQ,
+/// event publication and every data source; "not applicable" for what this process does
+/// not use.
+pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
+    let outbox = d.outbox;
+    let mut r = Readiness::default()
+        .deployment_mode(d.deployment_mode)
+        .with(
+            "store",
+            probe(move || {
+                let outbox = outbox.clone();
+                async move {
+                    let stats = outbox.stats(chrono::Utc::now()).await;
+                    stats.map(|_| ()).map_err(|e| e.to_string())
+                }
+            }),
+        );
+    if let Some(db) = d.database {
+        r = r.with(
+            "mongodb",
+            probe(move || {
+                let db = db.clone();
+                async move { db.ping().await }
+            }),
+        );
+    }
+    let s = d.storage;
+    r = r.with(
+        "objectStorage",
+        probe(move || {
+            let s = s.clone();
+            async move { s.check().await.map_err(|e| e.to_string()) }
+        }),
+    );
+    r = match d.pdf {
+        Some(p) => r.with(
+            "pdfRenderer",
+            probe(move || {
+                let p = p.clone();
+                async move { p.check().await.map_err(|e| e.to_string()) }
+            }),
+        ),
+        None => r.not_applicable("pdfRenderer"),
+    };
+    r = match d.rabbit {
+        Some(q) => r.with(
+            "rabbitmq",
+            probe(move || {
+                let q = q.clone();
+                async move { q.check().await.map_err(|e| e.to_string()) }
+            }),
+        ),
+        None => r.not_applicable("rabbitmq"),
+    };
+    r = match d.events {
+        Some(check) => r.with_check("events", check),
+        None => r.not_applicable("events"),
+    };
+    data_source_probes(r, d.catalog)
+}
+
+/// One probe per configured data source (its schema read).
+fn data_source_probes(mut r: Readiness, catalog: &DataSourceCatalog) -> Readiness {
+    for d in catalog.descriptors() {
+        let source = catalog.get(d.id.as_str());
+        r = r.with(
+            format!("dataSource:{}", d.id),
+            probe(move || {
+                let source = source.clone();
+                async move {
+                    match source {
+                        Some(s) => s.schema().await.map(|_| ()).map_err(|e| e.to_string()),
+                        None => Err("not configured".into()),
+                    }
+                }
+            }),
+        );
+    }
+    r
+}
