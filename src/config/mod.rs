@@ -792,6 +792,7 @@ impl Checker {
 impl RawConfig {
     /// The settings as if no variable were set (every default).
     /// Mirrors the clap defaults above; a unit test keeps the two in step.
+    /// Long by design: one line per variable.
     pub fn defaults() -> Self {
         RawConfig {
             server_address: "127.0.0.1:4005".into(),

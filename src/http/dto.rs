@@ -69,6 +69,26 @@ pub fn either<'a>(
     }
 }
 
+/// A window bound given as `named` (`start_date`/`startDate`, or the end's) and/or under its
+/// earlier name `earlier` (`createdFrom`, `createdTo`): the value with the name used.
+///
+/// MUST answer `InvalidQueryParameter` when both are given with different values.
+pub fn same_bound<'a>(
+    named: Option<(String, &'a str)>,
+    earlier_value: Option<String>,
+    earlier: &'a str,
+) -> Result<Option<(String, &'a str)>, AppError> {
+    match (named, earlier_value) {
+        (Some((a, n)), Some(b)) if a != b => Err(AppError::new(
+            Code::InvalidQueryParameter,
+            format!("{n} '{a}' and {earlier} '{b}' name the same bound differently"),
+        )
+        .field(n, format!("differs from {earlier}"))),
+        (Some(a), _) => Ok(Some(a)),
+        (None, b) => Ok(b.map(|b| (b, earlier))),
+    }
+}
+
 /// `output_format` / its alias `outputFormat` of a list operation: `None` when absent,
 /// `InvalidOutputFormat` naming the parameter the caller used for anything but html, pdf,
 /// csv, xml or txt (any case).

@@ -1,7 +1,8 @@
 //! `/v1/reports` operations.
 use super::auth::{Auth, Scope};
 use super::dto::{
-    check_cursor, day_window, either, instant_or_day, output_format_filter, page_request, path_uuid,
+    check_cursor, day_window, either, instant_or_day, output_format_filter, page_request,
+    path_uuid, same_bound,
 };
 use super::error::ApiResult;
 use super::tags::ApiTags;
@@ -504,31 +505,9 @@ impl ReportsApi {
             q.created_to = Some(to);
         }
         let from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?;
-        let from = match (from, created_from.0) {
-            (Some((a, n)), Some(b)) if a != b => {
-                return Err(AppError::new(
-                    Code::InvalidQueryParameter,
-                    format!("{n} '{a}' and createdFrom '{b}' name the same bound differently"),
-                )
-                .field(n, "differs from createdFrom")
-                .into());
-            }
-            (Some(a), _) => Some(a),
-            (None, b) => b.map(|b| (b, "createdFrom")),
-        };
+        let from = same_bound(from, created_from.0, "createdFrom")?;
         let to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?;
-        let to = match (to, created_to.0) {
-            (Some((a, n)), Some(b)) if a != b => {
-                return Err(AppError::new(
-                    Code::InvalidQueryParameter,
-                    format!("{n} '{a}' and createdTo '{b}' name the same bound differently"),
-                )
-                .field(n, "differs from createdTo")
-                .into());
-            }
-            (Some(a), _) => Some(a),
-            (None, b) => b.map(|b| (b, "createdTo")),
-        };
+        let to = same_bound(to, created_to.0, "createdTo")?;
         // Both bounds narrow the window `created_at` may have set.
         if let Some((f, name)) = from {
             let f = instant_or_day(&f, name, false)?;

@@ -170,6 +170,7 @@ fn message_name(k: EventKey) -> String {
 }
 
 /// The AsyncAPI 3.0 document of the events channel.
+/// Long by design: the document is one JSON literal, read best as a whole.
 pub fn asyncapi() -> serde_json::Value {
     let mut channels = serde_json::Map::new();
     let mut operations = serde_json::Map::new();

@@ -1,8 +1,8 @@
 //! [`LocalObjectStorage`]: object storage in a local directory.
 use async_trait::async_trait;
 use bytes::Bytes;
-use reporter_ports::StoreError;
 use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::{ObjectKey, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,24 +48,13 @@ fn unavailable(what: impl std::fmt::Display) -> StoreError {
 
 /// Validates a key and answers its segments.
 fn key_segments(key: &str) -> Result<Vec<&str>, StoreError> {
+    ObjectKey::checked(key)?;
+    // This layout's own rules on top of the shared one: hidden names are this adapter's
+    // temporary files, `.meta` names its sidecars.
     let reject = |why: &str| unavailable(format!("invalid object key {key:?}: {why}"));
-    if key.is_empty() {
-        return Err(reject("empty"));
-    }
-    if key.starts_with('/') {
-        return Err(reject("absolute"));
-    }
-    if key.contains('\\') {
-        return Err(reject("backslash"));
-    }
-    if key.contains('\0') {
-        return Err(reject("NUL character"));
-    }
     let segments: Vec<&str> = key.split('/').collect();
     for segment in &segments {
         match *segment {
-            "" => return Err(reject("empty segment")),
-            "." | ".." => return Err(reject("'.' or '..' segment")),
             s if s.starts_with('.') => return Err(reject("segment starts with '.'")),
             s if s.ends_with(META_SUFFIX) => return Err(reject("segment ends with '.meta'")),
             _ => {}

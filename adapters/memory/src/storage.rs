@@ -1,22 +1,16 @@
 //! [`MemoryObjectStorage`].
 use async_trait::async_trait;
 use bytes::Bytes;
-use reporter_ports::StoreError;
 use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::{ObjectKey, StoreError};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// True when `key` is an acceptable object key: not empty, no leading `/`, no backslash, no NUL,
-/// and no empty, `.` or `..` segment between `/` separators.
+/// True when `key` is an acceptable object key ([`ObjectKey`]'s rule, shared by every
+/// adapter).
 pub fn is_valid_object_key(key: &str) -> bool {
-    !key.is_empty()
-        && !key.starts_with('/')
-        && !key.contains('\\')
-        && !key.contains('\0')
-        && key
-            .split('/')
-            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+    ObjectKey::is_valid(key)
 }
 
 /// Called with the key and size of each object a [`ByteBudget`] evicts.
@@ -146,9 +140,7 @@ impl MemoryObjectStorage {
 #[async_trait]
 impl ObjectStorage for MemoryObjectStorage {
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError> {
-        if !is_valid_object_key(key) {
-            return Err(StoreError::Unavailable("invalid object key".into()));
-        }
+        ObjectKey::checked(key)?;
         let evictable = self.budget.as_ref().is_some_and(|b| (b.evictable)(key));
         let size = bytes.len() as u64;
         let evicted = {
@@ -186,13 +178,12 @@ impl ObjectStorage for MemoryObjectStorage {
     }
 
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
-        if !is_valid_object_key(key) {
-            return Ok(None);
-        }
+        ObjectKey::checked(key)?;
         Ok(self.lock()?.map.get(key).map(|e| e.object.clone()))
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        ObjectKey::checked(key)?;
         self.lock()?.remove(key);
         Ok(())
     }
@@ -232,7 +223,11 @@ mod tests {
             s.put("../x", Bytes::new(), "x").await,
             Err(StoreError::Unavailable(_))
         ));
-        assert_eq!(s.get("../x").await, Ok(None));
+        // Every adapter refuses an invalid key on get too (the storage contract).
+        assert!(matches!(
+            s.get("../x").await,
+            Err(StoreError::Unavailable(_))
+        ));
         s.delete("a/b").await.unwrap();
         s.delete("a/b").await.unwrap();
         assert_eq!(s.get("a/b").await, Ok(None));

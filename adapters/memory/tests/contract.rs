@@ -1,7 +1,9 @@
 //! Runs every port contract suite against the in-memory adapters.
-use reporter_adapter_memory::{MemoryJobQueue, MemoryJobReceiver, MemoryStore};
+use reporter_adapter_memory::{
+    MemoryJobQueue, MemoryJobReceiver, MemoryObjectStorage, MemoryStore,
+};
 use reporter_contract::jobs::JobDrain;
-use reporter_contract::{idempotency, jobs, outbox, store};
+use reporter_contract::{idempotency, jobs, outbox, storage, store};
 use reporter_ports::ports::ReportJob;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -39,4 +41,9 @@ async fn jobs_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotent_commit_contract() {
     idempotency::run_idempotent_commit_suite(|| async { MemoryStore::new() }).await;
+}
+
+#[tokio::test]
+async fn object_storage_contract() {
+    storage::run_object_storage_suite(|| async { MemoryObjectStorage::new() }).await;
 }

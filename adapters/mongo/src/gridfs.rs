@@ -8,34 +8,21 @@ use mongodb::bson::{Bson, doc, oid::ObjectId};
 use mongodb::gridfs::{FilesCollectionDocument, GridFsBucket};
 use mongodb::options::GridFsBucketOptions;
 use mongodb::{Client, Database};
-use reporter_ports::StoreError;
 use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::{ObjectKey, StoreError};
 
 /// Content type answered for a file written by another tool without one.
 pub const GRIDFS_DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
 /// Default bucket name (collections `reporter_objects.files` / `.chunks`).
 pub const GRIDFS_DEFAULT_BUCKET: &str = "reporter_objects";
 
-/// True when `key` is a valid object key: not empty, relative, `/`-separated segments that
-/// are neither empty nor `.` / `..`, no backslash, no NUL (the memory adapter's rule).
+/// True when `key` is a valid object key ([`ObjectKey`]'s rule, shared by every adapter).
 pub fn is_valid_object_key(key: &str) -> bool {
-    !key.is_empty()
-        && !key.starts_with('/')
-        && !key.contains('\\')
-        && !key.contains('\0')
-        && key
-            .split('/')
-            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+    ObjectKey::is_valid(key)
 }
 
 fn check_key(key: &str) -> Result<(), StoreError> {
-    if is_valid_object_key(key) {
-        Ok(())
-    } else {
-        Err(StoreError::Unavailable(format!(
-            "invalid object key {key:?}"
-        )))
-    }
+    ObjectKey::checked(key).map(|_| ())
 }
 
 /// Position of a stored version of a key: newer versions compare greater.

@@ -187,6 +187,8 @@ impl MongoStore {
 
     /// Creates every index of the crate docs' table; idempotent (safe at every start-up and
     /// from several processes). A changed outbox retention is applied with `collMod`.
+    /// Long by design: the index table itself, one statement per index, in the order of the
+    /// crate docs' table.
     pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
         let idx = |keys: Document, name: &str| {
             IndexModel::builder()

@@ -302,6 +302,9 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// What a variable path refers to. Long by design: one case per way a path can start (a
+    /// data source, a loop or `with` binding, a helper call), in the order the renderer
+    /// resolves them.
     fn var(&mut self, head: &'t str, parts: &'t [Part]) -> Ref {
         let helper_call = matches!(parts.first(), Some(Part::Call(_)));
         let mut cur = match self.lookup(head) {
@@ -472,6 +475,8 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// The fields one node reads. Long by design: one arm per node kind, each stating which
+    /// names that tag binds and which it reads.
     fn node(&mut self, n: &'t Node) {
         if self.budget == 0 {
             return;

@@ -231,6 +231,8 @@ fn lower_at(b: &[u8], i: usize) -> bool {
 }
 
 /// The Go layout element starting at `i`, with its length (Go's `nextStdChunk`).
+/// Long by design: it follows Go's `nextStdChunk` case by case, so the two can be compared
+/// line by line.
 fn std_chunk(b: &[u8], i: usize) -> Option<(Std, usize)> {
     let c = *b.get(i)?;
     match c {

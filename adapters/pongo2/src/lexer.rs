@@ -139,6 +139,8 @@ fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 /// Lexes code from `i` (at `{{` or `{%`) through its closing symbol; returns the position
 /// after it. Newlines inside code are accepted (Pongo2 refuses them; accepting them only
 /// accepts more templates).
+/// Long by design: one arm per token class of code (strings, numbers, names, symbols), a
+/// single pass with the position bookkeeping in one place.
 fn lex_code(
     src: &str,
     mut i: usize,

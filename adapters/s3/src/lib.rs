@@ -33,8 +33,8 @@ use object_store::path::Path;
 use object_store::{
     Attribute, Attributes, ClientOptions, ObjectStore, PutOptions, PutPayload, RetryConfig,
 };
-use reporter_ports::StoreError;
 use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::{ObjectKey, StoreError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,32 +135,9 @@ fn unavailable(what: impl fmt::Display) -> StoreError {
     StoreError::Unavailable(what.to_string())
 }
 
-/// Checks a key against the rules in the crate docs.
+/// Checks a key against the rule every adapter shares ([`ObjectKey`]).
 fn validate_key(key: &str) -> Result<(), StoreError> {
-    let reject = |why: &str| unavailable(format!("invalid object key {key:?}: {why}"));
-    if key.is_empty() {
-        return Err(reject("empty"));
-    }
-    if key.starts_with('/') {
-        return Err(reject("absolute"));
-    }
-    if key.contains('\\') {
-        return Err(reject("backslash"));
-    }
-    if key.contains('\0') {
-        return Err(reject("NUL character"));
-    }
-    if key.chars().any(|c| c.is_ascii_control()) {
-        return Err(reject("control character"));
-    }
-    for segment in key.split('/') {
-        match segment {
-            "" => return Err(reject("empty segment")),
-            "." | ".." => return Err(reject("'.' or '..' segment")),
-            _ => {}
-        }
-    }
-    Ok(())
+    ObjectKey::checked(key).map(|_| ())
 }
 
 impl S3ObjectStorage {

@@ -7,7 +7,8 @@
 //! - answer `Ok(None)` for an absent key, and `Ok(())` when deleting one (twice is fine);
 //! - reject invalid keys with [`StoreError::Unavailable`] on `put`, `get` and `delete`:
 //!   empty, absolute (`/a`), empty segments (`a//b`, `a/`), `.` or `..` segments,
-//!   backslashes, NUL (see [`INVALID_KEYS`]);
+//!   backslashes, NUL and other control characters (see [`INVALID_KEYS`], and
+//!   [`reporter_ports::ObjectKey`], the rule they share);
 //! - store a 5 MiB object intact;
 //! - accept concurrent puts to distinct keys;
 //! - pass `check` on a fresh instance.
@@ -29,6 +30,8 @@ pub const INVALID_KEYS: &[&str] = &[
     ".",
     "back\\slash.txt",
     "nul\0byte.txt",
+    "tab\there.txt",
+    "line\nbreak.txt",
 ];
 
 /// Runs every check, each on a fresh instance from `factory`. Panics on the first violation.

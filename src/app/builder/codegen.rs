@@ -95,6 +95,8 @@ impl Writer {
         if trim { 0 } else { indent + self.step }
     }
 
+    /// Emits one node. Long by design: one arm per block type, each the exact text it
+    /// generates.
     fn node(&mut self, n: &Node, indent: usize) {
         match &n.kind {
             NodeKind::Text { content, inline } => {

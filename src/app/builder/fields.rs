@@ -379,6 +379,7 @@ impl Analyzer {
         }
     }
 
+    /// The fields one node reads. Long by design: one arm per block type.
     fn node(&mut self, n: &Node) {
         let id = n.id.as_str();
         match &n.kind {

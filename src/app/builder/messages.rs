@@ -202,6 +202,8 @@ fn arg_rule(r: ArgRule, l: Locale) -> &'static str {
 
 impl Msg {
     /// The message in `l`.
+    /// Long by design: the message table, one arm per message with its English and
+    /// Portuguese text side by side.
     pub fn text(&self, l: Locale) -> String {
         use Locale::{En, Pt};
         match (self, l) {

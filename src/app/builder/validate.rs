@@ -206,6 +206,8 @@ impl Validator {
         }
     }
 
+    /// Checks one block and builds its node. Long by design: one arm per block type, each
+    /// with the checks of its properties, so every problem is found in one pass.
     fn block(&mut self, s: &BlockSpec, id: String) -> Option<Node> {
         if let Some(raw) = s.block_id.as_deref().filter(|x| !x.is_empty())
             && (raw.chars().count() > MAX_BLOCK_ID_CHARS || raw.chars().any(char::is_control))

@@ -96,6 +96,7 @@ pub(crate) fn err(filter: &str, msg: impl std::fmt::Display) -> RenderError {
 }
 
 /// Applies `f` to `input` with `param` (`Nil` when the filter has no argument).
+/// Long by design: the dispatch table, one arm per built-in filter.
 pub(crate) fn apply<'a>(
     r: &mut Renderer<'a>,
     f: FilterFn,

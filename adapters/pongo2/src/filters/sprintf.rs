@@ -86,6 +86,7 @@ fn go_quote(s: &str) -> String {
     out
 }
 
+/// Long by design: one arm per Go `fmt` verb, each Go's exact formatting.
 fn format_one(verb: char, v: &Value<'_>, spec: &Spec) -> String {
     match verb {
         'v' | 's' => match v {

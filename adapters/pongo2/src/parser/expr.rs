@@ -329,6 +329,8 @@ impl<'a> ExprBuilder<'a> {
     }
 
     /// `NUMBER ("." NUMBER)? | STRING | true | false | IDENT ("." (IDENT|NUMBER) | "[" Expression "]" | "(" args ")")*`.
+    /// Long by design: the grammar rule above in one function, one arm per token that can
+    /// start it.
     pub fn variable_or_literal(&mut self, c: &mut Cursor<'_>) -> Result<ExprId, RenderError> {
         let Some(t) = c.next() else {
             return Err(

@@ -286,6 +286,8 @@ fn no_args(args: &Cursor<'_>) -> Result<(), RenderError> {
     Ok(())
 }
 
+/// Long by design: one arm per block tag that can close or continue (`else`, `elif`,
+/// `empty`, `plural`, `end…`), each with its nesting rule.
 fn close_or_continue(
     doc: &mut Doc<'_>,
     stack: &mut Vec<Frame>,

@@ -8,6 +8,7 @@ use reporter_ports::ports::RenderError;
 type R<T> = Result<T, RenderError>;
 
 /// Parses the arguments of a block tag; `None` when `name` is not a block tag.
+/// Long by design: one arm per block tag of the dialect, each with its own argument syntax.
 pub(crate) fn open_block(doc: &mut Doc<'_>, name: &str, a: &mut Cursor<'_>) -> R<Option<Open>> {
     let open = match name {
         "if" => {
@@ -178,6 +179,7 @@ pub(crate) fn open_block(doc: &mut Doc<'_>, name: &str, a: &mut Cursor<'_>) -> R
 }
 
 /// Parses an inline tag; `None` when `name` is not one.
+/// Long by design: one arm per inline tag of the dialect, each with its own argument syntax.
 pub(crate) fn inline(doc: &mut Doc<'_>, name: &str, a: &mut Cursor<'_>) -> R<Option<Node>> {
     let node = match name {
         "set" => {

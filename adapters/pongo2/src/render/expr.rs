@@ -83,6 +83,7 @@ impl<'a> Renderer<'a> {
         }
     }
 
+    /// Long by design: one arm per operator, each with Pongo2's coercions.
     fn binary(&mut self, op: BinOp, left: ExprId, right: ExprId) -> R<Value<'a>> {
         let l = self.eval(left)?;
         match op {

@@ -305,6 +305,8 @@ impl<'a> Renderer<'a> {
         r
     }
 
+    /// Runs one node. Long by design: one arm per node kind of the template tree, each arm
+    /// the whole meaning of its tag (splitting it would scatter the evaluator's semantics).
     fn exec_inner(&mut self, n: &'a Node) -> R<()> {
         match n {
             Node::Text {
