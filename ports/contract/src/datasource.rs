@@ -81,21 +81,28 @@ pub fn people_csv() -> String {
     out
 }
 
-/// Runs every check, each on a fresh instance from `factory`. Panics on the first violation.
+/// Runs every check, each on a fresh instance from `factory`; fails after the last one,
+/// naming every check that failed.
 pub async fn run_data_source_suite<D, F, Fut>(factory: F)
 where
     D: DataSource,
     F: Fn() -> Fut,
     Fut: Future<Output = D>,
 {
-    schema_lists_the_fixture(&factory().await).await;
-    projection_returns_exactly_the_requested_fields(&factory().await).await;
-    equality_operators(&factory().await).await;
-    ordered_operators(&factory().await).await;
-    between_operator(&factory().await).await;
-    filters_combine(&factory().await).await;
-    unknown_names_are_errors(&factory().await).await;
-    row_limit(&factory().await).await;
+    crate::run_checks!(
+        "data source",
+        factory,
+        &[
+            schema_lists_the_fixture,
+            projection_returns_exactly_the_requested_fields,
+            equality_operators,
+            ordered_operators,
+            between_operator,
+            filters_combine,
+            unknown_names_are_errors,
+            row_limit,
+        ]
+    );
 }
 
 fn query(fields: &[&str], filters: &[(&str, Value)], max_rows: usize) -> TableQuery {

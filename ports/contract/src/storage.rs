@@ -34,21 +34,28 @@ pub const INVALID_KEYS: &[&str] = &[
     "line\nbreak.txt",
 ];
 
-/// Runs every check, each on a fresh instance from `factory`. Panics on the first violation.
+/// Runs every check, each on a fresh instance from `factory`; fails after the last one,
+/// naming every check that failed.
 pub async fn run_object_storage_suite<S, F, Fut>(factory: F)
 where
     S: ObjectStorage,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
-    put_get_round_trip(&factory().await).await;
-    overwrite_replaces_bytes_and_type(&factory().await).await;
-    missing_object_is_none(&factory().await).await;
-    delete_is_idempotent(&factory().await).await;
-    invalid_keys_are_rejected(&factory().await).await;
-    large_object_round_trip(&factory().await).await;
-    concurrent_puts_to_distinct_keys(&factory().await).await;
-    check_passes(&factory().await).await;
+    crate::run_checks!(
+        "object storage",
+        factory,
+        &[
+            put_get_round_trip,
+            overwrite_replaces_bytes_and_type,
+            missing_object_is_none,
+            delete_is_idempotent,
+            invalid_keys_are_rejected,
+            large_object_round_trip,
+            concurrent_puts_to_distinct_keys,
+            check_passes,
+        ]
+    );
 }
 
 async fn put_get_round_trip<S: ObjectStorage>(storage: &S) {

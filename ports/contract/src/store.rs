@@ -34,8 +34,8 @@ impl<T> StoreUnderTest for T where
 {
 }
 
-/// Runs every store check, each on a fresh store from `factory`. Panics on the first failed
-/// check with a message naming it.
+/// Runs every store check, each on a fresh store from `factory`; fails after the last one,
+/// naming every check that failed.
 pub async fn run_store_suite<S, F, Fut>(factory: F)
 where
     S: StoreUnderTest,
