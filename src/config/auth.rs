@@ -108,7 +108,7 @@ impl RawConfig {
     /// `DEFAULT_TENANT_ID`.
     pub(super) fn tenancy(&self, c: &mut Checker, auth_enabled: bool) -> Tenancy {
         let multi = c.boolean("MULTI_TENANT_ENABLED", &self.multi_tenant_enabled);
-        let tenancy = if multi {
+        if multi {
             if !auth_enabled {
                 c.problems.push(problem(
                     "MULTI_TENANT_ENABLED",
@@ -129,7 +129,6 @@ impl RawConfig {
                     Tenancy::Single(TenantId::default_tenant())
                 }
             }
-        };
-        tenancy
+        }
     }
 }

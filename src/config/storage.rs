@@ -5,7 +5,7 @@ use std::path::PathBuf;
 impl RawConfig {
     /// `OBJECT_STORAGE_BACKEND` and its backend's variables.
     pub(super) fn object_storage(&self, c: &mut Checker) -> ObjectStorageChoice {
-        let object_storage = match self
+        match self
             .object_storage_backend
             .trim()
             .to_ascii_lowercase()
@@ -41,13 +41,12 @@ impl RawConfig {
                     max_artifact_bytes: None,
                 }
             }
-        };
-        object_storage
+        }
     }
 
     /// `EXAMPLE_DATA_ENABLED`: `auto` (`None`) or a boolean.
     pub(super) fn example_data(&self, c: &mut Checker) -> Option<bool> {
-        let example = match self
+        match self
             .example_data_enabled
             .trim()
             .to_ascii_lowercase()
@@ -65,7 +64,6 @@ impl RawConfig {
                     None
                 }
             },
-        };
-        example
+        }
     }
 }
