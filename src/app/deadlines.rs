@@ -82,6 +82,70 @@ impl UpdateDeadline {
     }
 }
 
+/// An [`UpdateDeadline`] parsed and checked field by field; applied to the stored deadline on
+/// each attempt of the write.
+struct DeadlineChanges {
+    name: Option<String>,
+    description: Option<Option<String>>,
+    kind: Option<DeadlineType>,
+    frequency: Option<Frequency>,
+    months: Option<Vec<u32>>,
+    color: Option<Color>,
+    notify: Option<u32>,
+    active: Option<bool>,
+    due: Option<DateTime<Utc>>,
+    template: Option<Option<(TemplateId, String)>>,
+}
+
+impl DeadlineChanges {
+    /// Applies the changes to `next` and checks the merged deadline's rules (months follow
+    /// the merged frequency; a new due date MUST NOT be before today).
+    fn apply(&self, next: &mut Deadline, now: DateTime<Utc>) -> AppResult<()> {
+        if let Some(n) = &self.name {
+            next.name = n.clone();
+        }
+        if let Some(d) = &self.description {
+            next.description = d.clone();
+        }
+        if let Some(k) = self.kind {
+            next.kind = k;
+        }
+        if let Some(f) = self.frequency {
+            next.frequency = f;
+        }
+        // Months follow the merged frequency: changing to a frequency that takes none clears
+        // them unless the client sent some (which is then an error).
+        let merged_months = match &self.months {
+            Some(m) => m.clone(),
+            None if next.frequency.required_months().is_none() => Vec::new(),
+            None => next.months_of_year.clone(),
+        };
+        next.months_of_year =
+            validate_months(next.frequency, &merged_months).map_err(rule_error)?;
+        if let Some(c) = &self.color {
+            next.color = c.clone();
+        }
+        if let Some(n) = self.notify {
+            next.notify_days_before = n;
+        }
+        if let Some(a) = self.active {
+            next.active = a;
+        }
+        if let Some(d) = self.due {
+            if d < start_of_today(now) {
+                return Err(rule_error(DeadlineRuleError::DueDateInPast));
+            }
+            next.due_date = d;
+            next.anchor_day = d.day();
+        }
+        if let Some(t) = &self.template {
+            next.template_id = t.as_ref().map(|(id, _)| *id);
+            next.template_name = t.as_ref().map(|(_, n)| n.clone());
+        }
+        Ok(())
+    }
+}
+
 /// Notification severity (reference A.3.18).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -357,7 +421,9 @@ impl App {
         Ok((page, now))
     }
 
-    /// Applies a partial update; the merged deadline is re-validated as a whole.
+    /// Applies a partial update; the merged deadline is re-validated as a whole. MUST answer
+    /// `MissingFields` for an update with no field, and re-check the rules on every retry
+    /// (another writer may have changed the frequency the months depend on).
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
     pub async fn update_deadline(
         &self,
@@ -365,97 +431,12 @@ impl App {
         id: DeadlineId,
         cmd: UpdateDeadline,
     ) -> AppResult<Deadline> {
-        if cmd.is_empty() {
-            return Err(AppError::new(
-                Code::MissingFields,
-                "send at least one field to update",
-            ));
-        }
-        let name = cmd.name.as_deref().map(check_name).transpose()?;
-        let description = cmd
-            .description
-            .as_ref()
-            .map(|d| check_description(d.as_deref()))
-            .transpose()?;
-        let kind = cmd
-            .kind
-            .as_deref()
-            .map(|k| {
-                DeadlineType::parse(k).ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))
-            })
-            .transpose()?;
-        let frequency = cmd
-            .frequency
-            .as_deref()
-            .map(|f| {
-                Frequency::parse(f).ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))
-            })
-            .transpose()?;
-        let months = cmd.months_of_year.as_deref().map(parse_months);
-        let color = cmd
-            .color
-            .as_deref()
-            .map(|c| {
-                Color::parse(c.trim()).ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))
-            })
-            .transpose()?;
-        let notify = cmd.notify_days_before.map(parse_notify).transpose()?;
-        let due = cmd.due_date.as_deref().map(parse_due).transpose()?;
-        let template = match &cmd.template_id {
-            None => None,
-            Some(None) => Some(None),
-            Some(Some(raw)) => {
-                let t = parse_template_id(raw)?;
-                Some(Some((t, self.linked_template_name(caller, t).await?)))
-            }
-        };
-        let (name, description, months) = (&name, &description, &months);
-        let (color, template, active) = (&color, &template, cmd.active);
+        let changes = &self.deadline_changes(caller, cmd).await?;
         self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
             let current = self.get_deadline(caller, id).await?;
             let now = self.now();
             let mut next = current.next_revision(now);
-            if let Some(n) = name {
-                next.name = n.clone();
-            }
-            if let Some(d) = description {
-                next.description = d.clone();
-            }
-            if let Some(k) = kind {
-                next.kind = k;
-            }
-            if let Some(f) = frequency {
-                next.frequency = f;
-            }
-            // Months follow the merged frequency: changing to a frequency that takes none clears
-            // them unless the client sent some (which is then an error).
-            let merged_months = match months {
-                Some(m) => m.clone(),
-                None if next.frequency.required_months().is_none() => Vec::new(),
-                None => next.months_of_year.clone(),
-            };
-            next.months_of_year =
-                validate_months(next.frequency, &merged_months).map_err(rule_error)?;
-            if let Some(c) = color {
-                next.color = c.clone();
-            }
-            if let Some(n) = notify {
-                next.notify_days_before = n;
-            }
-            if let Some(a) = active {
-                next.active = a;
-            }
-            if let Some(d) = due {
-                if d < start_of_today(now) {
-                    return Err(rule_error(DeadlineRuleError::DueDateInPast));
-                }
-                next.due_date = d;
-                next.anchor_day = d.day();
-            }
-            if let Some(t) = template {
-                next.template_id = t.as_ref().map(|(id, _)| *id);
-                next.template_name = t.as_ref().map(|(_, n)| n.clone());
-            }
+            changes.apply(&mut next, now)?;
             let row = self.deadline_changed(EventKey::DeadlineUpdated, &next, now);
             let uow = UnitOfWork::new()
                 .change(current.update(next.clone()))
@@ -463,6 +444,66 @@ impl App {
             Ok(Attempt::commit(uow, next))
         })
         .await
+    }
+
+    /// Parses and checks every field of `cmd` (the linked template's name read once).
+    async fn deadline_changes(
+        &self,
+        caller: &Caller,
+        cmd: UpdateDeadline,
+    ) -> AppResult<DeadlineChanges> {
+        if cmd.is_empty() {
+            return Err(AppError::new(
+                Code::MissingFields,
+                "send at least one field to update",
+            ));
+        }
+        let mut changes = DeadlineChanges {
+            name: cmd.name.as_deref().map(check_name).transpose()?,
+            description: cmd
+                .description
+                .as_ref()
+                .map(|d| check_description(d.as_deref()))
+                .transpose()?,
+            kind: cmd
+                .kind
+                .as_deref()
+                .map(|k| {
+                    DeadlineType::parse(k).ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))
+                })
+                .transpose()?,
+            frequency: cmd
+                .frequency
+                .as_deref()
+                .map(|f| {
+                    Frequency::parse(f)
+                        .ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))
+                })
+                .transpose()?,
+            months: cmd.months_of_year.as_deref().map(parse_months),
+            color: cmd
+                .color
+                .as_deref()
+                .map(|c| {
+                    Color::parse(c.trim())
+                        .ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))
+                })
+                .transpose()?,
+            notify: cmd.notify_days_before.map(parse_notify).transpose()?,
+            active: cmd.active,
+            due: cmd.due_date.as_deref().map(parse_due).transpose()?,
+            template: None,
+        };
+        // Last: a field's own problem is answered before the linked template is read.
+        changes.template = match &cmd.template_id {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(raw)) => {
+                let t = parse_template_id(raw)?;
+                Some(Some((t, self.linked_template_name(caller, t).await?)))
+            }
+        };
+        Ok(changes)
     }
 
     /// Soft-deletes a deadline.

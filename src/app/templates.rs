@@ -10,7 +10,8 @@ use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{
-    Change, OutboxRecord, RenderError, RenderLimits, RunnerError, TemplateQuery, UnitOfWork,
+    Change, OutboxRecord, RenderError, RenderLimits, RunnerError, StoredObject, TemplateQuery,
+    UnitOfWork,
 };
 use reporter_ports::template::{
     MappedFields, OutputFormat, Template, TemplateFileError, validate_template_file,
@@ -342,27 +343,10 @@ impl App {
             checked = Some(c);
             warnings = w;
         }
-        // Keep the previous content to restore it if the record cannot be committed.
-        let previous = match &cmd.file {
-            Some(_) => self
-                .ports
-                .storage
-                .get(&current.object_key)
-                .await
-                .map_err(AppError::object_storage)?,
-            None => None,
+        let (previous, stored_key) = match &cmd.file {
+            Some(file) => self.replace_file(caller, &current, file).await?,
+            None => (None, None),
         };
-        let mut stored_key = None;
-        if let Some(file) = &cmd.file {
-            let key = self.settings.layout.template(&caller.tenant, id);
-            stored_key = Some(
-                self.ports
-                    .storage
-                    .put(&key, file.bytes.clone(), "text/plain; charset=utf-8")
-                    .await
-                    .map_err(AppError::object_storage)?,
-            );
-        }
         let mut first = Some(current);
         let (description, checked, stored) = (&description, &checked, &stored_key);
         let on_store = |e| AppError::store(e, "Template");
@@ -403,17 +387,44 @@ impl App {
                 })
             }
             Err(e) => {
-                if let (Some(key), Some(prev)) = (&stored_key, previous)
-                    && let Err(restore) = self
-                        .ports
-                        .storage
-                        .put(key, prev.bytes, &prev.content_type)
-                        .await
-                {
-                    tracing::error!(error = %restore, key = %key, "could not restore the previous template file");
+                if let (Some(key), Some(prev)) = (&stored_key, previous) {
+                    self.restore_file(key, prev).await;
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Writes the new file of `template`, keeping the previous content to restore it if the
+    /// record cannot be committed. Answers that content and the key as stored.
+    async fn replace_file(
+        &self,
+        caller: &Caller,
+        template: &Template,
+        file: &TemplateFile,
+    ) -> AppResult<(Option<StoredObject>, Option<String>)> {
+        let storage = &self.ports.storage;
+        let previous = storage
+            .get(&template.object_key)
+            .await
+            .map_err(AppError::object_storage)?;
+        let key = self.settings.layout.template(&caller.tenant, template.id);
+        let stored = storage
+            .put(&key, file.bytes.clone(), "text/plain; charset=utf-8")
+            .await
+            .map_err(AppError::object_storage)?;
+        Ok((previous, Some(stored)))
+    }
+
+    /// Puts `previous` back at `key` (an update whose record did not commit); logs when it
+    /// cannot.
+    async fn restore_file(&self, key: &str, previous: StoredObject) {
+        let put = self
+            .ports
+            .storage
+            .put(key, previous.bytes, &previous.content_type);
+        if let Err(e) = put.await {
+            tracing::error!(error = %e, key = %key, "could not restore the previous template file");
         }
     }
 
