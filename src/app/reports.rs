@@ -212,27 +212,36 @@ impl App {
         self.commit(&caller.tenant, uow)
             .await
             .map_err(|e| AppError::store(e, "Report"))?;
-        let job = ReportJob {
-            tenant: caller.tenant.clone(),
-            report_id: report.id,
-            // Every job carries a correlation id: the request's, else a fresh one.
-            request_id: Some(cmd.request_id.unwrap_or_else(new_request_id)),
-        };
-        if let Err(e) = self.ports.jobs.enqueue(&job).await {
-            tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
-            let started = std::time::Instant::now();
-            let code = ReportErrorCode::ReportGenerationFailed;
-            let sections = report.sections.clone();
-            if let Err(e2) = self.record_errored(&report, code, sections, started).await {
-                tracing::error!(error = %e2, report_id = %report.id, "could not record the errored report either");
-            }
-            return Err(AppError::new(
-                Code::ServiceUnavailable,
-                "the report could not be queued; it was recorded as errored, retry later",
-            ));
-        }
+        // Every job carries a correlation id: the request's, else a fresh one.
+        self.queue_job(&report, cmd.request_id.unwrap_or_else(new_request_id))
+            .await?;
         tracing::info!(report_id = %report.id, "report requested");
         Ok(report)
+    }
+
+    /// Queues the job of the just-committed `report`. MUST record the report `Error` and
+    /// answer `ServiceUnavailable` when the queue refuses it (no report stays `Processing`
+    /// without a job).
+    async fn queue_job(&self, report: &Report, request_id: String) -> AppResult<()> {
+        let job = ReportJob {
+            tenant: report.tenant.clone(),
+            report_id: report.id,
+            request_id: Some(request_id),
+        };
+        let Err(e) = self.ports.jobs.enqueue(&job).await else {
+            return Ok(());
+        };
+        tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
+        let started = std::time::Instant::now();
+        let code = ReportErrorCode::ReportGenerationFailed;
+        let sections = report.sections.clone();
+        if let Err(e2) = self.record_errored(report, code, sections, started).await {
+            tracing::error!(error = %e2, report_id = %report.id, "could not record the errored report either");
+        }
+        Err(AppError::new(
+            Code::ServiceUnavailable,
+            "the report could not be queued; it was recorded as errored, retry later",
+        ))
     }
 
     /// The reconciliation sweep: reports of every tenant still `Processing` whose last
