@@ -7,7 +7,7 @@ use reporter_ports::ports::{
     DataSourceError, JobDelivery, RenderError, RenderJob, RunnerError, TableQuery,
 };
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
-use reporter_ports::template::OutputFormat;
+use reporter_ports::template::{OutputFormat, Template};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -172,39 +172,9 @@ impl Worker {
     /// `report_generation_timeout`; over its memory bound, crashed or failed,
     /// `report_generation_failed`.
     async fn generate(&self, report: &Report) -> Result<Generation, String> {
-        let app = &self.app;
-        let template = match app
-            .ports()
-            .templates
-            .get(&report.tenant, report.template_id, true)
-            .await
-        {
-            Ok(Some(t)) => t,
-            Ok(None) => {
-                tracing::error!("the report's template does not exist");
-                return Ok(Generation::Failed {
-                    code: ReportErrorCode::ReportGenerationFailed,
-                    sections: BTreeMap::new(),
-                });
-            }
-            Err(e) => return Err(format!("template store unavailable: {e}")),
-        };
-        let source = match app.ports().storage.get(&template.object_key).await {
-            Ok(Some(o)) => o,
-            Ok(None) => {
-                tracing::error!(key = %template.object_key, "the template file is missing");
-                return Ok(Generation::Failed {
-                    code: ReportErrorCode::ReportGenerationFailed,
-                    sections: BTreeMap::new(),
-                });
-            }
-            Err(e) => return Err(format!("object storage unavailable: {e}")),
-        };
-        let Ok(source) = String::from_utf8(source.bytes.to_vec()) else {
-            return Ok(Generation::Failed {
-                code: ReportErrorCode::ReportGenerationFailed,
-                sections: BTreeMap::new(),
-            });
+        let (template, source) = match self.template_source(report).await? {
+            Ok(found) => found,
+            Err(failed) => return Ok(failed),
         };
         let (data, sections) = self.extract(report, &template.mapped_fields).await;
         let ok = sections.values().filter(|s| s.ok).count();
@@ -251,6 +221,44 @@ impl Worker {
             Bytes::from(text.into_bytes())
         };
         Ok(Generation::Artifact { bytes, sections })
+    }
+
+    /// The report's template and its file's text. The outer `Err` is transient (a store is
+    /// unavailable: retry); the inner one a generation that cannot succeed (the template or
+    /// its file is gone, or the file is not UTF-8).
+    async fn template_source(
+        &self,
+        report: &Report,
+    ) -> Result<Result<(Template, String), Generation>, String> {
+        let ports = self.app.ports();
+        let failed = || Generation::Failed {
+            code: ReportErrorCode::ReportGenerationFailed,
+            sections: BTreeMap::new(),
+        };
+        let template = match ports
+            .templates
+            .get(&report.tenant, report.template_id, true)
+            .await
+        {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                tracing::error!("the report's template does not exist");
+                return Ok(Err(failed()));
+            }
+            Err(e) => return Err(format!("template store unavailable: {e}")),
+        };
+        let file = match ports.storage.get(&template.object_key).await {
+            Ok(Some(o)) => o,
+            Ok(None) => {
+                tracing::error!(key = %template.object_key, "the template file is missing");
+                return Ok(Err(failed()));
+            }
+            Err(e) => return Err(format!("object storage unavailable: {e}")),
+        };
+        match String::from_utf8(file.bytes.to_vec()) {
+            Ok(source) => Ok(Ok((template, source))),
+            Err(_) => Ok(Err(failed())),
+        }
     }
 
     /// One section per data source; a section fails as a whole if any of its tables fails.
