@@ -130,168 +130,14 @@ impl DataSourceConfig {
         example: Option<bool>,
         problems: &mut Vec<ConfigProblem>,
     ) -> Self {
-        let mut by_name: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-        for (key, value) in env {
-            let Some(rest) = key.strip_prefix("DATASOURCE_") else {
-                continue;
-            };
-            let Some(suffix) = KNOWN_SUFFIXES
-                .iter()
-                .find(|s| rest.ends_with(&format!("_{s}")))
-            else {
-                problems.push(problem(
-                    key,
-                    "unknown data source setting",
-                    &accepted_suffixes(),
-                ));
-                continue;
-            };
-            let name = &rest[..rest.len() - suffix.len() - 1];
-            if name.is_empty() {
-                problems.push(problem(
-                    key,
-                    "missing <NAME>",
-                    "DATASOURCE_<NAME>_<SETTING>",
-                ));
-                continue;
-            }
-            by_name
-                .entry(name.to_owned())
-                .or_default()
-                .insert((*suffix).to_owned(), value.clone());
-        }
         let mut sources = BTreeMap::new();
-        for (name, settings) in &by_name {
-            let var = |s: &str| format!("DATASOURCE_{name}_{s}");
-            let raw_id = settings
-                .get("CONFIG_NAME")
-                .cloned()
-                .unwrap_or_else(|| name.to_ascii_lowercase());
-            let Some(id) = DataSourceId::parse(raw_id.trim()) else {
-                problems.push(problem(
-                    &var("CONFIG_NAME"),
-                    format!("'{raw_id}' is not a valid data source id"),
-                    DataSourceId::PATTERN,
-                ));
+        for (name, settings) in &settings_by_name(env, problems) {
+            let Some((id, spec)) = source_spec(name, settings, problems) else {
                 continue;
-            };
-            let kind = settings
-                .get("TYPE")
-                .map(|s| s.trim().to_ascii_lowercase())
-                .unwrap_or_default();
-            if settings
-                .get("OPTIONS")
-                .is_some_and(|o| !o.trim().is_empty())
-            {
-                problems.push(problem(
-                    &var("OPTIONS"),
-                    "not supported: the original's free-form driver options have no documented \
-                     meaning (reference E.1 names the variable only), and Reporter passes no \
-                     options through",
-                    "unset or empty; TLS is _SSLMODE with _SSLROOTCERT / _SSLCA / _SSLCA_BASE64",
-                ));
-                continue;
-            }
-            let spec = match kind.as_str() {
-                "file" => match settings
-                    .get("PATH")
-                    .map(|p| p.trim())
-                    .filter(|p| !p.is_empty())
-                {
-                    Some(p) => DataSourceSpec::File {
-                        path: PathBuf::from(p),
-                    },
-                    None => {
-                        problems.push(problem(
-                            &var("PATH"),
-                            "missing",
-                            "a directory of <table>.json / <table>.csv files",
-                        ));
-                        continue;
-                    }
-                },
-                "postgresql" | "postgres" => {
-                    let Some(c) = sql_connection(settings, &var, 5432, "postgres", problems) else {
-                        continue;
-                    };
-                    DataSourceSpec::Postgresql {
-                        schemas: c.schemas.unwrap_or_else(|| vec!["public".to_owned()]),
-                        host: c.host,
-                        port: c.port,
-                        user: c.user,
-                        password: c.password,
-                        database: c.database,
-                        tls: c.tls,
-                    }
-                }
-                "mysql" | "mariadb" => {
-                    let Some(c) = sql_connection(settings, &var, 3306, "root", problems) else {
-                        continue;
-                    };
-                    DataSourceSpec::Mysql(c.with_default_schemas(|c| vec![c.database.clone()]))
-                }
-                "sqlserver" | "sql_server" | "mssql" => {
-                    let Some(c) = sql_connection(settings, &var, 1433, "sa", problems) else {
-                        continue;
-                    };
-                    DataSourceSpec::Sqlserver(c.with_default_schemas(|_| vec!["dbo".to_owned()]))
-                }
-                "oracle" => {
-                    problems.push(problem(
-                        &var("TYPE"),
-                        "'oracle' is not built: the Rust Oracle drivers need Oracle's client \
-                         libraries (README, Data sources)",
-                        SUPPORTED_TYPES,
-                    ));
-                    continue;
-                }
-                "mongodb" | "mongo" => {
-                    if let Some(s) = mongo_tls_setting(settings) {
-                        problems.push(problem(
-                            &var(s),
-                            "a MongoDB source takes TLS in its connection string",
-                            "_URI with tls=true (and tlsCAFile=<PEM file>); unset this variable",
-                        ));
-                        continue;
-                    }
-                    let Some(uri) = settings
-                        .get("URI")
-                        .map(|u| u.trim().to_owned())
-                        .filter(|u| u.starts_with("mongodb://") || u.starts_with("mongodb+srv://"))
-                    else {
-                        problems.push(problem(
-                            &var("URI"),
-                            "missing or not a MongoDB connection string",
-                            "mongodb://host:port or mongodb+srv://…",
-                        ));
-                        continue;
-                    };
-                    let Some(database) = settings
-                        .get("DATABASE")
-                        .map(|d| d.trim().to_owned())
-                        .filter(|d| !d.is_empty())
-                    else {
-                        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
-                        continue;
-                    };
-                    DataSourceSpec::Mongodb { uri, database }
-                }
-                "" => {
-                    problems.push(problem(&var("TYPE"), "missing", SUPPORTED_TYPES));
-                    continue;
-                }
-                other => {
-                    problems.push(problem(
-                        &var("TYPE"),
-                        format!("'{other}' is not a supported data source type"),
-                        SUPPORTED_TYPES,
-                    ));
-                    continue;
-                }
             };
             if sources.insert(id.clone(), spec).is_some() {
                 problems.push(problem(
-                    &var("CONFIG_NAME"),
+                    &format!("DATASOURCE_{name}_CONFIG_NAME"),
                     format!("data source id '{id}' is configured twice"),
                     "ids must be unique",
                 ));
@@ -307,6 +153,182 @@ impl DataSourceConfig {
         }
         Self { sources, example }
     }
+}
+
+/// The `DATASOURCE_<NAME>_<SETTING>` variables of `env`, grouped by `<NAME>`; a variable with
+/// an unknown `<SETTING>` or no `<NAME>` is a problem.
+fn settings_by_name(
+    env: &[(String, String)],
+    problems: &mut Vec<ConfigProblem>,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut by_name: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (key, value) in env {
+        let Some(rest) = key.strip_prefix("DATASOURCE_") else {
+            continue;
+        };
+        let Some(suffix) = KNOWN_SUFFIXES
+            .iter()
+            .find(|s| rest.ends_with(&format!("_{s}")))
+        else {
+            problems.push(problem(
+                key,
+                "unknown data source setting",
+                &accepted_suffixes(),
+            ));
+            continue;
+        };
+        let name = &rest[..rest.len() - suffix.len() - 1];
+        if name.is_empty() {
+            problems.push(problem(
+                key,
+                "missing <NAME>",
+                "DATASOURCE_<NAME>_<SETTING>",
+            ));
+            continue;
+        }
+        by_name
+            .entry(name.to_owned())
+            .or_default()
+            .insert((*suffix).to_owned(), value.clone());
+    }
+    by_name
+}
+
+/// The id and connection of the source `name`, or `None` after pushing its problem. Long by
+/// design: one arm per source type, each with its own variables.
+fn source_spec(
+    name: &str,
+    settings: &BTreeMap<String, String>,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<(DataSourceId, DataSourceSpec)> {
+    let var = |s: &str| format!("DATASOURCE_{name}_{s}");
+    let raw_id = settings
+        .get("CONFIG_NAME")
+        .cloned()
+        .unwrap_or_else(|| name.to_ascii_lowercase());
+    let Some(id) = DataSourceId::parse(raw_id.trim()) else {
+        problems.push(problem(
+            &var("CONFIG_NAME"),
+            format!("'{raw_id}' is not a valid data source id"),
+            DataSourceId::PATTERN,
+        ));
+        return None;
+    };
+    let kind = settings
+        .get("TYPE")
+        .map(|s| s.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    if settings
+        .get("OPTIONS")
+        .is_some_and(|o| !o.trim().is_empty())
+    {
+        problems.push(problem(
+            &var("OPTIONS"),
+            "not supported: the original's free-form driver options have no documented \
+                 meaning (reference E.1 names the variable only), and Reporter passes no \
+                 options through",
+            "unset or empty; TLS is _SSLMODE with _SSLROOTCERT / _SSLCA / _SSLCA_BASE64",
+        ));
+        return None;
+    }
+    let spec = match kind.as_str() {
+        "file" => match settings
+            .get("PATH")
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+        {
+            Some(p) => DataSourceSpec::File {
+                path: PathBuf::from(p),
+            },
+            None => {
+                problems.push(problem(
+                    &var("PATH"),
+                    "missing",
+                    "a directory of <table>.json / <table>.csv files",
+                ));
+                return None;
+            }
+        },
+        "postgresql" | "postgres" => {
+            let Some(c) = sql_connection(settings, &var, 5432, "postgres", problems) else {
+                return None;
+            };
+            DataSourceSpec::Postgresql {
+                schemas: c.schemas.unwrap_or_else(|| vec!["public".to_owned()]),
+                host: c.host,
+                port: c.port,
+                user: c.user,
+                password: c.password,
+                database: c.database,
+                tls: c.tls,
+            }
+        }
+        "mysql" | "mariadb" => {
+            let Some(c) = sql_connection(settings, &var, 3306, "root", problems) else {
+                return None;
+            };
+            DataSourceSpec::Mysql(c.with_default_schemas(|c| vec![c.database.clone()]))
+        }
+        "sqlserver" | "sql_server" | "mssql" => {
+            let Some(c) = sql_connection(settings, &var, 1433, "sa", problems) else {
+                return None;
+            };
+            DataSourceSpec::Sqlserver(c.with_default_schemas(|_| vec!["dbo".to_owned()]))
+        }
+        "oracle" => {
+            problems.push(problem(
+                &var("TYPE"),
+                "'oracle' is not built: the Rust Oracle drivers need Oracle's client \
+                     libraries (README, Data sources)",
+                SUPPORTED_TYPES,
+            ));
+            return None;
+        }
+        "mongodb" | "mongo" => {
+            if let Some(s) = mongo_tls_setting(settings) {
+                problems.push(problem(
+                    &var(s),
+                    "a MongoDB source takes TLS in its connection string",
+                    "_URI with tls=true (and tlsCAFile=<PEM file>); unset this variable",
+                ));
+                return None;
+            }
+            let Some(uri) = settings
+                .get("URI")
+                .map(|u| u.trim().to_owned())
+                .filter(|u| u.starts_with("mongodb://") || u.starts_with("mongodb+srv://"))
+            else {
+                problems.push(problem(
+                    &var("URI"),
+                    "missing or not a MongoDB connection string",
+                    "mongodb://host:port or mongodb+srv://…",
+                ));
+                return None;
+            };
+            let Some(database) = settings
+                .get("DATABASE")
+                .map(|d| d.trim().to_owned())
+                .filter(|d| !d.is_empty())
+            else {
+                problems.push(problem(&var("DATABASE"), "missing", "the database name"));
+                return None;
+            };
+            DataSourceSpec::Mongodb { uri, database }
+        }
+        "" => {
+            problems.push(problem(&var("TYPE"), "missing", SUPPORTED_TYPES));
+            return None;
+        }
+        other => {
+            problems.push(problem(
+                &var("TYPE"),
+                format!("'{other}' is not a supported data source type"),
+                SUPPORTED_TYPES,
+            ));
+            return None;
+        }
+    };
+    Some((id, spec))
 }
 
 /// The first SQL TLS setting of a MongoDB source that asks for something: empty values and
