@@ -250,9 +250,7 @@ fn source_spec(
             }
         },
         "postgresql" | "postgres" => {
-            let Some(c) = sql_connection(settings, &var, 5432, "postgres", problems) else {
-                return None;
-            };
+            let c = sql_connection(settings, &var, 5432, "postgres", problems)?;
             DataSourceSpec::Postgresql {
                 schemas: c.schemas.unwrap_or_else(|| vec!["public".to_owned()]),
                 host: c.host,
@@ -264,15 +262,11 @@ fn source_spec(
             }
         }
         "mysql" | "mariadb" => {
-            let Some(c) = sql_connection(settings, &var, 3306, "root", problems) else {
-                return None;
-            };
+            let c = sql_connection(settings, &var, 3306, "root", problems)?;
             DataSourceSpec::Mysql(c.with_default_schemas(|c| vec![c.database.clone()]))
         }
         "sqlserver" | "sql_server" | "mssql" => {
-            let Some(c) = sql_connection(settings, &var, 1433, "sa", problems) else {
-                return None;
-            };
+            let c = sql_connection(settings, &var, 1433, "sa", problems)?;
             DataSourceSpec::Sqlserver(c.with_default_schemas(|_| vec!["dbo".to_owned()]))
         }
         "oracle" => {
