@@ -1,0 +1,180 @@
+//! The worker, engine and PDF sections: the job transport, generation limits, the renderer.
+use super::{Checker, JobQueueChoice, PdfChoice, RawConfig, WorkerConfig, problem};
+use reporter_ports::ports::RenderLimits;
+use std::path::PathBuf;
+use std::time::Duration;
+
+impl RawConfig {
+    /// The worker section. Every value is read in the order the problems are reported.
+    pub(super) fn worker(&self, rabbitmq: Option<&str>, c: &mut Checker) -> WorkerConfig {
+        let queue = self.job_queue(rabbitmq, c);
+        let pdf = self.pdf_choice(c);
+        let job_timeout = secs(
+            c,
+            "ENGINE_TIMEOUT_SEC",
+            &self.engine_timeout_sec,
+            86_400,
+            300,
+        );
+        let requeue_after = self.requeue_after(c, job_timeout);
+        let max_attempts = c.number(
+            "WORKER_MAX_ATTEMPTS",
+            &self.worker_max_attempts,
+            1u32,
+            100,
+            5,
+        );
+        let concurrency = c.number(
+            "WORKER_CONCURRENCY",
+            &self.worker_concurrency,
+            1usize,
+            256,
+            4,
+        );
+        let section_concurrency = c.number(
+            "ENGINE_MAX_CONCURRENCY",
+            &self.engine_max_concurrency,
+            1usize,
+            64,
+            4,
+        );
+        let query_timeout = secs(
+            c,
+            "ENGINE_QUERY_TIMEOUT_SEC",
+            &self.engine_query_timeout_sec,
+            3600,
+            30,
+        );
+        let max_rows = c.number(
+            "ENGINE_MAX_ROWS",
+            &self.engine_max_rows,
+            1usize,
+            100_000_000,
+            100_000,
+        );
+        let max_section_bytes = c.number(
+            "ENGINE_MAX_RESULT_BYTES",
+            &self.engine_max_result_bytes,
+            1024usize,
+            16 * 1024 * 1024 * 1024,
+            104_857_600,
+        );
+        let render = self.render_limits(c);
+        let drain_timeout = secs(
+            c,
+            "WORKER_DRAIN_TIMEOUT_SEC",
+            &self.worker_drain_timeout_sec,
+            3600,
+            20,
+        );
+        WorkerConfig {
+            queue,
+            max_attempts,
+            settings: crate::worker::WorkerSettings {
+                max_attempts,
+                concurrency,
+                section_concurrency,
+                job_timeout,
+                query_timeout,
+                max_rows,
+                max_section_bytes,
+                render,
+                drain_timeout,
+                requeue_after,
+            },
+            pdf,
+            pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
+            pdf_timeout: secs(
+                c,
+                "PDF_TIMEOUT_SECONDS",
+                &self.pdf_timeout_seconds,
+                3600,
+                90,
+            ),
+        }
+    }
+
+    /// RabbitMQ when `rabbitmq` is set (its exchange, queue, key, dead letters, prefetch),
+    /// else the in-process queue.
+    fn job_queue(&self, rabbitmq: Option<&str>, c: &mut Checker) -> JobQueueChoice {
+        match rabbitmq {
+            None => JobQueueChoice::Memory,
+            Some(uri) => JobQueueChoice::Rabbit {
+                uri: uri.to_owned(),
+                exchange: self.rabbitmq_exchange.trim().to_owned(),
+                queue: self.rabbitmq_queue.trim().to_owned(),
+                key: self.rabbitmq_key.trim().to_owned(),
+                dlq: self.rabbitmq_dlq.trim().to_owned(),
+                dlx: self.rabbitmq_dlx.trim().to_owned(),
+                prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
+            },
+        }
+    }
+
+    /// `PDF_RENDERER`: `native` or `chromium` (at `PDF_CHROMIUM_PATH`).
+    fn pdf_choice(&self, c: &mut Checker) -> PdfChoice {
+        match self.pdf_renderer.trim().to_ascii_lowercase().as_str() {
+            "native" => PdfChoice::Native,
+            "chromium" => PdfChoice::Chromium(PathBuf::from(self.pdf_chromium_path.trim())),
+            other => {
+                c.problems.push(problem(
+                    "PDF_RENDERER",
+                    format!("'{other}' is not a PDF renderer"),
+                    "native|chromium",
+                ));
+                PdfChoice::Native
+            }
+        }
+    }
+
+    /// The engine's render bounds: fuel and output size (recursion fixed at 64).
+    fn render_limits(&self, c: &mut Checker) -> RenderLimits {
+        RenderLimits {
+            fuel: c.number(
+                "ENGINE_RENDER_FUEL",
+                &self.engine_render_fuel,
+                1000u64,
+                100_000_000_000,
+                50_000_000,
+            ),
+            max_recursion: 64,
+            max_output_bytes: c.number(
+                "ENGINE_MAX_OUTPUT_BYTES",
+                &self.engine_max_output_bytes,
+                1024usize,
+                4 * 1024 * 1024 * 1024,
+                67_108_864,
+            ),
+            ..RenderLimits::default()
+        }
+    }
+
+    /// `REPORT_REQUEUE_AFTER_SEC`: `None` when 0; else at least 60 s and above `job_timeout`
+    /// (the validated ENGINE_TIMEOUT_SEC), so a report being generated is never taken for a
+    /// stuck one.
+    pub(super) fn requeue_after(
+        &self,
+        c: &mut Checker,
+        job_timeout: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        let raw = self.report_requeue_after_sec.trim();
+        let after = c.number("REPORT_REQUEUE_AFTER_SEC", raw, 0u64, 30 * 86_400, 900);
+        if after == 0 {
+            return None;
+        }
+        let job = job_timeout.as_secs();
+        if after < 60 || after <= job {
+            c.problems.push(problem(
+                "REPORT_REQUEUE_AFTER_SEC",
+                format!("{after} is not above ENGINE_TIMEOUT_SEC ({job}) and 60"),
+                "0 (off), or seconds above both ENGINE_TIMEOUT_SEC and 60",
+            ));
+        }
+        Some(std::time::Duration::from_secs(after))
+    }
+}
+
+/// A number of seconds in `1..=max` (default `dflt`).
+fn secs(c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64) -> Duration {
+    Duration::from_secs(c.number(var, raw, 1u64, max, dflt))
+}
