@@ -1,0 +1,10 @@
+//! Chaos: processes and the MongoDB stand-in are killed under load.
+//!
+//! Each chaos family is a test binary of its own, so one family's load and faults cannot
+//! perturb another's timing (their scenarios run in parallel within the family only, as they
+//! were written to). Shared helpers are in `tests/common`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod processes;
