@@ -7,6 +7,40 @@ impl RawConfig {
     /// exactly one; one of them in production), issuer, audience and leeway.
     pub(super) fn auth(&self, c: &mut Checker, production: bool) -> AuthSettings {
         let auth_enabled = c.boolean("AUTH_ENABLED", &self.auth_enabled);
+        let key = self.auth_key(c, production, auth_enabled);
+        if production && !auth_enabled {
+            c.problems.push(problem(
+                "AUTH_ENABLED",
+                "auth is off in production",
+                "AUTH_ENABLED must be true when ENV_NAME=production",
+            ));
+        }
+        let leeway_seconds = c.number(
+            "AUTH_JWT_LEEWAY_SECONDS",
+            &self.auth_jwt_leeway_seconds,
+            0u64,
+            300,
+            30,
+        );
+        AuthSettings {
+            enabled: auth_enabled,
+            key,
+            issuer: self
+                .auth_jwt_issuer
+                .clone()
+                .filter(|s| !s.trim().is_empty()),
+            audience: self
+                .auth_jwt_audience
+                .clone()
+                .filter(|s| !s.trim().is_empty()),
+            leeway_seconds,
+        }
+    }
+
+    /// The verification key: `AUTH_JWT_SECRET` (at least 32 bytes) or `AUTH_JWT_PUBLIC_KEY`
+    /// (PEM text or a PEM file; RSA or EC P-256), exactly one; in production with auth on, one
+    /// of them MUST be set. Without one, a key is generated for this run.
+    fn auth_key(&self, c: &mut Checker, production: bool, auth_enabled: bool) -> AuthKey {
         let secret = self
             .auth_jwt_secret
             .as_deref()
@@ -17,7 +51,7 @@ impl RawConfig {
             .as_deref()
             .map(str::trim)
             .filter(|s| !s.is_empty());
-        let key = match (secret, public_key) {
+        match (secret, public_key) {
             (Some(_), Some(_)) => {
                 c.problems.push(problem(
                     "AUTH_JWT_SECRET",
@@ -74,33 +108,6 @@ impl RawConfig {
                 }
                 AuthKey::Generated
             }
-        };
-        if production && !auth_enabled {
-            c.problems.push(problem(
-                "AUTH_ENABLED",
-                "auth is off in production",
-                "AUTH_ENABLED must be true when ENV_NAME=production",
-            ));
-        }
-        let leeway_seconds = c.number(
-            "AUTH_JWT_LEEWAY_SECONDS",
-            &self.auth_jwt_leeway_seconds,
-            0u64,
-            300,
-            30,
-        );
-        AuthSettings {
-            enabled: auth_enabled,
-            key,
-            issuer: self
-                .auth_jwt_issuer
-                .clone()
-                .filter(|s| !s.trim().is_empty()),
-            audience: self
-                .auth_jwt_audience
-                .clone()
-                .filter(|s| !s.trim().is_empty()),
-            leeway_seconds,
         }
     }
 
