@@ -633,37 +633,7 @@ async fn streaming(
             (Arc::new(p.clone()), Some(p))
         }
         EventBroker::Amqp(uris) => {
-            let mut failures = Vec::new();
-            let mut connected = None;
-            for uri in uris {
-                let mut c = RabbitPublisherConfig::new(uri.clone());
-                c.exchange = s.exchange.clone();
-                if let Some(ae) = c.alternate_exchange.as_mut() {
-                    ae.exchange = s.alternate_exchange.clone();
-                    ae.queue = s.alternate_exchange.clone();
-                    ae.message_ttl = Some(s.unroutable_ttl);
-                    ae.max_length = Some(s.unroutable_max_length);
-                }
-                c.publish_timeout = s.publish_timeout;
-                c.max_in_flight = window;
-                match RabbitPublisher::connect(c).await {
-                    Ok(p) => {
-                        connected = Some(p);
-                        break;
-                    }
-                    Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri))),
-                }
-            }
-            let Some(p) = connected else {
-                anyhow::bail!(
-                    "event publication ({}): {}",
-                    match &s.broker_origin {
-                        crate::config::BrokerOrigin::StreamingBrokers => "STREAMING_BROKERS",
-                        crate::config::BrokerOrigin::RabbitmqUri { .. } => "RABBITMQ_URI",
-                    },
-                    failures.join("; ")
-                );
-            };
+            let p = amqp_publisher(s, uris, window).await?;
             // The broker's return wakes the dispatcher and ends its pause at once.
             let (w, back) = (wake.clone(), broker_back.clone());
             p.on_reconnect(Arc::new(move || {
@@ -704,23 +674,7 @@ async fn streaming(
         wake,
         broker_back,
         lane: Some(lane),
-        settings: DispatcherSettings {
-            owner: format!(
-                "reporter-{}-{}",
-                std::process::id(),
-                uuid::Uuid::now_v7().simple()
-            ),
-            batch: s.dispatch_batch,
-            ahead: 2,
-            lease: s.outbox_lease,
-            publish_deadline: s.publish_timeout,
-            poll: s.dispatch_poll,
-            max_attempts: s.outbox_max_attempts,
-            retention: s.outbox_retention,
-            backoff_base: std::time::Duration::from_millis(500),
-            backoff_cap: std::time::Duration::from_secs(300),
-            transient_backoff_cap: std::time::Duration::from_secs(5),
-        },
+        settings: dispatcher_settings(s),
     };
     Ok((
         Emitter::enabled_with(hook),
@@ -728,6 +682,64 @@ async fn streaming(
         memory,
         Some(check),
     ))
+}
+
+/// A publisher on the first of `uris` that accepts a connection (exchange, alternate
+/// exchange and unroutable queue as configured; `window` publishes in flight). MUST fail
+/// naming every URI tried (redacted) when none does.
+async fn amqp_publisher(
+    s: &crate::config::StreamingSettings,
+    uris: &[String],
+    window: usize,
+) -> anyhow::Result<RabbitPublisher> {
+    let mut failures = Vec::new();
+    for uri in uris {
+        let mut c = RabbitPublisherConfig::new(uri.clone());
+        c.exchange = s.exchange.clone();
+        if let Some(ae) = c.alternate_exchange.as_mut() {
+            ae.exchange = s.alternate_exchange.clone();
+            ae.queue = s.alternate_exchange.clone();
+            ae.message_ttl = Some(s.unroutable_ttl);
+            ae.max_length = Some(s.unroutable_max_length);
+        }
+        c.publish_timeout = s.publish_timeout;
+        c.max_in_flight = window;
+        match RabbitPublisher::connect(c).await {
+            Ok(p) => return Ok(p),
+            Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri))),
+        }
+    }
+    anyhow::bail!(
+        "event publication ({}): {}",
+        match &s.broker_origin {
+            crate::config::BrokerOrigin::StreamingBrokers => "STREAMING_BROKERS",
+            crate::config::BrokerOrigin::RabbitmqUri { .. } => "RABBITMQ_URI",
+        },
+        failures.join("; ")
+    )
+}
+
+/// The dispatcher's settings: the configured batch, lease, deadline, poll, attempts and
+/// retention; retries from 0.5 s, capped at 300 s for a row the broker refused and 5 s for a
+/// broker that is down.
+fn dispatcher_settings(s: &crate::config::StreamingSettings) -> DispatcherSettings {
+    DispatcherSettings {
+        owner: format!(
+            "reporter-{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ),
+        batch: s.dispatch_batch,
+        ahead: 2,
+        lease: s.outbox_lease,
+        publish_deadline: s.publish_timeout,
+        poll: s.dispatch_poll,
+        max_attempts: s.outbox_max_attempts,
+        retention: s.outbox_retention,
+        backoff_base: std::time::Duration::from_millis(500),
+        backoff_cap: std::time::Duration::from_secs(300),
+        transient_backoff_cap: std::time::Duration::from_secs(5),
+    }
 }
 
 /// The `/readyz` check of the event broker: `up` while it answers and the direct path's
