@@ -126,6 +126,59 @@ fn load(raw: &RawConfig) -> Result<Config, ExitCode> {
 }
 
 /// Runs the command line.
+/// `reporter openapi`: the spec on stdout, or the three documents written to `write`.
+fn openapi(format: SpecFormat, write: Option<PathBuf>) -> ExitCode {
+    let Some(dir) = write else {
+        match format {
+            SpecFormat::Json => print!("{}", http::spec::json()),
+            SpecFormat::Yaml => print!("{}", http::spec::yaml()),
+        }
+        return ExitCode::SUCCESS;
+    };
+    let result = std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(dir.join("reporter.json"), http::spec::json()))
+        .and_then(|_| std::fs::write(dir.join("reporter.yaml"), http::spec::yaml()))
+        .and_then(|_| {
+            std::fs::write(
+                dir.join("asyncapi.yaml"),
+                crate::streaming::manifest::asyncapi_yaml(),
+            )
+        });
+    match result {
+        Ok(()) => {
+            println!(
+                "wrote {0}/reporter.json, {0}/reporter.yaml and {0}/asyncapi.yaml",
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("writing the spec: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `reporter config check`: exit 0 with a summary, or 2 with every problem.
+fn config_check(raw: &RawConfig) -> ExitCode {
+    match raw.validate(&environment()) {
+        Ok(c) => {
+            println!(
+                "configuration OK: listening on {}, {} data source(s){}",
+                c.server_address,
+                c.data_sources.sources.len() + usize::from(c.data_sources.example),
+                if c.auth.enabled { "" } else { ", auth OFF" }
+            );
+            println!("{}", c.streaming.describe());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 pub async fn run(cli: Cli) -> ExitCode {
     let command = cli.command.unwrap_or(Command::Serve);
     let role = match &command {
@@ -134,39 +187,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         _ => wiring::Role::Serve,
     };
     match command {
-        Command::Openapi { format, write } => match write {
-            Some(dir) => {
-                let result = std::fs::create_dir_all(&dir)
-                    .and_then(|_| std::fs::write(dir.join("reporter.json"), http::spec::json()))
-                    .and_then(|_| std::fs::write(dir.join("reporter.yaml"), http::spec::yaml()))
-                    .and_then(|_| {
-                        std::fs::write(
-                            dir.join("asyncapi.yaml"),
-                            crate::streaming::manifest::asyncapi_yaml(),
-                        )
-                    });
-                match result {
-                    Ok(()) => {
-                        println!(
-                            "wrote {0}/reporter.json, {0}/reporter.yaml and {0}/asyncapi.yaml",
-                            dir.display()
-                        );
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => {
-                        eprintln!("writing the spec: {e}");
-                        ExitCode::FAILURE
-                    }
-                }
-            }
-            None => {
-                match format {
-                    SpecFormat::Json => print!("{}", http::spec::json()),
-                    SpecFormat::Yaml => print!("{}", http::spec::yaml()),
-                }
-                ExitCode::SUCCESS
-            }
-        },
+        Command::Openapi { format, write } => openapi(format, write),
         Command::TemplateSandbox { args } => wiring::template_sandbox_child(&args),
         Command::Asyncapi => {
             print!("{}", crate::streaming::manifest::asyncapi_yaml());
@@ -174,22 +195,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Config {
             action: ConfigAction::Check,
-        } => match cli.config.validate(&environment()) {
-            Ok(c) => {
-                println!(
-                    "configuration OK: listening on {}, {} data source(s){}",
-                    c.server_address,
-                    c.data_sources.sources.len() + usize::from(c.data_sources.example),
-                    if c.auth.enabled { "" } else { ", auth OFF" }
-                );
-                println!("{}", c.streaming.describe());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
-        },
+        } => config_check(&cli.config),
         Command::Serve | Command::Api | Command::Worker => {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
@@ -217,6 +223,41 @@ pub async fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// The address this role listens on (`HEALTH_ADDRESS` for the worker, else
+/// `SERVER_ADDRESS`), checked by binding it once (port 0 resolved); `None` after printing why
+/// it cannot be bound.
+async fn listen_address(config: &Config, role: wiring::Role) -> Option<String> {
+    let (bind, var) = if role == wiring::Role::Worker {
+        (config.health_address, "HEALTH_ADDRESS")
+    } else {
+        (config.server_address, "SERVER_ADDRESS")
+    };
+    match tokio::net::TcpListener::bind(bind).await {
+        Ok(l) => Some(
+            l.local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| bind.to_string()),
+        ),
+        Err(e) => {
+            eprintln!("cannot bind {var}={bind}: {e}");
+            None
+        }
+    }
+}
+
+/// Resolves after a shutdown signal and the drain period: readiness answers 503 `draining`
+/// from the signal on, and requests are still served for `drain_for`
+/// (SHUTDOWN_DRAIN_SECONDS) so load balancers stop sending traffic first.
+async fn drained(drain: crate::http::ops::Drain, drain_for: std::time::Duration) {
+    shutdown_signal().await;
+    drain.start();
+    tracing::info!(
+        drain_seconds = drain_for.as_secs(),
+        "shutdown signal: draining (readiness answers 503)"
+    );
+    tokio::time::sleep(drain_for).await;
+}
+
 async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
     if !config.auth.enabled {
         tracing::warn!(
@@ -231,30 +272,9 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let bind = if role == wiring::Role::Worker {
-        config.health_address
-    } else {
-        config.server_address
+    let Some(addr) = listen_address(&config, role).await else {
+        return ExitCode::FAILURE;
     };
-    let listener = match tokio::net::TcpListener::bind(bind).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!(
-                "cannot bind {}={bind}: {e}",
-                if role == wiring::Role::Worker {
-                    "HEALTH_ADDRESS"
-                } else {
-                    "SERVER_ADDRESS"
-                }
-            );
-            return ExitCode::FAILURE;
-        }
-    };
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| bind.to_string());
-    drop(listener);
     print_banner(&addr, &built, role);
     // Pre-start the sandbox children of the pools this role uses.
     if role != wiring::Role::Worker {
@@ -284,17 +304,7 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
     let result = server
         .run_with_graceful_shutdown(
             endpoint,
-            async move {
-                shutdown_signal().await;
-                // Readiness answers 503 `draining` from now on; requests are still served for
-                // SHUTDOWN_DRAIN_SECONDS so load balancers stop sending traffic first.
-                drain.start();
-                tracing::info!(
-                    drain_seconds = drain_for.as_secs(),
-                    "shutdown signal: draining (readiness answers 503)"
-                );
-                tokio::time::sleep(drain_for).await;
-            },
+            drained(drain, drain_for),
             Some(std::time::Duration::from_secs(10)),
         )
         .await;
