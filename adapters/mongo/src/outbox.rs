@@ -41,6 +41,73 @@ fn bump(mut update: Document) -> Document {
 }
 
 impl MongoStore {
+    /// Leases the candidate `c` to `owner` until `lease_until` if it is unchanged since it was
+    /// read (same `rev`); answers the new lease token, or `None` when another writer came
+    /// between.
+    async fn lease(
+        &self,
+        c: &OutboxDoc,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let raw = self.coll::<Document>(OUTBOX);
+        // A cheap read first: under contention most candidates were just taken by another
+        // claimer, and a failed conditional write costs far more than a read.
+        let unchanged = raw
+            .find_one(doc! { "_id": &c.id, "rev": c.rev })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(|e| unavailable("outbox recheck", &e))?
+            .is_some();
+        if !unchanged {
+            return Ok(None);
+        }
+        let token = Uuid::new_v4();
+        let res = raw
+            .update_one(
+                doc! { "_id": &c.id, "rev": c.rev },
+                doc! {
+                    "$set": {
+                        "lease_token": token.to_string(),
+                        "lease_owner": owner,
+                        "lease_until": floor_ms(lease_until),
+                    },
+                    "$inc": { "rev": 1i64 },
+                },
+            )
+            .await
+            .map_err(|e| unavailable("outbox claim", &e))?;
+        Ok((res.matched_count == 1).then_some(token))
+    }
+
+    /// The rows `taken` (id, lease token) read back in one query, in that order; a row whose
+    /// lease was lost again meanwhile is left out.
+    async fn read_back(&self, taken: Vec<(String, Uuid)>) -> Result<Vec<OutboxRecord>, StoreError> {
+        if taken.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&String> = taken.iter().map(|(id, _)| id).collect();
+        let mut rows: HashMap<String, OutboxDoc> = self
+            .coll::<OutboxDoc>(OUTBOX)
+            .find(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(|e| unavailable("outbox read back", &e))?
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| unavailable("outbox cursor", &e))?
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        let mut out = Vec::with_capacity(taken.len());
+        for (id, token) in taken {
+            let Some(d) = rows.remove(&id) else { continue };
+            if d.lease_token.as_deref() == Some(token.to_string().as_str()) {
+                out.push(d.into_record()?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Runs a settling update on a row held by `token`; `NotFound` for an unknown id,
     /// `VersionConflict` when the row is not pending or `token` is not its lease token.
     async fn settle(&self, id: OutboxId, token: Uuid, update: Document) -> Result<(), StoreError> {
@@ -183,34 +250,7 @@ impl Outbox for MongoStore {
                         }
                     }
                 };
-                // A cheap read first: under contention most candidates were just taken by
-                // another claimer, and a failed conditional write costs far more than a read.
-                let unchanged = raw
-                    .find_one(doc! { "_id": &c.id, "rev": c.rev })
-                    .projection(doc! { "_id": 1 })
-                    .await
-                    .map_err(|e| unavailable("outbox recheck", &e))?
-                    .is_some();
-                if !unchanged {
-                    blocked.insert(c.aggregate);
-                    continue;
-                }
-                let token = Uuid::new_v4();
-                let res = raw
-                    .update_one(
-                        doc! { "_id": &c.id, "rev": c.rev },
-                        doc! {
-                            "$set": {
-                                "lease_token": token.to_string(),
-                                "lease_owner": owner,
-                                "lease_until": floor_ms(lease_until),
-                            },
-                            "$inc": { "rev": 1i64 },
-                        },
-                    )
-                    .await
-                    .map_err(|e| unavailable("outbox claim", &e))?;
-                if res.matched_count == 1 {
+                if let Some(token) = self.lease(&c, owner, lease_until).await? {
                     mine.entry(c.aggregate).or_default().push(c.id.clone());
                     taken.push((c.id, token));
                     if taken.len() >= limit {
@@ -229,28 +269,7 @@ impl Outbox for MongoStore {
                 break;
             }
         }
-        if taken.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<&String> = taken.iter().map(|(id, _)| id).collect();
-        let mut rows: HashMap<String, OutboxDoc> = coll
-            .find(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(|e| unavailable("outbox read back", &e))?
-            .try_collect::<Vec<_>>()
-            .await
-            .map_err(|e| unavailable("outbox cursor", &e))?
-            .into_iter()
-            .map(|d| (d.id.clone(), d))
-            .collect();
-        let mut out = Vec::with_capacity(taken.len());
-        for (id, token) in taken {
-            let Some(d) = rows.remove(&id) else { continue };
-            if d.lease_token.as_deref() == Some(token.to_string().as_str()) {
-                out.push(d.into_record()?);
-            }
-        }
-        Ok(out)
+        self.read_back(taken).await
     }
 
     /// `NotFound` for an unknown id; `VersionConflict` unless the row is pending and `token`
