@@ -300,10 +300,12 @@ impl Link {
 
     /// Starts the link's own reconnect loop: every [`WATCH_EVERY`] it checks the channel,
     /// reopens it when it is gone and lapin is not recovering it, and calls `on_ready` each
-    /// time the link turns usable after it was not (lapin's recovery included). A recovery
-    /// that has not succeeded after [`STUCK_AFTER`] gets company: every second the loop also
+    /// time the link turns usable after it was not (lapin's recovery included). A link that
+    /// has not been usable for [`STUCK_AFTER`] gets company: every second the loop also
     /// tries a fresh connection, and the first to succeed wins (lapin can stay stuck in
-    /// recovery when the broker dropped it mid-handshake). The loop ends when the link is
+    /// recovery when the broker dropped it mid-handshake). This MUST hold whether or not the
+    /// link still holds a channel: a channel discarded after a publish timeout leaves a
+    /// connection in recovery that nothing else would replace. The loop ends when the link is
     /// closed or dropped.
     pub(crate) fn watch(self: &Arc<Self>, on_ready: OnReady) {
         let weak: Weak<Self> = Arc::downgrade(self);
@@ -321,23 +323,26 @@ impl Link {
                     Ok(_) => true,
                     Err(NotReady::Blocked) => false,
                     Err(NotReady::Down) => {
+                        let now = tokio::time::Instant::now();
+                        let since = *recovering_since.get_or_insert(now);
                         let reconnecting = link.live().is_some_and(|l| {
                             l.channel.status().reconnecting() || l.conn.reconnecting()
                         });
-                        if reconnecting {
-                            let now = tokio::time::Instant::now();
-                            let since = *recovering_since.get_or_insert(now);
-                            if now.duration_since(since) >= STUCK_AFTER
-                                && now.duration_since(last_fresh_try) >= Duration::from_secs(1)
-                            {
-                                last_fresh_try = now;
-                                link.reconnect_fresh().await.is_ok()
-                            } else {
-                                false
-                            }
+                        // Nobody is on it: open a channel (and connection) ourselves. That
+                        // fails while the stored connection is still in lapin's recovery,
+                        // also when the channel was discarded (a publish timed out): then
+                        // `live` is empty, and only the fresh connection below ends a stuck
+                        // recovery.
+                        let opened = !reconnecting && link.channel().await.is_ok();
+                        if opened {
+                            true
+                        } else if now.duration_since(since) >= STUCK_AFTER
+                            && now.duration_since(last_fresh_try) >= Duration::from_secs(1)
+                        {
+                            last_fresh_try = now;
+                            link.reconnect_fresh().await.is_ok()
                         } else {
-                            // Nobody is on it: open a channel (and connection) ourselves.
-                            link.channel().await.is_ok()
+                            false
                         }
                     }
                 };
