@@ -21,5 +21,5 @@ pub use jobs::{
     DeadLetters, MemoryJobConsumer, MemoryJobQueue, MemoryJobReceiver, MemoryRetryPolicy,
 };
 pub use publisher::MemoryPublisher;
-pub use storage::{ByteBudget, MemoryObjectStorage, OnEvict, is_valid_object_key};
+pub use storage::{ByteBudget, MemoryObjectStorage, OnEvict};
 pub use store::{DEADLINE_UNIQUENESS_RULE, DEFAULT_MAX_PUBLISHED, MemoryStore};

@@ -7,12 +7,6 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// True when `key` is an acceptable object key ([`ObjectKey`]'s rule, shared by every
-/// adapter).
-pub fn is_valid_object_key(key: &str) -> bool {
-    ObjectKey::is_valid(key)
-}
-
 /// Called with the key and size of each object a [`ByteBudget`] evicts.
 pub type OnEvict = Arc<dyn Fn(&str, u64) + Send + Sync>;
 
@@ -30,7 +24,7 @@ pub struct ByteBudget {
 /// In-memory [`ObjectStorage`].
 ///
 /// - `put` stores the object under the key exactly as given and answers that key; an invalid
-///   key (see [`is_valid_object_key`]) is refused with
+///   key (see [`ObjectKey`]) is refused with
 ///   `StoreError::Unavailable("invalid object key")` and nothing is stored.
 /// - With a [`ByteBudget`], once the evictable objects take more than `max_bytes`, the oldest
 ///   of them (by their last `put`) are removed until they fit again; the object just stored is
@@ -200,12 +194,12 @@ mod tests {
     #[test]
     fn key_rules() {
         for ok in ["a", "t/templates/x.tpl", "a.b/c..d"] {
-            assert!(is_valid_object_key(ok), "{ok}");
+            assert!(ObjectKey::is_valid(ok), "{ok}");
         }
         for bad in [
             "", "/a", "a/../b", "..", "a\\b", "a//b", "./a", "a/", "a\0b",
         ] {
-            assert!(!is_valid_object_key(bad), "{bad:?}");
+            assert!(!ObjectKey::is_valid(bad), "{bad:?}");
         }
     }
 

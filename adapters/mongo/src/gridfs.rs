@@ -16,11 +16,6 @@ pub const GRIDFS_DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
 /// Default bucket name (collections `reporter_objects.files` / `.chunks`).
 pub const GRIDFS_DEFAULT_BUCKET: &str = "reporter_objects";
 
-/// True when `key` is a valid object key ([`ObjectKey`]'s rule, shared by every adapter).
-pub fn is_valid_object_key(key: &str) -> bool {
-    ObjectKey::is_valid(key)
-}
-
 fn check_key(key: &str) -> Result<(), StoreError> {
     ObjectKey::checked(key).map(|_| ())
 }
@@ -40,7 +35,7 @@ fn version_of(f: &FilesCollectionDocument) -> (i64, Option<ObjectId>) {
 /// `metadata: {content_type}`. `put` uploads a new file and then deletes every version of
 /// the key but the newest it can see (ordered by `uploadDate`, then file id), so a reader never
 /// sees the key absent during an overwrite, and once concurrent puts are done exactly one
-/// version — the newest — is left (last writer wins); `get` reads the newest version. Keys are checked like every adapter's ([`is_valid_object_key`]): an invalid key
+/// version — the newest — is left (last writer wins); `get` reads the newest version. Keys are checked like every adapter's ([`ObjectKey`](reporter_ports::ObjectKey)): an invalid key
 /// is `Unavailable`, and `put` answers the key unchanged.
 #[derive(Debug, Clone)]
 pub struct GridFsStorage {

@@ -100,9 +100,7 @@ mod time;
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_SERVER_SELECTION_TIMEOUT, MongoConnection};
 pub use datasource::{MongoDataSource, MongoDataSourceConfig};
 pub use deployment::{DeploymentDatabase, TransactionCheck, require_transactions};
-pub use gridfs::{
-    GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage, is_valid_object_key,
-};
+pub use gridfs::{GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage};
 pub use idempotency::{IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore};
 pub use router::MongoTenantRouter;
 pub use store::{
