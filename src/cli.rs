@@ -405,7 +405,8 @@ async fn redrive(config: Config, tenant: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match outbox.redrive(tenant, chrono::Utc::now()).await {
+    let now = reporter_ports::Clock::now(&reporter_ports::clock::SystemClock);
+    match crate::app::redrive_parked(&*outbox, tenant, now).await {
         Ok(n) => {
             println!(
                 "redrove {n} parked event(s); the dispatcher publishes them with their original ce-id"

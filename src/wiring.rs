@@ -32,7 +32,7 @@ use reporter_adapter_rabbitmq::{RabbitJobsConfig, RabbitPublisher, RabbitPublish
 use reporter_adapter_s3::{S3Config, S3ObjectStorage};
 use reporter_adapter_sandbox::{ChildLimits, PoolConfig, ProcessPool, ProcessTemplateRunner};
 use reporter_adapter_sqlserver::{SqlServerConfig, SqlServerDataSource};
-use reporter_ports::clock::SystemClock;
+use reporter_ports::clock::{Clock, SystemClock};
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::{DataSource, EventPublisher, ObjectStorage, Outbox, PdfRenderer};
 use std::path::{Path, PathBuf};
@@ -251,79 +251,75 @@ async fn data_sources(config: &Config, summary: &mut Vec<String>) -> anyhow::Res
         summary.push("data source 'bank': bundled example data set".to_owned());
     }
     for (id, spec) in &config.data_sources.sources {
-        match spec {
-            DataSourceSpec::File { path } => {
-                sources.push(open_file_source(id, path)?);
-                summary.push(format!("data source '{id}': files in {}", path.display()));
-            }
-            DataSourceSpec::Postgresql {
-                host,
-                port,
-                user,
-                password,
-                database,
-                schemas,
-                tls,
-            } => {
-                let mut c = PostgresConfig::new(id.clone(), database.clone());
-                c.host = host.clone();
-                c.port = *port;
-                c.user = user.clone();
-                c.password = password.clone();
-                c.schemas = schemas.clone();
-                c.sslmode = tls.mode;
-                c.ssl_root_cert = scratch.root_cert(id, tls.root_cert.as_ref())?;
-                let source = PostgresDataSource::new(c)
-                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
-                sources.push(Arc::new(source));
-                summary.push(format!(
-                    "data source '{id}': PostgreSQL {host}:{port}/{database}"
-                ));
-            }
-            DataSourceSpec::Mysql(m) => {
-                let mut c = MysqlConfig::new(id.clone(), m.database.clone());
-                c.host = m.host.clone();
-                c.port = m.port;
-                c.user = m.user.clone();
-                c.password = m.password.clone();
-                c.schemas = m.schemas.clone();
-                c.sslmode = m.tls.mode;
-                c.ssl_root_cert = scratch.root_cert(id, m.tls.root_cert.as_ref())?;
-                let source = MysqlDataSource::new(c)
-                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
-                sources.push(Arc::new(source));
-                summary.push(format!(
-                    "data source '{id}': MySQL {}:{}/{}",
-                    m.host, m.port, m.database
-                ));
-            }
-            DataSourceSpec::Sqlserver(m) => {
-                let mut c = SqlServerConfig::new(id.clone(), m.database.clone());
-                c.host = m.host.clone();
-                c.port = m.port;
-                c.user = m.user.clone();
-                c.password = m.password.clone();
-                c.schemas = m.schemas.clone();
-                c.sslmode = m.tls.mode;
-                c.ssl_root_cert = scratch.root_cert(id, m.tls.root_cert.as_ref())?;
-                let source = SqlServerDataSource::new(c)
-                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
-                sources.push(Arc::new(source));
-                summary.push(format!(
-                    "data source '{id}': SQL Server {}:{}/{} (untested here)",
-                    m.host, m.port, m.database
-                ));
-            }
-            DataSourceSpec::Mongodb { uri, database } => {
-                let source = MongoDataSource::connect(id.clone(), uri, database)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
-                sources.push(Arc::new(source));
-                summary.push(format!("data source '{id}': MongoDB database '{database}'"));
-            }
-        }
+        let (source, line) = open_source(id, spec, &mut scratch)
+            .await
+            .map_err(|e| anyhow::anyhow!("data source '{id}': {e}"))?;
+        sources.push(source);
+        summary.push(format!("data source '{id}': {line}"));
     }
     Ok((sources, scratch.0))
+}
+
+/// The config of a SQL adapter (`PostgresConfig`, `MysqlConfig`, `SqlServerConfig`: the same
+/// connection fields) from a parsed `SqlConnection`.
+macro_rules! sql_config {
+    ($config:ty, $id:expr, $m:expr, $scratch:expr) => {{
+        let mut c = <$config>::new($id.clone(), $m.database.clone());
+        c.host = $m.host.clone();
+        c.port = $m.port;
+        c.user = $m.user.clone();
+        c.password = $m.password.clone();
+        c.schemas = $m.schemas.clone();
+        c.sslmode = $m.tls.mode;
+        c.ssl_root_cert = $scratch.root_cert($id, $m.tls.root_cert.as_ref())?;
+        c
+    }};
+}
+
+/// The data source `spec` describes, and its line of the start-up summary.
+async fn open_source(
+    id: &DataSourceId,
+    spec: &DataSourceSpec,
+    scratch: &mut Scratch,
+) -> anyhow::Result<(Arc<dyn DataSource>, String)> {
+    let place = |kind: &str, host: &str, port: u16, db: &str| format!("{kind} {host}:{port}/{db}");
+    Ok(match spec {
+        DataSourceSpec::File { path } => (
+            open_file_source(id, path)?,
+            format!("files in {}", path.display()),
+        ),
+        DataSourceSpec::Postgresql(m) => (
+            Arc::new(PostgresDataSource::new(sql_config!(
+                PostgresConfig,
+                id,
+                m,
+                scratch
+            ))?),
+            place("PostgreSQL", &m.host, m.port, &m.database),
+        ),
+        DataSourceSpec::Mysql(m) => (
+            Arc::new(MysqlDataSource::new(sql_config!(
+                MysqlConfig,
+                id,
+                m,
+                scratch
+            ))?),
+            place("MySQL", &m.host, m.port, &m.database),
+        ),
+        DataSourceSpec::Sqlserver(m) => (
+            Arc::new(SqlServerDataSource::new(sql_config!(
+                SqlServerConfig,
+                id,
+                m,
+                scratch
+            ))?),
+            place("SQL Server", &m.host, m.port, &m.database) + " (untested here)",
+        ),
+        DataSourceSpec::Mongodb { uri, database } => (
+            Arc::new(MongoDataSource::connect(id.clone(), uri, database).await?),
+            format!("MongoDB database '{database}'"),
+        ),
+    })
 }
 
 /// The in-memory object storage, its report artifacts bounded to `max_bytes` (oldest evicted
@@ -467,6 +463,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let sandbox = template_runner(config)?;
     summary.push(sandbox_summary(config));
     let runner: Arc<dyn reporter_ports::ports::TemplateRunner> = Arc::new(sandbox.clone());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ports = Ports {
         templates: stores.templates,
         deadlines: stores.deadlines,
@@ -477,7 +474,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         idempotency: stores.idempotency,
         jobs: transport.jobs,
         runner: runner.clone(),
-        clock: Arc::new(SystemClock),
+        clock: clock.clone(),
     };
     let settings = Settings {
         max_page_limit: config.max_pagination_limit,
@@ -487,7 +484,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     };
     let outbox: Arc<dyn Outbox> = stores.outbox;
     let (emitter, dispatcher, memory_broker, events_check) =
-        streaming(config, outbox.clone(), &registry, &mut summary).await?;
+        streaming(config, outbox.clone(), clock, &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
     let pdf = pdf_renderer(config)?;
     let worker = match (role, transport.consumer) {
@@ -513,6 +510,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         rabbit: transport.rabbit,
         events: events_check,
         catalog: &catalog,
+        clock: app.ports().clock.clone(),
     });
     Ok(Built {
         app,
@@ -610,6 +608,7 @@ type StreamingParts = (
 async fn streaming(
     config: &Config,
     outbox: Arc<dyn Outbox>,
+    clock: Arc<dyn Clock>,
     registry: &prometheus::Registry,
     summary: &mut Vec<String>,
 ) -> anyhow::Result<StreamingParts> {
@@ -665,6 +664,7 @@ async fn streaming(
         wake: wake.clone(),
         publish_timeout: s.publish_timeout,
         capacity: window,
+        clock: clock.clone(),
     });
     let hook = Arc::new(hook);
     let dispatcher = Dispatcher {
@@ -675,6 +675,7 @@ async fn streaming(
         broker_back,
         lane: Some(lane),
         settings: dispatcher_settings(s),
+        clock,
     };
     Ok((
         Emitter::enabled_with(hook),
@@ -807,20 +808,8 @@ pub async fn durable_outbox(config: &Config) -> anyhow::Result<Option<Arc<dyn Ou
 
 async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<Stores> {
     let Some(m) = &config.mongo else {
-        let store = Arc::new(MemoryStore::with_max_published(
-            config.streaming.memory_max_published,
-        ));
         summary.push("state, outbox: in memory (lost on exit)".to_owned());
-        return Ok(Stores {
-            kind: StoreKind::Memory,
-            templates: store.clone(),
-            deadlines: store.clone(),
-            reports: store.clone(),
-            uow: store.clone(),
-            outbox: store.clone(),
-            idempotency: store,
-            database: None,
-        });
+        return Ok(memory_stores(config));
     };
     let client = m
         .connection
@@ -847,16 +836,7 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
                 .await
                 .map_err(|e| anyhow::anyhow!("MongoDB: {e}"))?;
             summary.push(format!("state, outbox: MongoDB database '{}'", m.database));
-            Ok(Stores {
-                kind: StoreKind::Mongo,
-                templates: store.clone(),
-                deadlines: store.clone(),
-                reports: store.clone(),
-                uow: store.clone(),
-                outbox: store,
-                idempotency: Arc::new(idem),
-                database: Some(database),
-            })
+            Ok(mongo_stores(store, Arc::new(idem), database))
         }
         Tenancy::Multi => {
             // Refuse a standalone server now rather than on the first request.
@@ -876,17 +856,51 @@ async fn stores(config: &Config, summary: &mut Vec<String>) -> anyhow::Result<St
                 "state, outbox: MongoDB, one database per tenant ('{}_t_…'), registry in '{}'",
                 m.tenant_prefix, m.database
             ));
-            Ok(Stores {
-                kind: StoreKind::Mongo,
-                templates: router.clone(),
-                deadlines: router.clone(),
-                reports: router.clone(),
-                uow: router.clone(),
-                outbox: router.clone(),
-                idempotency: router,
-                database: Some(database),
-            })
+            Ok(mongo_stores(router.clone(), router, database))
         }
+    }
+}
+
+/// Every store in process memory, one [`MemoryStore`] behind all of them.
+fn memory_stores(config: &Config) -> Stores {
+    let store = Arc::new(MemoryStore::with_max_published(
+        config.streaming.memory_max_published,
+    ));
+    Stores {
+        kind: StoreKind::Memory,
+        templates: store.clone(),
+        deadlines: store.clone(),
+        reports: store.clone(),
+        uow: store.clone(),
+        outbox: store.clone(),
+        idempotency: store,
+        database: None,
+    }
+}
+
+/// The MongoDB stores served by `store` (a database, or the per-tenant router).
+fn mongo_stores<S>(
+    store: Arc<S>,
+    idempotency: Arc<dyn reporter_ports::ports::IdempotencyStore>,
+    database: DeploymentDatabase,
+) -> Stores
+where
+    S: reporter_ports::ports::TemplateRepository
+        + reporter_ports::ports::DeadlineRepository
+        + reporter_ports::ports::ReportRepository
+        + reporter_ports::ports::UnitOfWorkPort
+        + Outbox
+        + 'static,
+{
+    Stores {
+        kind: StoreKind::Mongo,
+        templates: store.clone(),
+        deadlines: store.clone(),
+        reports: store.clone(),
+        uow: store.clone(),
+        outbox: store,
+        idempotency,
+        database: Some(database),
     }
 }
 

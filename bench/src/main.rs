@@ -68,15 +68,10 @@ fn which(tool: &str) -> Option<PathBuf> {
     })
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let args = args()?;
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("repository root")?
-        .to_path_buf();
-    // The binaries built with this one (`cargo build --release -p reporter -p reporter-bench`
-    // puts them in the same directory, wherever CARGO_TARGET_DIR points).
+/// The release binaries of `reporter` and `bare-poem`: `REPORTER_BIN` / `BARE_POEM_BIN`, else
+/// the ones built with this one (`cargo build --release -p reporter -p reporter-bench` puts
+/// them in the same directory, wherever CARGO_TARGET_DIR points), else `target/release`.
+fn release_binaries(repo: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let bin_dir = std::env::current_exe()?
         .parent()
         .context("the directory of reporter-bench")?
@@ -100,37 +95,30 @@ async fn main() -> anyhow::Result<()> {
             bin.display()
         );
     }
-    let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
-    let machine = harness::machine();
-    eprintln!("bench: starting a private RabbitMQ node");
-    let broker = broker::Broker::start(&repo)?;
-    let ctx = Ctx {
-        broker,
-        reporter_bin,
-        bare_poem_bin,
-        wrk,
-        quick: args.quick,
-    };
-    let started = std::time::Instant::now();
+    Ok((reporter_bin, bare_poem_bin))
+}
+
+/// Every selected figure, in interleaved rounds (Reporter first in odd rounds).
+async fn run_figures(ctx: &Ctx, args: &Args) -> anyhow::Result<Results> {
     let mut results = Results::default();
     let mut figures = figures::all();
     figures.retain(|f| args.only.is_empty() || args.only.iter().any(|o| o == f.name()));
     for f in &mut figures {
         for round in 0..args.rounds {
             let reporter_first = round % 2 == 0;
+            let first = if reporter_first {
+                "Reporter"
+            } else {
+                "baseline"
+            };
             eprintln!(
-                "bench: {} round {}/{} ({} first)",
+                "bench: {} round {}/{} ({first} first)",
                 f.name(),
                 round + 1,
                 args.rounds,
-                if reporter_first {
-                    "Reporter"
-                } else {
-                    "baseline"
-                }
             );
             let samples = f
-                .round(&ctx, reporter_first)
+                .round(ctx, reporter_first)
                 .await
                 .with_context(|| format!("figure {}", f.name()))?;
             for s in &samples {
@@ -145,17 +133,46 @@ async fn main() -> anyhow::Result<()> {
             }
             results.add(samples);
         }
-        f.finish(&ctx).await;
+        f.finish(ctx).await;
     }
-    let table = results.table();
-    println!("{table}");
-    let doc = format!(
+    Ok(results)
+}
+
+/// BENCHMARKS.md: the command, the machine, the table and what each figure measures.
+fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
+    format!(
         "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node) vs off; peak RSS is the process's `VmHWM`.\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n- **P3 `GET /v1/templates/{{id}}`** (issue 13): `wrk -t2 -c32` with a bearer token against the release `reporter serve` (state in memory, auth on, one template uploaded first) vs `bare-poem` (a bare poem server of `bench/`, one route that parses the id and answers the same JSON bytes, fetched once from Reporter) with the same HS256 check (signature, `exp` with 30 s leeway, `nbf`, the `templates:read` scope) and without any check; req/s and p99.\n- **P5 reports from PostgreSQL** (issue 13): a scratch database on 127.0.0.1:5432 with a `ledger` table (bigint, numeric, text, date; 100,000 rows, 10,000 with `--quick`), created for the run and dropped after it; `reporter serve` (in memory, auth on) with it as data source `bench` and its limits raised so no report meets one (`ENGINE_MAX_ROWS` — default exactly 100,000 — to 10 M, `ENGINE_MAX_RESULT_BYTES` to 4 GiB, `ENGINE_MAX_OUTPUT_BYTES` to 1 GiB, `ENGINE_RENDER_FUEL` to 10 G, `ENGINE_TIMEOUT_SEC` and `TEMPLATE_RENDER_TIMEOUT_SEC` to 600); a CSV template that iterates the rows once (`{{% for r in bench.ledger %}}` with the date printed as psql prints it), timed from the report's `createdAt` to its `completedAt` (polled every 10 ms), vs `psql \\copy (SELECT id, amount, label, booked_on FROM ledger) TO STDOUT CSV HEADER` to /dev/null, timed from spawning psql to its exit. Given as rows/s, so the ratio is psql's time over Reporter's. Informational: an HTML table of the first 10,000 rows and a PDF (native renderer) of the first 1,000, vs `psql \\copy` of those rows.\n- **P6 memory of report generation** (issue 13): a fresh `reporter serve` (the P5 setup; artifacts in memory, as `serve` keeps them by default) generates the 100,000-row CSV report ten times in a row; peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before it (after start-up and the upload), next to the report's size; then `VmRSS` after the tenth report vs after the first. Templates render in sandbox child processes (a fresh one per render), whose memory is not counted.\n",
         args.command,
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
-        started.elapsed().as_secs_f64(),
+        seconds,
         args.rounds,
-    );
+    )
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("repository root")?
+        .to_path_buf();
+    let (reporter_bin, bare_poem_bin) = release_binaries(&repo)?;
+    let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
+    let machine = harness::machine();
+    eprintln!("bench: starting a private RabbitMQ node");
+    let broker = broker::Broker::start(&repo)?;
+    let ctx = Ctx {
+        broker,
+        reporter_bin,
+        bare_poem_bin,
+        wrk,
+        quick: args.quick,
+    };
+    let started = std::time::Instant::now();
+    let results = run_figures(&ctx, &args).await?;
+    let table = results.table();
+    println!("{table}");
+    let doc = document(&args, &machine, &table, started.elapsed().as_secs_f64());
     if let Some(path) = &args.write {
         std::fs::write(path, &doc).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("bench: wrote {}", path.display());

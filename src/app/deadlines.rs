@@ -313,23 +313,7 @@ impl App {
         caller: &Caller,
         cmd: CreateDeadline,
     ) -> AppResult<Deadline> {
-        let mut missing = std::collections::BTreeMap::new();
-        for (field, present) in [
-            ("name", cmd.name.is_some()),
-            ("type", cmd.kind.is_some()),
-            ("dueDate", cmd.due_date.is_some()),
-            ("frequency", cmd.frequency.is_some()),
-            ("color", cmd.color.is_some()),
-        ] {
-            if !present {
-                missing.insert(field.to_owned(), "required".to_owned());
-            }
-        }
-        if !missing.is_empty() {
-            return Err(
-                AppError::new(Code::MissingFields, "required fields are missing").fields(missing),
-            );
-        }
+        require_create_fields(&cmd)?;
         let name = check_name(cmd.name.as_deref().unwrap_or_default())?;
         let description = check_description(cmd.description.as_deref())?;
         let kind = DeadlineType::parse(cmd.kind.as_deref().unwrap_or_default())
@@ -670,4 +654,23 @@ fn duplicate_or_store(e: StoreError) -> AppError {
         .entity("Deadline"),
         other => AppError::store(other, "Deadline"),
     }
+}
+
+/// MUST answer `MissingFields` listing every required field of a create that is absent.
+fn require_create_fields(cmd: &CreateDeadline) -> AppResult<()> {
+    let missing: std::collections::BTreeMap<String, String> = [
+        ("name", cmd.name.is_some()),
+        ("type", cmd.kind.is_some()),
+        ("dueDate", cmd.due_date.is_some()),
+        ("frequency", cmd.frequency.is_some()),
+        ("color", cmd.color.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, present)| !present)
+    .map(|(field, _)| (field.to_owned(), "required".to_owned()))
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(AppError::new(Code::MissingFields, "required fields are missing").fields(missing))
 }

@@ -27,6 +27,7 @@ pub use error::{AppError, AppResult, Code, ErrorKind};
 pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
+pub use outbox_redrive::redrive_parked;
 pub use report_completion::{Completion, Generation};
 pub(crate) use reports::new_request_id;
 pub use reports::{Artifact, CreateReport};

@@ -63,4 +63,34 @@ impl App {
             }
         }
     }
+
+    /// [`write_retrying`](Self::write_retrying) for an update that has already read the
+    /// record: the first attempt builds on `read`, each retry on what `reread` loads then
+    /// (the state another writer left). `attempt` builds the unit of work from that state.
+    pub(super) async fn write_retrying_from<R, T, E, G, F>(
+        &self,
+        tenant: &TenantId,
+        on_store: impl Fn(StoreError) -> E,
+        read: R,
+        reread: impl Fn() -> G,
+        attempt: impl Fn(R) -> F,
+    ) -> Result<T, E>
+    where
+        G: Future<Output = Result<R, E>>,
+        F: Future<Output = Result<Attempt<T>, E>>,
+    {
+        let mut read = Some(read);
+        let (reread, attempt) = (&reread, &attempt);
+        self.write_retrying(tenant, on_store, || {
+            let given = read.take();
+            async move {
+                let base = match given {
+                    Some(base) => base,
+                    None => reread().await?,
+                };
+                attempt(base).await
+            }
+        })
+        .await
+    }
 }

@@ -121,31 +121,28 @@ impl App {
         };
         let now = self.now();
         let duration_ms = elapsed_ms(started);
-        let mut first = Some(report.clone());
         let artifact = &artifact;
         let completion = self
-            .write_retrying(
+            .write_retrying_from(
                 &report.tenant,
                 |e| e,
-                || {
-                    let first = first.take();
-                    async move {
-                        let current = self.reread(report, first).await?;
-                        let Ok(status) = current.status.transition(status) else {
-                            return Ok(Attempt::Done(already_terminal(&current)));
-                        };
-                        let mut next = current.next_revision(now);
-                        next.status = status;
-                        next.sections = artifact.sections.clone();
-                        next.artifact_key = Some(artifact.key.clone());
-                        next.artifact_size = Some(artifact.size);
-                        next.completed_at = Some(now);
-                        let row = self.artifact_event(&next, duration_ms);
-                        let uow = UnitOfWork::new()
-                            .change(current.update(next))
-                            .with_outbox(row);
-                        Ok(Attempt::commit(uow, Completion::Recorded(status)))
-                    }
+                report.clone(),
+                || self.reread(report),
+                |current| async move {
+                    let Ok(status) = current.status.transition(status) else {
+                        return Ok(Attempt::Done(already_terminal(&current)));
+                    };
+                    let mut next = current.next_revision(now);
+                    next.status = status;
+                    next.sections = artifact.sections.clone();
+                    next.artifact_key = Some(artifact.key.clone());
+                    next.artifact_size = Some(artifact.size);
+                    next.completed_at = Some(now);
+                    let row = self.artifact_event(&next, duration_ms);
+                    let uow = UnitOfWork::new()
+                        .change(current.update(next))
+                        .with_outbox(row);
+                    Ok(Attempt::commit(uow, Completion::Recorded(status)))
                 },
             )
             .await?;
@@ -214,52 +211,31 @@ impl App {
         started: Instant,
     ) -> Result<Completion, StoreError> {
         let duration_ms = elapsed_ms(started);
-        let mut first = Some(report.clone());
         let sections = &sections;
         let completion = self
-            .write_retrying(
+            .write_retrying_from(
                 &report.tenant,
                 |e| e,
-                || {
-                    let first = first.take();
-                    async move {
-                        let current = self.reread(report, first).await?;
-                        if current.status.is_terminal() {
-                            return Ok(Attempt::Done(already_terminal(&current)));
-                        }
-                        let now = self.now();
-                        let mut next = current.next_revision(now);
-                        next.status = ReportStatus::Error;
-                        next.sections = sections.clone();
-                        next.error_code = Some(code);
-                        next.completed_at = Some(now);
-                        let payload = ReportErrored {
-                            report_id: next.id.to_string(),
-                            template_id: next.template_id.to_string(),
-                            output_format: next.output_format.as_str().to_owned(),
-                            status: ReportStatus::Error.as_str().to_owned(),
-                            completed_at: now,
-                            duration_ms,
-                            section_count: next.sections.len() as u64,
-                            error_code: code.as_str().to_owned(),
-                            error_summary: code.summary().to_owned(),
-                        };
-                        let id = next.id.to_string();
-                        let row = self.emitter.row(
-                            EventKey::ReportErrored,
-                            EventSubject::new(&next.tenant, &id, next.version),
-                            EventIdentity::Deterministic(String::new()),
-                            &payload,
-                            now,
-                        );
-                        let uow = UnitOfWork::new()
-                            .change(current.update(next))
-                            .with_outbox(row);
-                        Ok(Attempt::commit(
-                            uow,
-                            Completion::Recorded(ReportStatus::Error),
-                        ))
+                report.clone(),
+                || self.reread(report),
+                |current| async move {
+                    if current.status.is_terminal() {
+                        return Ok(Attempt::Done(already_terminal(&current)));
                     }
+                    let now = self.now();
+                    let mut next = current.next_revision(now);
+                    next.status = ReportStatus::Error;
+                    next.sections = sections.clone();
+                    next.error_code = Some(code);
+                    next.completed_at = Some(now);
+                    let row = self.errored_event(&next, code, duration_ms);
+                    let uow = UnitOfWork::new()
+                        .change(current.update(next))
+                        .with_outbox(row);
+                    Ok(Attempt::commit(
+                        uow,
+                        Completion::Recorded(ReportStatus::Error),
+                    ))
                 },
             )
             .await?;
@@ -269,17 +245,42 @@ impl App {
         Ok(completion)
     }
 
-    /// `first` on the first attempt, else the stored report (after a conflict).
-    async fn reread(&self, report: &Report, first: Option<Report>) -> Result<Report, StoreError> {
-        match first {
-            Some(r) => Ok(r),
-            None => self
-                .ports
-                .reports
-                .get(&report.tenant, report.id)
-                .await?
-                .ok_or(StoreError::NotFound),
-        }
+    /// `report.errored` of `next` (its `Error` revision), with a deterministic id.
+    fn errored_event(
+        &self,
+        next: &Report,
+        code: ReportErrorCode,
+        duration_ms: u64,
+    ) -> Option<OutboxRecord> {
+        let now = next.updated_at;
+        let payload = ReportErrored {
+            report_id: next.id.to_string(),
+            template_id: next.template_id.to_string(),
+            output_format: next.output_format.as_str().to_owned(),
+            status: ReportStatus::Error.as_str().to_owned(),
+            completed_at: now,
+            duration_ms,
+            section_count: next.sections.len() as u64,
+            error_code: code.as_str().to_owned(),
+            error_summary: code.summary().to_owned(),
+        };
+        let id = next.id.to_string();
+        self.emitter.row(
+            EventKey::ReportErrored,
+            EventSubject::new(&next.tenant, &id, next.version),
+            EventIdentity::Deterministic(String::new()),
+            &payload,
+            now,
+        )
+    }
+
+    /// The stored `report` (read again after a conflict).
+    async fn reread(&self, report: &Report) -> Result<Report, StoreError> {
+        self.ports
+            .reports
+            .get(&report.tenant, report.id)
+            .await?
+            .ok_or(StoreError::NotFound)
     }
 }
 

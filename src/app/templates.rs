@@ -315,18 +315,7 @@ impl App {
         id: TemplateId,
         cmd: UpdateTemplate,
     ) -> AppResult<TemplateWithWarnings> {
-        if cmd.file.is_none() && cmd.output_format.is_none() && cmd.description.is_none() {
-            return Err(AppError::new(
-                Code::MissingFields,
-                "send at least one of template, outputFormat, description",
-            ));
-        }
-        let new_format = cmd.output_format.as_deref().map(parse_format).transpose()?;
-        let description = cmd
-            .description
-            .as_deref()
-            .map(check_description)
-            .transpose()?;
+        let (new_format, description) = check_update(&cmd)?;
         let current = self.get_template(caller, id).await?;
         if new_format.is_some_and(|f| f != current.output_format) && cmd.file.is_none() {
             return Err(AppError::new(
@@ -336,28 +325,26 @@ impl App {
             .field("template", "required when outputFormat changes"));
         }
         let format = new_format.unwrap_or(current.output_format);
-        let mut warnings = Vec::new();
-        let mut checked = None;
-        if let Some(file) = &cmd.file {
-            let (c, w) = self.check_source(file, format).await?;
-            checked = Some(c);
-            warnings = w;
-        }
+        let (checked, warnings) = match &cmd.file {
+            Some(file) => {
+                let (c, w) = self.check_source(file, format).await?;
+                (Some(c), w)
+            }
+            None => (None, Vec::new()),
+        };
         let (previous, stored_key) = match &cmd.file {
             Some(file) => self.replace_file(caller, &current, file).await?,
             None => (None, None),
         };
-        let mut first = Some(current);
         let (description, checked, stored) = (&description, &checked, &stored_key);
         let on_store = |e| AppError::store(e, "Template");
         let result = self
-            .write_retrying(&caller.tenant, on_store, || {
-                let first = first.take();
-                async move {
-                    let base = match first {
-                        Some(t) => t,
-                        None => self.get_template(caller, id).await?,
-                    };
+            .write_retrying_from(
+                &caller.tenant,
+                on_store,
+                current,
+                || self.get_template(caller, id),
+                |base| async move {
                     let now = self.now();
                     let mut next = base.next_revision(now);
                     next.output_format = format;
@@ -375,8 +362,8 @@ impl App {
                         .change(base.update(next.clone()))
                         .with_outbox(row);
                     Ok(Attempt::commit(uow, next))
-                }
-            })
+                },
+            )
             .await;
         match result {
             Ok(t) => {
@@ -505,4 +492,24 @@ impl App {
             .await
             .map_err(|e| AppError::store(e, "Template"))
     }
+}
+
+/// The new output format and description of an update, checked.
+///
+/// MUST answer `MissingFields` for an empty update, and the format's and description's own
+/// errors for bad values.
+fn check_update(cmd: &UpdateTemplate) -> AppResult<(Option<OutputFormat>, Option<String>)> {
+    if cmd.file.is_none() && cmd.output_format.is_none() && cmd.description.is_none() {
+        return Err(AppError::new(
+            Code::MissingFields,
+            "send at least one of template, outputFormat, description",
+        ));
+    }
+    let format = cmd.output_format.as_deref().map(parse_format).transpose()?;
+    let description = cmd
+        .description
+        .as_deref()
+        .map(check_description)
+        .transpose()?;
+    Ok((format, description))
 }

@@ -12,23 +12,8 @@ pub enum DataSourceSpec {
         /// The directory.
         path: PathBuf,
     },
-    /// A PostgreSQL database.
-    Postgresql {
-        /// Host (or Unix-socket directory).
-        host: String,
-        /// Port.
-        port: u16,
-        /// User.
-        user: String,
-        /// Password.
-        password: Option<String>,
-        /// Database.
-        database: String,
-        /// Schemas to expose (default `public`).
-        schemas: Vec<String>,
-        /// TLS (`_SSLMODE`, `_SSLROOTCERT`).
-        tls: SqlTls<reporter_adapter_postgres::SslMode>,
-    },
+    /// A PostgreSQL database (schemas default to `public`).
+    Postgresql(SqlConnection<reporter_adapter_postgres::SslMode>),
     /// A MySQL or MariaDB database.
     Mysql(SqlConnection<reporter_adapter_mysql::SslMode>),
     /// A SQL Server database.
@@ -62,7 +47,7 @@ pub enum RootCert {
     Pem(Vec<u8>),
 }
 
-/// The connection variables of a MySQL or SQL Server source (the same as PostgreSQL's).
+/// The connection variables of a PostgreSQL, MySQL or SQL Server source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqlConnection<M> {
     /// Host.
@@ -75,7 +60,8 @@ pub struct SqlConnection<M> {
     pub password: Option<String>,
     /// Database.
     pub database: String,
-    /// Schemas (MySQL: databases) to expose; default the database (MySQL) or `dbo`.
+    /// Schemas (MySQL: databases) to expose; default `public`, the database (MySQL) or
+    /// `dbo`.
     pub schemas: Vec<String>,
     /// TLS.
     pub tls: SqlTls<M>,
@@ -194,8 +180,8 @@ fn settings_by_name(
     by_name
 }
 
-/// The id and connection of the source `name`, or `None` after pushing its problem. Long by
-/// design: one arm per source type, each with its own variables.
+/// The id and connection of the source `name`, or `None` after pushing its problem: one arm
+/// per source type.
 fn source_spec(
     name: &str,
     settings: &BTreeMap<String, String>,
@@ -232,34 +218,10 @@ fn source_spec(
         return None;
     }
     let spec = match kind.as_str() {
-        "file" => match settings
-            .get("PATH")
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-        {
-            Some(p) => DataSourceSpec::File {
-                path: PathBuf::from(p),
-            },
-            None => {
-                problems.push(problem(
-                    &var("PATH"),
-                    "missing",
-                    "a directory of <table>.json / <table>.csv files",
-                ));
-                return None;
-            }
-        },
+        "file" => file_spec(settings, &var, problems)?,
         "postgresql" | "postgres" => {
             let c = sql_connection(settings, &var, 5432, "postgres", problems)?;
-            DataSourceSpec::Postgresql {
-                schemas: c.schemas.unwrap_or_else(|| vec!["public".to_owned()]),
-                host: c.host,
-                port: c.port,
-                user: c.user,
-                password: c.password,
-                database: c.database,
-                tls: c.tls,
-            }
+            DataSourceSpec::Postgresql(c.with_default_schemas(|_| vec!["public".to_owned()]))
         }
         "mysql" | "mariadb" => {
             let c = sql_connection(settings, &var, 3306, "root", problems)?;
@@ -278,37 +240,7 @@ fn source_spec(
             ));
             return None;
         }
-        "mongodb" | "mongo" => {
-            if let Some(s) = mongo_tls_setting(settings) {
-                problems.push(problem(
-                    &var(s),
-                    "a MongoDB source takes TLS in its connection string",
-                    "_URI with tls=true (and tlsCAFile=<PEM file>); unset this variable",
-                ));
-                return None;
-            }
-            let Some(uri) = settings
-                .get("URI")
-                .map(|u| u.trim().to_owned())
-                .filter(|u| u.starts_with("mongodb://") || u.starts_with("mongodb+srv://"))
-            else {
-                problems.push(problem(
-                    &var("URI"),
-                    "missing or not a MongoDB connection string",
-                    "mongodb://host:port or mongodb+srv://…",
-                ));
-                return None;
-            };
-            let Some(database) = settings
-                .get("DATABASE")
-                .map(|d| d.trim().to_owned())
-                .filter(|d| !d.is_empty())
-            else {
-                problems.push(problem(&var("DATABASE"), "missing", "the database name"));
-                return None;
-            };
-            DataSourceSpec::Mongodb { uri, database }
-        }
+        "mongodb" | "mongo" => mongo_spec(settings, &var, problems)?,
         "" => {
             problems.push(problem(&var("TYPE"), "missing", SUPPORTED_TYPES));
             return None;
@@ -323,6 +255,66 @@ fn source_spec(
         }
     };
     Some((id, spec))
+}
+
+/// A `file` source: its `_PATH`, or `None` after pushing the problem.
+fn file_spec(
+    settings: &BTreeMap<String, String>,
+    var: &dyn Fn(&str) -> String,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<DataSourceSpec> {
+    let path = settings
+        .get("PATH")
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty());
+    if path.is_none() {
+        problems.push(problem(
+            &var("PATH"),
+            "missing",
+            "a directory of <table>.json / <table>.csv files",
+        ));
+    }
+    path.map(|p| DataSourceSpec::File {
+        path: PathBuf::from(p),
+    })
+}
+
+/// A MongoDB source: its `_URI` and `_DATABASE`, or `None` after pushing the problem. MUST
+/// refuse the SQL TLS variables (a MongoDB source takes TLS in its connection string).
+fn mongo_spec(
+    settings: &BTreeMap<String, String>,
+    var: &dyn Fn(&str) -> String,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<DataSourceSpec> {
+    if let Some(s) = mongo_tls_setting(settings) {
+        problems.push(problem(
+            &var(s),
+            "a MongoDB source takes TLS in its connection string",
+            "_URI with tls=true (and tlsCAFile=<PEM file>); unset this variable",
+        ));
+        return None;
+    }
+    let Some(uri) = settings
+        .get("URI")
+        .map(|u| u.trim().to_owned())
+        .filter(|u| u.starts_with("mongodb://") || u.starts_with("mongodb+srv://"))
+    else {
+        problems.push(problem(
+            &var("URI"),
+            "missing or not a MongoDB connection string",
+            "mongodb://host:port or mongodb+srv://…",
+        ));
+        return None;
+    };
+    let Some(database) = settings
+        .get("DATABASE")
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty())
+    else {
+        problems.push(problem(&var("DATABASE"), "missing", "the database name"));
+        return None;
+    };
+    Some(DataSourceSpec::Mongodb { uri, database })
 }
 
 /// The first SQL TLS setting of a MongoDB source that asks for something: empty values and

@@ -98,9 +98,9 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
         let var = format!("DATASOURCE_{}", id.as_str().to_ascii_uppercase());
         match spec {
             DataSourceSpec::File { .. } => {}
-            DataSourceSpec::Postgresql { tls, .. } => {
+            DataSourceSpec::Postgresql(c) => {
                 use reporter_adapter_postgres::SslMode;
-                if matches!(tls.mode, SslMode::Disable | SslMode::Prefer) {
+                if matches!(c.tls.mode, SslMode::Disable | SslMode::Prefer) {
                     out.push(sql_without_tls(&var, "PostgreSQL"));
                 }
             }

@@ -14,7 +14,7 @@ mod storage;
 mod streaming;
 mod worker;
 
-pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlTls};
+pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
 
 use clap::Args;

@@ -39,68 +39,8 @@ impl RawConfig {
     /// The MongoDB settings; `None` when neither `MONGO_URI` nor `MONGO_HOST` is set (state
     /// in memory). Every problem is pushed to `c`.
     pub(super) fn mongo(&self, c: &mut Checker) -> Option<MongoSettings> {
-        let uri = set(&self.mongo_uri);
-        let host = set(&self.mongo_host);
-        let uri = match (uri, host) {
-            (None, None) => return None,
-            (Some(u), None) if u.contains("://") => {
-                if !(u.starts_with("mongodb://") || u.starts_with("mongodb+srv://")) {
-                    c.problems.push(problem(
-                        "MONGO_URI",
-                        format!("'{}' is not a MongoDB connection string", redact(u)),
-                        "mongodb://host:port/?replicaSet=rs0 or mongodb+srv://…",
-                    ));
-                }
-                for (var, value) in [
-                    ("MONGO_PORT", &self.mongo_port),
-                    ("MONGO_USER", &self.mongo_user),
-                    ("MONGO_PASSWORD", &self.mongo_password),
-                ] {
-                    if set(value).is_some() {
-                        c.problems.push(problem(
-                            var,
-                            "set together with a complete MONGO_URI, which it would not change",
-                            "put it in MONGO_URI, or set MONGO_HOST and MONGO_URI=mongodb",
-                        ));
-                    }
-                }
-                self.with_parameters(u)
-            }
-            (Some(u), Some(_)) if u.contains("://") => {
-                c.problems.push(problem(
-                    "MONGO_HOST",
-                    "set together with a complete MONGO_URI",
-                    "either a complete MONGO_URI, or MONGO_HOST (+ MONGO_PORT, MONGO_USER, \
-                     MONGO_PASSWORD) with MONGO_URI unset or set to the scheme",
-                ));
-                u.to_owned()
-            }
-            (Some(scheme), None) => {
-                c.problems.push(problem(
-                    "MONGO_HOST",
-                    format!("MONGO_URI is the scheme '{scheme}' but MONGO_HOST is not set"),
-                    "MONGO_HOST names the server when MONGO_URI is only the scheme",
-                ));
-                String::new()
-            }
-            (scheme, Some(host)) => self.compose(c, scheme.unwrap_or("mongodb"), host),
-        };
-        let name = self.mongo_name.trim();
-        if name.is_empty()
-            || name.len() > 63
-            || name.chars().any(|ch| {
-                matches!(
-                    ch,
-                    '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?'
-                )
-            })
-        {
-            c.problems.push(problem(
-                "MONGO_NAME",
-                format!("'{name}' is not a valid database name"),
-                "1-63 characters without / \\ . space \" $ * < > : | ?",
-            ));
-        }
+        let uri = self.mongo_uri(c)?;
+        let name = self.mongo_database(c);
         let max_pool = set(&self.mongo_max_pool_size)
             .map(|raw| c.number("MONGO_MAX_POOL_SIZE", raw, 1u32, 100_000, 100));
         let min_pool = set(&self.mongo_min_pool_size)
@@ -143,9 +83,86 @@ impl RawConfig {
                 tls_ca_file,
                 server_selection_timeout: Some(Duration::from_millis(selection_ms)),
             },
-            database: name.to_owned(),
+            database: name,
             tenant_prefix: self.mongo_tenant_prefix.trim().to_owned(),
         })
+    }
+
+    /// The connection string: a complete `MONGO_URI`, or one composed from `MONGO_HOST` and
+    /// its companions (with `MONGO_URI` unset or only the scheme). `None` when neither is set.
+    fn mongo_uri(&self, c: &mut Checker) -> Option<String> {
+        let uri = set(&self.mongo_uri);
+        let host = set(&self.mongo_host);
+        Some(match (uri, host) {
+            (None, None) => return None,
+            (Some(u), None) if u.contains("://") => self.complete_uri(c, u),
+            (Some(u), Some(_)) if u.contains("://") => {
+                c.problems.push(problem(
+                    "MONGO_HOST",
+                    "set together with a complete MONGO_URI",
+                    "either a complete MONGO_URI, or MONGO_HOST (+ MONGO_PORT, MONGO_USER, \
+                     MONGO_PASSWORD) with MONGO_URI unset or set to the scheme",
+                ));
+                u.to_owned()
+            }
+            (Some(scheme), None) => {
+                c.problems.push(problem(
+                    "MONGO_HOST",
+                    format!("MONGO_URI is the scheme '{scheme}' but MONGO_HOST is not set"),
+                    "MONGO_HOST names the server when MONGO_URI is only the scheme",
+                ));
+                String::new()
+            }
+            (scheme, Some(host)) => self.compose(c, scheme.unwrap_or("mongodb"), host),
+        })
+    }
+
+    /// A complete `MONGO_URI` `u`, with the E.1 parameters appended. MUST report a scheme
+    /// other than MongoDB's, and each of `MONGO_PORT`/`MONGO_USER`/`MONGO_PASSWORD` set
+    /// beside it (it would not change the URI).
+    fn complete_uri(&self, c: &mut Checker, u: &str) -> String {
+        if !(u.starts_with("mongodb://") || u.starts_with("mongodb+srv://")) {
+            c.problems.push(problem(
+                "MONGO_URI",
+                format!("'{}' is not a MongoDB connection string", redact(u)),
+                "mongodb://host:port/?replicaSet=rs0 or mongodb+srv://…",
+            ));
+        }
+        for (var, value) in [
+            ("MONGO_PORT", &self.mongo_port),
+            ("MONGO_USER", &self.mongo_user),
+            ("MONGO_PASSWORD", &self.mongo_password),
+        ] {
+            if set(value).is_some() {
+                c.problems.push(problem(
+                    var,
+                    "set together with a complete MONGO_URI, which it would not change",
+                    "put it in MONGO_URI, or set MONGO_HOST and MONGO_URI=mongodb",
+                ));
+            }
+        }
+        self.with_parameters(u)
+    }
+
+    /// `MONGO_NAME`, trimmed. MUST report a name MongoDB would refuse.
+    fn mongo_database(&self, c: &mut Checker) -> String {
+        let name = self.mongo_name.trim();
+        if name.is_empty()
+            || name.len() > 63
+            || name.chars().any(|ch| {
+                matches!(
+                    ch,
+                    '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?'
+                )
+            })
+        {
+            c.problems.push(problem(
+                "MONGO_NAME",
+                format!("'{name}' is not a valid database name"),
+                "1-63 characters without / \\ . space \" $ * < > : | ?",
+            ));
+        }
+        name.to_owned()
     }
 
     /// `scheme://[user[:password]@]host[:port]/[?parameters]` from the E.1 variables.

@@ -387,7 +387,7 @@ fn sql_data_sources_with_tls() {
         Some(super::RootCert::File(ca.clone())),
         "the CA file"
     );
-    let DataSourceSpec::Postgresql { tls, port, .. } = get("pg") else {
+    let DataSourceSpec::Postgresql(super::SqlConnection { tls, port, .. }) = get("pg") else {
         panic!("postgresql");
     };
     assert_eq!(port, 5432);
@@ -700,7 +700,7 @@ fn the_original_s_data_source_tls_variables() {
         let got = RawConfig::defaults().validate(&pairs);
         match (got, want) {
             (Ok(c), Ok((mode, root))) => {
-                let DataSourceSpec::Postgresql { tls, .. } =
+                let DataSourceSpec::Postgresql(super::SqlConnection { tls, .. }) =
                     &c.data_sources.sources[&DataSourceId::parse("pg").unwrap()]
                 else {
                     panic!("row {i}: not PostgreSQL");
@@ -726,7 +726,7 @@ fn the_original_s_data_source_tls_variables() {
             ("DATASOURCE_PG_SSLCA_BASE64", &der_b64),
         ]))
         .expect("DER");
-    let DataSourceSpec::Postgresql { tls, .. } =
+    let DataSourceSpec::Postgresql(super::SqlConnection { tls, .. }) =
         &c.data_sources.sources[&DataSourceId::parse("pg").unwrap()]
     else {
         panic!("PostgreSQL");

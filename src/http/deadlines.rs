@@ -1,6 +1,6 @@
 //! `/v1/deadlines` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{check_cursor, either, instant_or_day, page_request, path_uuid};
+use super::dto::{either, instant_or_day, list_paging, path_uuid};
 use super::error::ApiResult;
 use super::tags::ApiTags;
 use super::text::Text;
@@ -464,49 +464,23 @@ impl DeadlinesApi {
         end_date_alias: Query<Option<String>>,
     ) -> ApiResult<Json<DeadlinePage>> {
         let caller = auth.require(Scope::DeadlinesRead)?;
-        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
-        let req = page_request(
+        let req = list_paging(
             page.0,
             limit.0,
-            sort.map(|(v, _)| v),
+            (sort_order.0, sort_order_alias.0),
+            cursor.0.as_deref(),
             app.settings().max_page_limit,
         )?;
-        check_cursor(cursor.0.as_deref())?;
-        let mut q = DeadlineQuery {
+        let from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?;
+        let to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?;
+        let (due_from, due_to) = due_window(from, to)?;
+        let q = DeadlineQuery {
             active: active.0,
-            ..Default::default()
+            status: deadline_status_filter(status.0.as_deref())?,
+            kind: deadline_type_filter(kind.0.as_deref())?,
+            due_from,
+            due_to,
         };
-        if let Some(s) = status.0.as_deref() {
-            q.status = Some(DeadlineStatus::parse(s).ok_or_else(|| {
-                AppError::new(
-                    Code::InvalidQueryParameter,
-                    format!("status '{s}' is not pending, overdue or delivered"),
-                )
-                .field("status", "pending|overdue|delivered")
-            })?);
-        }
-        if let Some(k) = kind.0.as_deref() {
-            q.kind = Some(DeadlineType::parse(k).ok_or_else(|| {
-                AppError::new(
-                    Code::InvalidDeadlineType,
-                    format!("type '{k}' is not regulatory or custom"),
-                )
-                .field("type", "regulatory|custom")
-            })?);
-        }
-        q.due_from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?
-            .map(|(s, name)| instant_or_day(&s, name, false))
-            .transpose()?;
-        q.due_to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?
-            .map(|(s, name)| instant_or_day(&s, name, true))
-            .transpose()?;
-        if let (Some(a), Some(b)) = (q.due_from, q.due_to)
-            && a > b
-        {
-            return Err(
-                AppError::new(Code::InvalidDateRange, "start_date is after end_date").into(),
-            );
-        }
         let (page, now) = app.list_deadlines(&caller, &q, req).await?;
         Ok(Json(DeadlinePage {
             items: page.items.iter().map(|d| DeadlineDto::at(d, now)).collect(),
@@ -681,4 +655,61 @@ impl DeadlinesApi {
         let d = app.set_delivery(&caller, id, delivered).await?;
         Ok(Json(DeadlineDto::at(&d, d.updated_at)))
     }
+}
+
+/// The `status` filter of the deadlines list.
+///
+/// MUST answer `InvalidQueryParameter` for anything but pending, overdue or delivered.
+fn deadline_status_filter(raw: Option<&str>) -> Result<Option<DeadlineStatus>, AppError> {
+    raw.map(|s| {
+        DeadlineStatus::parse(s).ok_or_else(|| {
+            AppError::new(
+                Code::InvalidQueryParameter,
+                format!("status '{s}' is not pending, overdue or delivered"),
+            )
+            .field("status", "pending|overdue|delivered")
+        })
+    })
+    .transpose()
+}
+
+/// The `type` filter of the deadlines list.
+///
+/// MUST answer `InvalidDeadlineType` for anything but regulatory or custom.
+fn deadline_type_filter(raw: Option<&str>) -> Result<Option<DeadlineType>, AppError> {
+    raw.map(|k| {
+        DeadlineType::parse(k).ok_or_else(|| {
+            AppError::new(
+                Code::InvalidDeadlineType,
+                format!("type '{k}' is not regulatory or custom"),
+            )
+            .field("type", "regulatory|custom")
+        })
+    })
+    .transpose()
+}
+
+/// The due-date window of the deadlines list, both ends inclusive.
+///
+/// MUST answer `InvalidDateRange` when the start is after the end.
+#[allow(clippy::type_complexity)]
+fn due_window(
+    from: Option<(String, &str)>,
+    to: Option<(String, &str)>,
+) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>), AppError> {
+    let from = from
+        .map(|(s, name)| instant_or_day(&s, name, false))
+        .transpose()?;
+    let to = to
+        .map(|(s, name)| instant_or_day(&s, name, true))
+        .transpose()?;
+    if let (Some(a), Some(b)) = (from, to)
+        && a > b
+    {
+        return Err(AppError::new(
+            Code::InvalidDateRange,
+            "start_date is after end_date",
+        ));
+    }
+    Ok((from, to))
 }

@@ -43,6 +43,23 @@ pub fn page_request(
         .map_err(|e| AppError::new(Code::InvalidQueryParameter, e.to_string()))
 }
 
+/// The paging of a list operation: `page`, `limit`, the sort order under either of its names,
+/// and the original's `cursor` (validated, not used for paging).
+///
+/// MUST answer `InvalidQueryParameter` for a bad page, limit, sort order or cursor.
+pub fn list_paging(
+    page: Option<i64>,
+    limit: Option<i64>,
+    sort: (Option<String>, Option<String>),
+    cursor: Option<&str>,
+    max: u32,
+) -> Result<PageRequest, AppError> {
+    let sort = either(sort.0, sort.1, "sort_order", "sortOrder")?;
+    let req = page_request(page, limit, sort.map(|(v, _)| v), max)?;
+    check_cursor(cursor)?;
+    Ok(req)
+}
+
 /// One parameter given under its snake_case name (the original's) and/or its camelCase alias:
 /// the value with the name the caller used (for error messages).
 ///

@@ -98,24 +98,13 @@ fn prometheus_metrics(registry: Data<&prometheus::Registry>) -> Response {
         .body(render(&registry))
 }
 
-/// Builds the complete HTTP endpoint.
-pub fn endpoint(
-    app: Arc<App>,
-    setup: HttpSetup,
-) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
-    let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
-    let service = api_service();
-    let query_contract = Arc::new(query::QueryContract::from_spec(
-        &serde_json::from_str(&service.spec()).unwrap_or_default(),
-    ));
-    let limits = spec::ParamLimits {
-        max_page_limit: app.settings().max_page_limit,
-    };
+/// `routes` with the published spec (`/openapi.json`, `/openapi.yaml`) and Swagger UI
+/// (`/swagger/`), showing the deployment's parameter limits.
+fn with_spec_routes(routes: Route, limits: spec::ParamLimits) -> Route {
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
     let yaml = spec::yaml_with(limits);
-    let routes = Route::new()
-        .nest("/", service)
+    routes
         .at(
             "/openapi.json",
             make_sync(move |_| {
@@ -139,6 +128,33 @@ pub fn endpoint(
                 make_sync(move |_| poem::web::Html(swagger_html.clone())),
             ),
         )
+}
+
+/// CORS for `origins`: none when empty, any origin for `*`, else exactly those.
+fn cors(origins: &[String]) -> Option<Cors> {
+    if origins.is_empty() {
+        None
+    } else if origins.iter().any(|o| o == "*") {
+        Some(Cors::new())
+    } else {
+        Some(Cors::new().allow_origins(origins.iter().map(String::as_str)))
+    }
+}
+
+/// Builds the complete HTTP endpoint.
+pub fn endpoint(
+    app: Arc<App>,
+    setup: HttpSetup,
+) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
+    let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let service = api_service();
+    let query_contract = Arc::new(query::QueryContract::from_spec(
+        &serde_json::from_str(&service.spec()).unwrap_or_default(),
+    ));
+    let limits = spec::ParamLimits {
+        max_page_limit: app.settings().max_page_limit,
+    };
+    let routes = with_spec_routes(Route::new().nest("/", service), limits)
         .at("/metrics", prometheus_metrics)
         .data(app.clone())
         .data(setup.readiness)
@@ -159,13 +175,7 @@ pub fn endpoint(
         .with(methods::MethodCheck(query_contract.clone()))
         .with(head_limit::HeadLimit)
         .catch_all_error(error::normalize_error);
-    let cors = if setup.cors_origins.is_empty() {
-        None
-    } else if setup.cors_origins.iter().any(|o| o == "*") {
-        Some(Cors::new())
-    } else {
-        Some(Cors::new().allow_origins(setup.cors_origins.iter().map(String::as_str)))
-    };
+    let cors = cors(&setup.cors_origins);
     let with_cors = core
         .with_if(cors.is_some(), cors.unwrap_or_default())
         .map_to_response();

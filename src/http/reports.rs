@@ -1,8 +1,7 @@
 //! `/v1/reports` operations.
 use super::auth::{Auth, Scope};
 use super::dto::{
-    check_cursor, day_window, either, instant_or_day, output_format_filter, page_request,
-    path_uuid, same_bound,
+    day_window, either, instant_or_day, list_paging, output_format_filter, path_uuid, same_bound,
 };
 use super::error::ApiResult;
 use super::tags::ApiTags;
@@ -395,6 +394,9 @@ impl ReportsApi {
     /// effect (its list parameters are shared with other lists), are accepted and ignored. An
     /// unknown query parameter answers 400 TPL-0019; an empty one counts as absent. Scope
     /// `reports:read`.
+    //
+    // Over 80 lines only by its signature: poem-openapi takes each query parameter (and each
+    // alias) as its own argument, with the doc line the spec publishes.
     #[oai(path = "/v1/reports", method = "get", operation_id = "listReports")]
     #[allow(clippy::too_many_arguments)]
     async fn list(
@@ -458,74 +460,38 @@ impl ReportsApi {
         created_to: Query<Option<String>>,
     ) -> ApiResult<Json<ReportPage>> {
         let caller = auth.require(Scope::ReportsRead)?;
-        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
-        let req = page_request(
+        let req = list_paging(
             page.0,
             limit.0,
-            sort.map(|(v, _)| v),
+            (sort_order.0, sort_order_alias.0),
+            cursor.0.as_deref(),
             app.settings().max_page_limit,
         )?;
-        check_cursor(cursor.0.as_deref())?;
-        let mut q = ReportQuery::default();
-        if let Some(s) = status.0.as_deref() {
-            q.status = Some(ReportStatus::parse(s).ok_or_else(|| {
-                AppError::new(
-                    Code::InvalidQueryParameter,
-                    format!("status '{s}' is not Processing, Finished, Partial or Error"),
-                )
-                .field("status", "Processing|Finished|Partial|Error")
-            })?);
-        }
+        let _ignored = (active.0, kind.0);
         let template = either(
             template_id.0,
             template_id_alias.0,
             "template_id",
             "templateId",
         )?;
-        if let Some((t, name)) = template {
-            q.template_id = Some(t.trim().parse::<TemplateId>().map_err(|_| {
-                AppError::new(
-                    Code::InvalidTemplateId,
-                    format!("{name} '{t}' is not a UUID"),
-                )
-                .field(name, "must be a UUID")
-            })?);
-        }
-        let _ignored = (active.0, kind.0);
-        q.output_format = output_format_filter(output_format.0, output_format_alias.0)?;
-        q.description_contains = description
-            .0
-            .filter(|d| !d.trim().is_empty())
-            .map(|d| d.trim().to_owned());
-        if let Some((day, name)) =
-            either(created_at.0, created_at_alias.0, "created_at", "createdAt")?
-        {
-            let (from, to) = day_window(&day, name)?;
-            q.created_from = Some(from);
-            q.created_to = Some(to);
-        }
+        let mut q = ReportQuery {
+            status: status_filter(status.0.as_deref())?,
+            template_id: template_filter(template)?,
+            output_format: output_format_filter(output_format.0, output_format_alias.0)?,
+            description_contains: description
+                .0
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| d.trim().to_owned()),
+            ..Default::default()
+        };
+        let day = either(created_at.0, created_at_alias.0, "created_at", "createdAt")?;
         let from = either(start_date.0, start_date_alias.0, "start_date", "startDate")?;
-        let from = same_bound(from, created_from.0, "createdFrom")?;
         let to = either(end_date.0, end_date_alias.0, "end_date", "endDate")?;
-        let to = same_bound(to, created_to.0, "createdTo")?;
-        // Both bounds narrow the window `created_at` may have set.
-        if let Some((f, name)) = from {
-            let f = instant_or_day(&f, name, false)?;
-            q.created_from = Some(q.created_from.map_or(f, |c| c.max(f)));
-        }
-        if let Some((t, name)) = to {
-            let t = instant_or_day(&t, name, true)? + chrono::Duration::milliseconds(1);
-            q.created_to = Some(q.created_to.map_or(t, |c| c.min(t)));
-        }
-        if let (Some(a), Some(b)) = (q.created_from, q.created_to)
-            && a >= b
-        {
-            return Err(AppError::new(
-                Code::InvalidDateRange,
-                "the creation window is empty (start after end)",
-            )
-            .into());
-        }
+        (q.created_from, q.created_to) = creation_window(
+            day,
+            same_bound(from, created_from.0, "createdFrom")?,
+            same_bound(to, created_to.0, "createdTo")?,
+        )?;
         let page = app.list_reports(&caller, &q, req).await?;
         Ok(Json(ReportPage {
             items: page.items.iter().map(ReportDto::from).collect(),
@@ -583,4 +549,74 @@ impl ReportsApi {
             (format != OutputFormat::Pdf).then(|| ARTIFACT_CSP.to_owned()),
         ))
     }
+}
+
+/// The `status` filter of the reports list.
+///
+/// MUST answer `InvalidQueryParameter` for anything but Processing, Finished, Partial or Error.
+fn status_filter(raw: Option<&str>) -> Result<Option<ReportStatus>, AppError> {
+    raw.map(|s| {
+        ReportStatus::parse(s).ok_or_else(|| {
+            AppError::new(
+                Code::InvalidQueryParameter,
+                format!("status '{s}' is not Processing, Finished, Partial or Error"),
+            )
+            .field("status", "Processing|Finished|Partial|Error")
+        })
+    })
+    .transpose()
+}
+
+/// The `template_id` filter (under the name the caller used) of the reports list.
+///
+/// MUST answer `InvalidTemplateId` for anything but a UUID.
+fn template_filter(raw: Option<(String, &str)>) -> Result<Option<TemplateId>, AppError> {
+    raw.map(|(t, name)| {
+        t.trim().parse::<TemplateId>().map_err(|_| {
+            AppError::new(
+                Code::InvalidTemplateId,
+                format!("{name} '{t}' is not a UUID"),
+            )
+            .field(name, "must be a UUID")
+        })
+    })
+    .transpose()
+}
+
+/// The creation window of the reports list: the `created_at` day, narrowed by the inclusive
+/// `from` and `to` bounds; the end is exclusive in the result.
+///
+/// MUST answer `InvalidDateRange` when the window is empty, and the parsing errors of
+/// `day_window` / `instant_or_day` for a bad value.
+#[allow(clippy::type_complexity)]
+fn creation_window(
+    day: Option<(String, &str)>,
+    from: Option<(String, &str)>,
+    to: Option<(String, &str)>,
+) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>), AppError> {
+    let (mut start, mut end) = match day {
+        Some((day, name)) => {
+            let (from, to) = day_window(&day, name)?;
+            (Some(from), Some(to))
+        }
+        None => (None, None),
+    };
+    // Both bounds narrow the window `created_at` may have set.
+    if let Some((f, name)) = from {
+        let f = instant_or_day(&f, name, false)?;
+        start = Some(start.map_or(f, |c| c.max(f)));
+    }
+    if let Some((t, name)) = to {
+        let t = instant_or_day(&t, name, true)? + chrono::Duration::milliseconds(1);
+        end = Some(end.map_or(t, |c| c.min(t)));
+    }
+    if let (Some(a), Some(b)) = (start, end)
+        && a >= b
+    {
+        return Err(AppError::new(
+            Code::InvalidDateRange,
+            "the creation window is empty (start after end)",
+        ));
+    }
+    Ok((start, end))
 }

@@ -1,8 +1,6 @@
 //! `/v1/templates` operations.
 use super::auth::{Auth, Scope};
-use super::dto::{
-    WarningDto, check_cursor, day_window, either, output_format_filter, page_request, path_uuid,
-};
+use super::dto::{WarningDto, day_window, either, list_paging, output_format_filter, path_uuid};
 use super::error::{ApiError, ApiResult};
 use super::idempotency::{IdempotencyReservation, json_answer};
 use super::tags::ApiTags;
@@ -317,14 +315,13 @@ impl TemplatesApi {
         created_at_alias: Query<Option<String>>,
     ) -> ApiResult<Json<TemplatePage>> {
         let caller = auth.require(Scope::TemplatesRead)?;
-        let sort = either(sort_order.0, sort_order_alias.0, "sort_order", "sortOrder")?;
-        let req = page_request(
+        let req = list_paging(
             page.0,
             limit.0,
-            sort.map(|(v, _)| v),
+            (sort_order.0, sort_order_alias.0),
+            cursor.0.as_deref(),
             app.settings().max_page_limit,
         )?;
-        check_cursor(cursor.0.as_deref())?;
         let mut query = TemplateQuery {
             output_format: output_format_filter(output_format.0, output_format_alias.0)?,
             description_contains: description

@@ -12,6 +12,7 @@ use super::metrics::{Outcome, StreamingMetrics};
 use crate::app::DeliveryHook;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use reporter_ports::clock::Clock;
 use reporter_ports::events::{DeliveryProfile, EventKey};
 use reporter_ports::ports::{EventPublisher, Lease, Outbox, OutboxRecord, PublishError};
 use std::sync::Arc;
@@ -44,6 +45,7 @@ pub struct DirectLane {
     wake: Arc<Notify>,
     slots: Arc<Slots>,
     rows: mpsc::UnboundedReceiver<OutboxRecord>,
+    clock: Arc<dyn Clock>,
 }
 
 /// Reserved rows of the direct path, never more than `capacity`.
@@ -86,6 +88,8 @@ pub struct DeliverySetup {
     pub publish_timeout: Duration,
     /// Most rows reserved for the direct path at once.
     pub capacity: usize,
+    /// The clock rows are settled on.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Delivery {
@@ -115,6 +119,7 @@ impl Delivery {
                 wake: setup.wake,
                 slots,
                 rows: rx,
+                clock: setup.clock,
             },
         )
     }
@@ -221,7 +226,7 @@ impl DirectLane {
     async fn gate(&self, batch: Vec<OutboxRecord>) -> Vec<OutboxRecord> {
         let mut go = Vec::with_capacity(batch.len());
         let mut back = 0usize;
-        let now = Utc::now();
+        let now = self.clock.now();
         for r in batch {
             if self.breaker.try_acquire() {
                 go.push(r);
@@ -250,6 +255,7 @@ impl DirectLane {
         let metrics = self.metrics.clone();
         let wake = self.wake.clone();
         let slots = self.slots.clone();
+        let clock = self.clock.clone();
         async move {
             let envelopes: Vec<_> = rows.iter().map(|r| r.event.clone()).collect();
             let start = Instant::now();
@@ -257,7 +263,7 @@ impl DirectLane {
             metrics
                 .publish_latency
                 .observe(start.elapsed().as_secs_f64());
-            let now = Utc::now();
+            let now = clock.now();
             let mut published = 0;
             let mut left = false;
             for (row, result) in rows.iter().zip(results) {
@@ -399,6 +405,7 @@ mod tests {
             wake: Arc::new(Notify::new()),
             publish_timeout,
             capacity,
+            clock: Arc::new(reporter_ports::clock::SystemClock),
         });
         Rig {
             delivery,
@@ -602,6 +609,7 @@ mod tests {
             wake: Arc::new(Notify::new()),
             broker_back: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             lane: None,
+            clock: Arc::new(reporter_ports::clock::SystemClock),
             settings: DispatcherSettings {
                 owner: "dispatcher".into(),
                 batch: 16,

@@ -24,6 +24,7 @@ use super::metrics::{Outcome, StreamingMetrics};
 use chrono::{DateTime, Utc};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
+use reporter_ports::clock::Clock;
 use reporter_ports::ports::{EventPublisher, Outbox, OutboxRecord, PublishError};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -89,6 +90,8 @@ pub struct Dispatcher {
     pub lane: Option<DirectLane>,
     /// Settings.
     pub settings: DispatcherSettings,
+    /// The clock every lease, delay and retention is measured on.
+    pub clock: Arc<dyn Clock>,
 }
 
 /// Splits claimed rows into waves holding at most one row per aggregate, keeping order.
@@ -212,7 +215,7 @@ impl Dispatcher {
                 wait = wait.min(until);
             }
             if let Some(due) = next_due {
-                let ms = (due - Utc::now()).num_milliseconds().max(0);
+                let ms = (due - self.clock.now()).num_milliseconds().max(0);
                 wait = wait.min(Instant::now() + Duration::from_millis(ms.unsigned_abs()));
             }
             tokio::select! {
@@ -228,7 +231,7 @@ impl Dispatcher {
                 }
                 () = self.wake.notified(), if !stopping => {}
                 () = tokio::time::sleep_until(wait) => {
-                    if next_due.is_some_and(|d| d <= Utc::now()) {
+                    if next_due.is_some_and(|d| d <= self.clock.now()) {
                         next_due = None;
                     }
                 }
@@ -243,7 +246,7 @@ impl Dispatcher {
     }
 
     async fn housekeeping(&self) {
-        let now = Utc::now();
+        let now = self.clock.now();
         self.refresh_backlog(now).await;
         if let Err(e) = self
             .outbox
@@ -262,7 +265,7 @@ impl Dispatcher {
     }
 
     async fn claim(&self) -> Result<Vec<OutboxRecord>, reporter_ports::StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let rows = self
             .outbox
             .claim(
@@ -309,7 +312,7 @@ impl Dispatcher {
                 .iter()
                 .filter_map(|r| r.lease.as_ref().map(|l| l.until))
                 .min();
-            if ends.is_some_and(|end| end - Utc::now() < self.lease_needed()) {
+            if ends.is_some_and(|end| end - self.clock.now() < self.lease_needed()) {
                 let late: Vec<OutboxRecord> = wave.into_iter().chain(waves.flatten()).collect();
                 tracing::info!(
                     rows = late.len(),
@@ -333,7 +336,7 @@ impl Dispatcher {
             self.metrics
                 .publish_latency
                 .observe(start.elapsed().as_secs_f64());
-            let now = Utc::now();
+            let now = self.clock.now();
             let mut settled = 0;
             for (row, result) in wave.iter().zip(results) {
                 let Some(token) = row.lease.as_ref().map(|l| l.token) else {
@@ -371,7 +374,7 @@ impl Dispatcher {
     }
 
     async fn give_back(&self, rows: &[OutboxRecord]) {
-        let now = Utc::now();
+        let now = self.clock.now();
         for row in rows {
             if let Some(token) = row.lease.as_ref().map(|l| l.token)
                 && let Err(e) = self.outbox.release(row.id, token, now).await
@@ -504,6 +507,7 @@ mod flow {
             wake: wake.clone(),
             broker_back: back.clone(),
             lane: None,
+            clock: Arc::new(reporter_ports::clock::SystemClock),
             settings: DispatcherSettings {
                 owner: "test".into(),
                 batch: 16,
@@ -653,6 +657,7 @@ mod flow {
             wake: r.wake.clone(),
             publish_timeout: Duration::from_secs(1),
             capacity: 16,
+            clock: Arc::new(reporter_ports::clock::SystemClock),
         });
         let now = Utc::now();
         // A critical event: never direct, the dispatcher's alone.

@@ -19,21 +19,23 @@ pub(super) struct Dependencies<'a> {
     pub rabbit: Option<RabbitJobQueue>,
     pub events: Option<CheckProbe>,
     pub catalog: &'a DataSourceCatalog,
+    /// The clock the store probe reads the outbox at.
+    pub clock: Arc<dyn reporter_ports::Clock>,
 }
 
 /// The readiness of `d`: the store, MongoDB, object storage, the PDF renderer, RabbitMQ,
 /// event publication and every data source; "not applicable" for what this process does
 /// not use.
 pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
-    let outbox = d.outbox;
+    let (outbox, clock) = (d.outbox, d.clock);
     let mut r = Readiness::default()
         .deployment_mode(d.deployment_mode)
         .with(
             "store",
             probe(move || {
-                let outbox = outbox.clone();
+                let (outbox, now) = (outbox.clone(), clock.now());
                 async move {
-                    let stats = outbox.stats(chrono::Utc::now()).await;
+                    let stats = outbox.stats(now).await;
                     stats.map(|_| ()).map_err(|e| e.to_string())
                 }
             }),

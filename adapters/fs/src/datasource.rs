@@ -45,6 +45,67 @@ fn unavailable(path: &Path, what: impl std::fmt::Display) -> DataSourceError {
     DataSourceError::Unavailable(format!("{}: {what}", path.display()))
 }
 
+/// Every table file of `dir` (sorted by path), parsed; the `open` contract's errors.
+fn load_tables(dir: &Path) -> Result<BTreeMap<String, LoadedTable>, DataSourceError> {
+    let mut paths = Vec::new();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| unavailable(dir, format!("cannot list data directory: {e}")))?;
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| unavailable(dir, format!("cannot list data directory: {e}")))?;
+        paths.push(entry.path());
+    }
+    paths.sort();
+
+    let mut tables: BTreeMap<String, LoadedTable> = BTreeMap::new();
+    let mut origins: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in paths {
+        let Some((stem, ext)) = table_file(&path) else {
+            tracing::debug!(path = %path.display(), "ignoring file that is not a table");
+            continue;
+        };
+        if !path.is_file() {
+            tracing::debug!(path = %path.display(), "ignoring non-regular file");
+            continue;
+        }
+        if !is_identifier(&stem) {
+            return Err(unavailable(
+                &path,
+                format!("table name {stem:?} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+            ));
+        }
+        if let Some(first) = origins.get(&stem) {
+            return Err(unavailable(
+                &path,
+                format!("table {stem:?} is already defined by {}", first.display()),
+            ));
+        }
+        let table = load_table(&path, ext)?;
+        tracing::debug!(
+            path = %path.display(),
+            table = %stem,
+            rows = table.rows.len(),
+            fields = table.fields.len(),
+            "loaded table"
+        );
+        origins.insert(stem.clone(), path);
+        tables.insert(stem, table);
+    }
+    Ok(tables)
+}
+
+/// One table file, read and parsed (a leading UTF-8 byte-order mark is skipped:
+/// spreadsheet exports often start with one).
+fn load_table(path: &Path, format: TableFormat) -> Result<LoadedTable, DataSourceError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| unavailable(path, format!("cannot read: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    match format {
+        TableFormat::Json => parse_json_table(path, text),
+        TableFormat::Csv => parse_csv_table(path, text),
+    }
+}
+
 impl FileDataSource {
     /// Loads every table of `dir`.
     ///
@@ -68,58 +129,7 @@ impl FileDataSource {
             |n| n.to_string_lossy().into_owned(),
         );
 
-        let mut paths = Vec::new();
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| unavailable(&dir, format!("cannot list data directory: {e}")))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| unavailable(&dir, format!("cannot list data directory: {e}")))?;
-            paths.push(entry.path());
-        }
-        paths.sort();
-
-        let mut tables: BTreeMap<String, LoadedTable> = BTreeMap::new();
-        let mut origins: BTreeMap<String, PathBuf> = BTreeMap::new();
-        for path in paths {
-            let Some((stem, ext)) = table_file(&path) else {
-                tracing::debug!(path = %path.display(), "ignoring file that is not a table");
-                continue;
-            };
-            if !path.is_file() {
-                tracing::debug!(path = %path.display(), "ignoring non-regular file");
-                continue;
-            }
-            if !is_identifier(&stem) {
-                return Err(unavailable(
-                    &path,
-                    format!("table name {stem:?} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-                ));
-            }
-            if let Some(first) = origins.get(&stem) {
-                return Err(unavailable(
-                    &path,
-                    format!("table {stem:?} is already defined by {}", first.display()),
-                ));
-            }
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| unavailable(&path, format!("cannot read: {e}")))?;
-            // Spreadsheet exports often start with a UTF-8 byte-order mark.
-            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-            let table = match ext {
-                TableFormat::Json => parse_json_table(&path, text)?,
-                TableFormat::Csv => parse_csv_table(&path, text)?,
-            };
-            tracing::debug!(
-                path = %path.display(),
-                table = %stem,
-                rows = table.rows.len(),
-                fields = table.fields.len(),
-                "loaded table"
-            );
-            origins.insert(stem.clone(), path);
-            tables.insert(stem, table);
-        }
-
+        let tables = load_tables(&dir)?;
         let schema = SourceSchema {
             tables: tables
                 .iter()

@@ -3,8 +3,7 @@
 //! example data set shipped in `examples/`.
 use bytes::Bytes;
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
-use reporter_contract::datasource::{PEOPLE_TABLE, people_csv, people_json, run_data_source_suite};
-use reporter_contract::storage::run_object_storage_suite;
+use reporter_contract::datasource::{PEOPLE_TABLE, people_csv, people_json};
 use reporter_ports::StoreError;
 use reporter_ports::datasource::{DataSourceId, DataSourceKind};
 use reporter_ports::ports::{DataSource, DataSourceError, ObjectStorage, TableQuery};
@@ -55,43 +54,28 @@ fn futures_block_on<T>(f: impl std::future::Future<Output = T>) -> T {
 
 // ---------------------------------------------------------------- contract suites
 
-#[tokio::test]
-async fn object_storage_contract() {
+reporter_contract::object_storage_contract!(mod object_storage, |check| async {
     let parent = tempfile::tempdir().expect("tempdir");
-    let counter = AtomicUsize::new(0);
-    run_object_storage_suite(|| {
-        let dir = fresh_dir(parent.path(), &counter);
-        async move { LocalObjectStorage::new(dir) }
-    })
-    .await;
-}
+    let dir = fresh_dir(parent.path(), &AtomicUsize::new(0));
+    check(&LocalObjectStorage::new(dir)).await
+});
 
-#[tokio::test]
-async fn data_source_contract_json_fixture() {
+reporter_contract::data_source_contract!(mod data_source_json_fixture, |check| async {
     let parent = tempfile::tempdir().expect("tempdir");
-    let counter = AtomicUsize::new(0);
-    run_data_source_suite(|| {
-        let dir = fresh_dir(parent.path(), &counter);
-        write(&dir, &format!("{PEOPLE_TABLE}.json"), &people_json());
-        // A second table checks that tables come sorted.
-        write(&dir, "audit.csv", "event,at\nloaded,2024-01-01\n");
-        async move { open(&dir).expect("open json fixture") }
-    })
-    .await;
-}
+    let dir = fresh_dir(parent.path(), &AtomicUsize::new(0));
+    write(&dir, &format!("{PEOPLE_TABLE}.json"), &people_json());
+    // A second table checks that tables come sorted.
+    write(&dir, "audit.csv", "event,at\nloaded,2024-01-01\n");
+    check(&open(&dir).expect("open json fixture")).await
+});
 
-#[tokio::test]
-async fn data_source_contract_csv_fixture() {
+reporter_contract::data_source_contract!(mod data_source_csv_fixture, |check| async {
     let parent = tempfile::tempdir().expect("tempdir");
-    let counter = AtomicUsize::new(0);
-    run_data_source_suite(|| {
-        let dir = fresh_dir(parent.path(), &counter);
-        write(&dir, &format!("{PEOPLE_TABLE}.csv"), &people_csv());
-        write(&dir, "zeta.json", r#"[{"k": 1}]"#);
-        async move { open(&dir).expect("open csv fixture") }
-    })
-    .await;
-}
+    let dir = fresh_dir(parent.path(), &AtomicUsize::new(0));
+    write(&dir, &format!("{PEOPLE_TABLE}.csv"), &people_csv());
+    write(&dir, "zeta.json", r#"[{"k": 1}]"#);
+    check(&open(&dir).expect("open csv fixture")).await
+});
 
 // ---------------------------------------------------------------- FileDataSource
 

@@ -1,25 +1,30 @@
-//! Runs every port contract suite against the in-memory adapters.
+//! Runs every port contract suite against the in-memory adapters: one test per check
+//! (`cargo test -p reporter-adapter-memory --test contract store::` runs the store's).
 use reporter_adapter_memory::{
     MemoryJobQueue, MemoryJobReceiver, MemoryObjectStorage, MemoryStore,
 };
 use reporter_contract::jobs::JobDrain;
-use reporter_contract::{idempotency, jobs, outbox, storage, store};
 use reporter_ports::ports::ReportJob;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn store_contract() {
-    store::run_store_suite(|| async { MemoryStore::new() }).await;
-}
+reporter_contract::store_contract!(mod store, |check| async {
+    check(MemoryStore::new()).await
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn outbox_contract() {
-    outbox::run_outbox_suite(|| async { MemoryStore::new() }).await;
-}
+reporter_contract::outbox_contract!(mod outbox, |check| async {
+    check(MemoryStore::new()).await
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotency_contract() {
-    idempotency::run_idempotency_suite(|| async { MemoryStore::new() }).await;
-}
+reporter_contract::idempotency_contract!(mod idempotency, |check| async {
+    check(MemoryStore::new()).await
+});
+
+reporter_contract::idempotent_commit_contract!(mod idempotent_commit, |check| async {
+    check(MemoryStore::new()).await
+});
+
+reporter_contract::object_storage_contract!(mod object_storage, |check| async {
+    check(&MemoryObjectStorage::new()).await
+});
 
 struct Drain(MemoryJobReceiver);
 
@@ -29,21 +34,7 @@ impl JobDrain for Drain {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn jobs_contract() {
-    jobs::run_jobs_suite(|| async {
-        let (q, rx) = MemoryJobQueue::new(64);
-        (q, Drain(rx))
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotent_commit_contract() {
-    idempotency::run_idempotent_commit_suite(|| async { MemoryStore::new() }).await;
-}
-
-#[tokio::test]
-async fn object_storage_contract() {
-    storage::run_object_storage_suite(|| async { MemoryObjectStorage::new() }).await;
-}
+reporter_contract::jobs_contract!(mod jobs, |check| async {
+    let (q, rx) = MemoryJobQueue::new(64);
+    check(q, Drain(rx)).await
+});

@@ -41,6 +41,85 @@ fn bump(mut update: Document) -> Document {
 }
 
 impl MongoStore {
+    /// The next `window` rows matching `claimable`, oldest first (by `created_at`, position in
+    /// the unit of work, id), leaving out the `blocked` aggregates.
+    async fn candidates(
+        &self,
+        claimable: &Document,
+        blocked: &HashSet<String>,
+        window: i64,
+    ) -> Result<Vec<OutboxDoc>, StoreError> {
+        let mut filter = claimable.clone();
+        if !blocked.is_empty() {
+            filter.insert(
+                "aggregate",
+                doc! { "$nin": blocked.iter().collect::<Vec<_>>() },
+            );
+        }
+        self.coll::<OutboxDoc>(OUTBOX)
+            .find(filter)
+            .sort(doc! { "created_at": 1, "pos": 1, "_id": 1 })
+            .limit(window)
+            .await
+            .map_err(|e| unavailable("outbox find", &e))?
+            .try_collect()
+            .await
+            .map_err(|e| unavailable("outbox cursor", &e))
+    }
+
+    /// The row a claim walking to candidate `c` may take in its aggregate's commit order:
+    /// `c` itself when no pending row of its aggregate with a smaller `agg_seq` exists
+    /// (other than `ahead`, the rows this claim already took), else the aggregate's head
+    /// when that is claimable at `nf` and not yet seen. `Err(aggregate)` when the aggregate
+    /// must wait for the rest of the claim.
+    ///
+    /// The walk goes by event time, which a later commit may carry earlier than an older
+    /// one: blocking on `c` alone would hold the head back for good, since the head comes
+    /// after `c` in the walk.
+    async fn in_order(
+        &self,
+        c: OutboxDoc,
+        ahead: &[&String],
+        nf: mongodb::bson::DateTime,
+        seen: &mut HashSet<String>,
+    ) -> Result<Result<OutboxDoc, String>, StoreError> {
+        let older = self
+            .coll::<Document>(OUTBOX)
+            .count_documents(doc! {
+                "aggregate": &c.aggregate,
+                "status": PENDING,
+                "agg_seq": { "$lt": c.agg_seq },
+                "_id": { "$nin": ahead },
+            })
+            .limit(1)
+            .await
+            .map_err(|e| unavailable("outbox order check", &e))?;
+        if older == 0 {
+            return Ok(Ok(c));
+        }
+        let head = self
+            .coll::<OutboxDoc>(OUTBOX)
+            .find_one(doc! {
+                "aggregate": &c.aggregate,
+                "status": PENDING,
+                "_id": { "$nin": ahead },
+            })
+            .sort(doc! { "agg_seq": 1 })
+            .await
+            .map_err(|e| unavailable("outbox head", &e))?;
+        let now = nf.timestamp_millis();
+        Ok(match head {
+            Some(h)
+                if h.available_at.timestamp_millis() <= now
+                    && h.lease_until.is_none_or(|u| u.timestamp_millis() <= now)
+                    && seen.insert(h.id.clone()) =>
+            {
+                Ok(h)
+            }
+            _ => Err(c.aggregate),
+        })
+    }
+
     /// Leases the candidate `c` to `owner` until `lease_until` if it is unchanged since it was
     /// read (same `rev`); answers the new lease token, or `None` when another writer came
     /// between.
@@ -170,8 +249,6 @@ impl Outbox for MongoStore {
             "available_at": { "$lte": nf },
             "lease_until": { "$not": { "$gt": nf } },
         };
-        let coll = self.coll::<OutboxDoc>(OUTBOX);
-        let raw = self.coll::<Document>(OUTBOX);
         let window = i64::try_from(limit.saturating_mul(2).clamp(16, 256)).unwrap_or(256);
         let budget = limit.saturating_add(self.config.claim_scan_limit);
 
@@ -183,22 +260,7 @@ impl Outbox for MongoStore {
         let mut scanned = 0usize;
 
         'walk: while taken.len() < limit && scanned < budget {
-            let mut filter = claimable.clone();
-            if !blocked.is_empty() {
-                filter.insert(
-                    "aggregate",
-                    doc! { "$nin": blocked.iter().collect::<Vec<_>>() },
-                );
-            }
-            let candidates: Vec<OutboxDoc> = coll
-                .find(filter)
-                .sort(doc! { "created_at": 1, "pos": 1, "_id": 1 })
-                .limit(window)
-                .await
-                .map_err(|e| unavailable("outbox find", &e))?
-                .try_collect()
-                .await
-                .map_err(|e| unavailable("outbox cursor", &e))?;
+            let candidates = self.candidates(&claimable, &blocked, window).await?;
             let mut progressed = false;
             for c in candidates {
                 if !seen.insert(c.id.clone()) || blocked.contains(&c.aggregate) {
@@ -207,47 +269,11 @@ impl Outbox for MongoStore {
                 progressed = true;
                 scanned += 1;
                 let ahead: Vec<&String> = mine.get(&c.aggregate).into_iter().flatten().collect();
-                let older = raw
-                    .count_documents(doc! {
-                        "aggregate": &c.aggregate,
-                        "status": PENDING,
-                        "agg_seq": { "$lt": c.agg_seq },
-                        "_id": { "$nin": &ahead },
-                    })
-                    .limit(1)
-                    .await
-                    .map_err(|e| unavailable("outbox order check", &e))?;
-                let c = if older == 0 {
-                    c
-                } else {
-                    // The walk goes by event time, which a later commit may carry earlier
-                    // than an older one: the aggregate's head (its oldest pending row not
-                    // taken by this claim) goes first, if it is claimable now; else the
-                    // aggregate waits. Blocking on `c` alone would hold the head back for
-                    // good, since the head comes after `c` in the walk.
-                    let head = coll
-                        .find_one(doc! {
-                            "aggregate": &c.aggregate,
-                            "status": PENDING,
-                            "_id": { "$nin": &ahead },
-                        })
-                        .sort(doc! { "agg_seq": 1 })
-                        .await
-                        .map_err(|e| unavailable("outbox head", &e))?;
-                    match head {
-                        Some(h)
-                            if h.available_at.timestamp_millis() <= nf.timestamp_millis()
-                                && h.lease_until.is_none_or(|u| {
-                                    u.timestamp_millis() <= nf.timestamp_millis()
-                                })
-                                && seen.insert(h.id.clone()) =>
-                        {
-                            h
-                        }
-                        _ => {
-                            blocked.insert(c.aggregate);
-                            continue;
-                        }
+                let c = match self.in_order(c, &ahead, nf, &mut seen).await? {
+                    Ok(row) => row,
+                    Err(aggregate) => {
+                        blocked.insert(aggregate);
+                        continue;
                     }
                 };
                 if let Some(token) = self.lease(&c, owner, lease_until).await? {

@@ -417,6 +417,9 @@ fn duplicate_error(collection: &str, message: &str) -> StoreError {
 }
 
 impl MongoStore {
+    /// The unit's writes inside `session`: its idempotency completion, each record write
+    /// (an insert, or a replace guarded by the expected version), then its outbox rows with
+    /// their per-aggregate sequence numbers.
     async fn apply(
         &self,
         session: &mut ClientSession,
@@ -428,63 +431,79 @@ impl MongoStore {
             self.complete_idempotency(session, c).await?;
         }
         for w in writes {
-            let coll = self.coll::<Document>(w.collection);
-            match w.expected_version {
-                None => {
-                    if let Err(e) = coll.insert_one(&w.doc).session(&mut *session).await {
-                        if let Some(msg) = duplicate_key_message(&e) {
-                            return Err(TxError::Fail(duplicate_error(w.collection, &msg)));
-                        }
-                        return Err(driver("insert", e));
-                    }
-                }
-                Some(expected) => {
-                    let filter =
-                        doc! { "_id": &w.id, "tenant": tenant.as_str(), "version": expected };
-                    let res = coll
-                        .replace_one(filter, &w.doc)
-                        .session(&mut *session)
-                        .await;
-                    match res {
-                        Ok(r) if r.matched_count == 1 => {}
-                        Ok(_) => {
-                            let exists = coll
-                                .find_one(doc! { "_id": &w.id, "tenant": tenant.as_str() })
-                                .projection(doc! { "_id": 1 })
-                                .session(&mut *session)
-                                .await
-                                .map_err(|e| driver("find", e))?;
-                            return Err(TxError::Fail(if exists.is_some() {
-                                StoreError::VersionConflict
-                            } else {
-                                StoreError::NotFound
-                            }));
-                        }
-                        Err(e) => {
-                            if let Some(msg) = duplicate_key_message(&e) {
-                                return Err(TxError::Fail(duplicate_error(w.collection, &msg)));
-                            }
-                            return Err(driver("replace", e));
-                        }
-                    }
-                }
-            }
+            self.write_record(session, tenant, w).await?;
         }
         if uow.outbox.is_empty() {
             return Ok(());
         }
-        // Per-aggregate commit order: each aggregate's counter is bumped inside the
-        // transaction, so two transactions adding rows to one aggregate conflict and commit
-        // one after the other, in counter order.
+        let first = self.reserve_sequences(session, &uow.outbox).await?;
+        self.insert_outbox(session, &uow.outbox, first).await
+    }
+
+    /// One record write: an insert when no version is expected, else a replace of the
+    /// version expected.
+    ///
+    /// MUST fail with `VersionConflict` when the record exists at another version, `NotFound`
+    /// when it does not exist, and `duplicate_error`'s answer on a duplicate key.
+    async fn write_record(
+        &self,
+        session: &mut ClientSession,
+        tenant: &TenantId,
+        w: &Write,
+    ) -> Result<(), TxError> {
+        let coll = self.coll::<Document>(w.collection);
+        let duplicate_or = |e: mongodb::error::Error, op: &str| match duplicate_key_message(&e) {
+            Some(msg) => TxError::Fail(duplicate_error(w.collection, &msg)),
+            None => driver(op, e),
+        };
+        let Some(expected) = w.expected_version else {
+            return coll
+                .insert_one(&w.doc)
+                .session(&mut *session)
+                .await
+                .map(|_| ())
+                .map_err(|e| duplicate_or(e, "insert"));
+        };
+        let filter = doc! { "_id": &w.id, "tenant": tenant.as_str(), "version": expected };
+        let res = coll
+            .replace_one(filter, &w.doc)
+            .session(&mut *session)
+            .await
+            .map_err(|e| duplicate_or(e, "replace"))?;
+        if res.matched_count == 1 {
+            return Ok(());
+        }
+        let exists = coll
+            .find_one(doc! { "_id": &w.id, "tenant": tenant.as_str() })
+            .projection(doc! { "_id": 1 })
+            .session(&mut *session)
+            .await
+            .map_err(|e| driver("find", e))?;
+        Err(TxError::Fail(if exists.is_some() {
+            StoreError::VersionConflict
+        } else {
+            StoreError::NotFound
+        }))
+    }
+
+    /// Bumps each aggregate's counter by its number of rows: the first sequence number of
+    /// each aggregate's rows. Because the counter is bumped inside the transaction, two
+    /// transactions adding rows to one aggregate conflict and commit one after the other, in
+    /// counter order (per-aggregate commit order).
+    async fn reserve_sequences<'a>(
+        &self,
+        session: &mut ClientSession,
+        rows: &'a [reporter_ports::ports::OutboxRecord],
+    ) -> Result<Vec<(&'a str, i64)>, TxError> {
         let mut aggregates: Vec<(&str, i64)> = Vec::new();
-        for row in &uow.outbox {
+        for row in rows {
             match aggregates.iter_mut().find(|(a, _)| *a == row.aggregate) {
                 Some((_, n)) => *n += 1,
                 None => aggregates.push((row.aggregate.as_str(), 1)),
             }
         }
         let seqs = self.coll::<Document>(OUTBOX_SEQUENCES);
-        let mut next: Vec<(&str, i64)> = Vec::with_capacity(aggregates.len());
+        let mut first = Vec::with_capacity(aggregates.len());
         for (agg, n) in aggregates {
             let res = seqs
                 .find_one_and_update(doc! { "_id": agg }, doc! { "$inc": { "seq": n } })
@@ -509,11 +528,22 @@ impl MongoStore {
                 }
                 Err(e) => return Err(driver("outbox sequence", e)),
             };
-            next.push((agg, last - n + 1));
+            first.push((agg, last - n + 1));
         }
-        let mut docs = Vec::with_capacity(uow.outbox.len());
-        for (pos, row) in uow.outbox.iter().enumerate() {
-            let Some((_, seq)) = next.iter_mut().find(|(a, _)| *a == row.aggregate) else {
+        Ok(first)
+    }
+
+    /// Inserts the outbox rows, numbered from each aggregate's `first` sequence number and
+    /// by their position in the unit of work.
+    async fn insert_outbox(
+        &self,
+        session: &mut ClientSession,
+        rows: &[reporter_ports::ports::OutboxRecord],
+        mut first: Vec<(&str, i64)>,
+    ) -> Result<(), TxError> {
+        let mut docs = Vec::with_capacity(rows.len());
+        for (pos, row) in rows.iter().enumerate() {
+            let Some((_, seq)) = first.iter_mut().find(|(a, _)| *a == row.aggregate) else {
                 return Err(TxError::Fail(StoreError::Unavailable(
                     "outbox aggregate without a sequence".into(),
                 )));

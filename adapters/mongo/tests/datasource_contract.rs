@@ -21,29 +21,36 @@ fn fixture_docs() -> Vec<Document> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn datasource_contract_suite() {
-    with_mongo(|dbs| async move {
-        let name = dbs.fresh_name();
-        let db = dbs.client.database(&name);
-        db.collection::<Document>(PEOPLE_TABLE)
-            .insert_many(fixture_docs())
-            .await
-            .expect("insert people");
-        // Another table, so the schema has more than one (sorted) table.
-        db.collection::<Document>("accounts")
-            .insert_one(doc! { "number": "001", "balance": 10.5 })
-            .await
-            .expect("insert accounts");
-        let id = DataSourceId::parse("people_db").expect("id");
-        reporter_contract::datasource::run_data_source_suite(|| {
-            let db = db.clone();
-            let id = id.clone();
-            async move { MongoDataSource::new(id, db) }
-        })
-        .await;
+/// A fresh database holding the fixture, plus another table (so the schema has more than one,
+/// sorted); its name.
+async fn people_database(dbs: &common::Dbs) -> (String, mongodb::Database) {
+    let name = dbs.fresh_name();
+    let db = dbs.client.database(&name);
+    db.collection::<Document>(PEOPLE_TABLE)
+        .insert_many(fixture_docs())
+        .await
+        .expect("insert people");
+    db.collection::<Document>("accounts")
+        .insert_one(doc! { "number": "001", "balance": 10.5 })
+        .await
+        .expect("insert accounts");
+    (name, db)
+}
 
-        let source = MongoDataSource::new(id, db.clone());
+fn people_id() -> DataSourceId {
+    DataSourceId::parse("people_db").expect("id")
+}
+
+reporter_contract::data_source_contract!(mod contract, |check| with_mongo(|dbs| async move {
+    let (_, db) = people_database(&dbs).await;
+    check(&MongoDataSource::new(people_id(), db)).await;
+}));
+
+#[tokio::test]
+async fn descriptor_names_the_database() {
+    with_mongo(|dbs| async move {
+        let (name, db) = people_database(&dbs).await;
+        let source = MongoDataSource::new(people_id(), db);
         let d = source.descriptor();
         assert_eq!(d.external_name, name);
         assert_eq!(d.kind.as_str(), "mongodb");

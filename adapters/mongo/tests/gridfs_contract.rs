@@ -6,17 +6,11 @@ use common::with_mongo;
 use reporter_adapter_mongo::GridFsStorage;
 use reporter_ports::ports::ObjectStorage;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn gridfs_object_storage_contract_suite() {
-    with_mongo(|dbs| async move {
-        reporter_contract::storage::run_object_storage_suite(|| {
-            let dbs = dbs.clone();
-            async move { GridFsStorage::new(dbs.client.database(&dbs.fresh_name())) }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::object_storage_contract!(mod object_storage, |check| with_mongo(
+    |dbs| async move {
+        check(&GridFsStorage::new(dbs.client.database(&dbs.fresh_name()))).await;
+    }
+));
 
 /// Concurrent overwrites of one key leave exactly one stored version, readable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

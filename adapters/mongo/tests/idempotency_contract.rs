@@ -8,22 +8,13 @@ use reporter_adapter_mongo::{
     IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotency_contract_suite() {
-    with_mongo(|dbs| async move {
-        reporter_contract::idempotency::run_idempotency_suite(|| {
-            let dbs = dbs.clone();
-            async move {
-                let db = dbs.client.database(&dbs.fresh_name());
-                MongoIdempotencyStore::new(&db)
-                    .await
-                    .expect("MongoIdempotencyStore::new")
-            }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::idempotency_contract!(mod idempotency, |check| with_mongo(|dbs| async move {
+    let db = dbs.client.database(&dbs.fresh_name());
+    let store = MongoIdempotencyStore::new(&db)
+        .await
+        .expect("MongoIdempotencyStore::new");
+    check(store).await;
+}));
 
 #[tokio::test]
 async fn idempotency_ttl_index_is_present() {
@@ -151,20 +142,12 @@ mod delegation {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotent_commit_suite() {
-    with_mongo(|dbs| async move {
-        reporter_contract::idempotency::run_idempotent_commit_suite(|| {
-            let dbs = dbs.clone();
-            async move {
-                let store = dbs.store().await;
-                let idempotency = MongoIdempotencyStore::new(store.database())
-                    .await
-                    .expect("MongoIdempotencyStore::new");
-                OneDatabase { store, idempotency }
-            }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::idempotent_commit_contract!(mod idempotent_commit, |check| with_mongo(
+    |dbs| async move {
+        let store = dbs.store().await;
+        let idempotency = MongoIdempotencyStore::new(store.database())
+            .await
+            .expect("MongoIdempotencyStore::new");
+        check(OneDatabase { store, idempotency }).await;
+    }
+));

@@ -1,12 +1,8 @@
-//! The outbox contract suite against MongoDB.
+//! The outbox contract suite against MongoDB: one test per check.
 mod common;
 
 use common::with_mongo;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn outbox_contract_suite() {
-    with_mongo(|dbs| async move {
-        reporter_contract::outbox::run_outbox_suite(|| dbs.store()).await;
-    })
-    .await;
-}
+reporter_contract::outbox_contract!(mod outbox, |check| with_mongo(|dbs| async move {
+    check(dbs.store().await).await;
+}));

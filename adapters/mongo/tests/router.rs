@@ -10,41 +10,23 @@ use reporter_contract::fixtures::{at, outbox_row, template, tenant_a, tenant_b};
 use reporter_ports::ports::{Change, Outbox, TemplateRepository, UnitOfWork, UnitOfWorkPort};
 use std::collections::BTreeSet;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn store_contract_suite_through_the_router() {
-    with_mongo(|dbs| async move {
-        reporter_contract::store::run_store_suite(|| {
-            let r = dbs.router();
-            async move { r }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::store_contract!(mod store_through_the_router, |check| with_mongo(
+    |dbs| async move {
+        check(dbs.router()).await;
+    }
+));
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn outbox_contract_suite_through_the_router() {
-    with_mongo(|dbs| async move {
-        reporter_contract::outbox::run_outbox_suite(|| {
-            let r = dbs.router();
-            async move { r }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::outbox_contract!(mod outbox_through_the_router, |check| with_mongo(
+    |dbs| async move {
+        check(dbs.router()).await;
+    }
+));
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotency_contract_suite_through_the_router() {
-    with_mongo(|dbs| async move {
-        reporter_contract::idempotency::run_idempotency_suite(|| {
-            let r = dbs.router();
-            async move { r }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::idempotency_contract!(mod idempotency_through_the_router, |check| with_mongo(
+    |dbs| async move {
+        check(dbs.router()).await;
+    }
+));
 
 /// Each tenant's records and outbox rows are in its own database and in no other; the
 /// registry lists both; one tenant cannot read the other's record by id.
@@ -209,14 +191,8 @@ async fn claims_serve_every_tenant() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotent_commit_suite_through_the_router() {
-    with_mongo(|dbs| async move {
-        reporter_contract::idempotency::run_idempotent_commit_suite(|| {
-            let r = dbs.router();
-            async move { r }
-        })
-        .await;
-    })
-    .await;
-}
+reporter_contract::idempotent_commit_contract!(mod idempotent_commit_through_the_router, |check| with_mongo(
+    |dbs| async move {
+        check(dbs.router()).await;
+    }
+));

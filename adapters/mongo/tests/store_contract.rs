@@ -1,12 +1,8 @@
-//! The store contract suite against MongoDB.
+//! The store contract suite against MongoDB: one test per check.
 mod common;
 
 use common::with_mongo;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn store_contract_suite() {
-    with_mongo(|dbs| async move {
-        reporter_contract::store::run_store_suite(|| dbs.store()).await;
-    })
-    .await;
-}
+reporter_contract::store_contract!(mod store, |check| with_mongo(|dbs| async move {
+    check(dbs.store().await).await;
+}));

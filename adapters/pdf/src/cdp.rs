@@ -40,8 +40,101 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<R
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Spawns chromium headless on a private profile, DevTools on a free port, stderr piped (it
+/// announces the DevTools address there).
+fn spawn_chromium(path: &Path, profile: &Path) -> Result<Child, PdfError> {
+    Command::new(path)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-dev-shm-usage",
+            "--mute-audio",
+            "--remote-debugging-port=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| unavailable(format!("cannot start {}: {e}", path.display())))
+}
+
+/// The DevTools address chromium prints on stderr.
+///
+/// MUST answer `Unavailable` with the last lines seen when stderr ends first.
+async fn devtools_url<R>(lines: &mut tokio::io::Lines<R>) -> Result<String, PdfError>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    let mut seen = std::collections::VecDeque::new();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                    return Ok(url.trim().to_owned());
+                }
+                seen.push_back(line);
+                if seen.len() > 20 {
+                    seen.pop_front();
+                }
+            }
+            Ok(None) | Err(_) => {
+                let seen: Vec<String> = seen.into();
+                return Err(unavailable(format!(
+                    "chromium exited before listening: {}",
+                    seen.join(" | ")
+                )));
+            }
+        }
+    }
+}
+
+/// Hands each reply from chromium to the call waiting on its id, until the connection
+/// ends; then marks it closed and fails every call still waiting.
+async fn route_replies<S>(mut stream: S, pending: Pending, closed: Arc<AtomicBool>)
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    while let Some(Ok(msg)) = stream.next().await {
+        let text = match &msg {
+            Message::Text(t) => t.as_str(),
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let Ok(v) = serde_json::from_str::<Value>(text) else {
+            continue;
+        };
+        let Some(id) = v.get("id").and_then(Value::as_u64) else {
+            continue; // an event: not used
+        };
+        if let Some(tx) = lock(&pending).remove(&id) {
+            let reply = match v.get("error") {
+                Some(e) => Err(e.to_string()),
+                None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
+            };
+            let _ = tx.send(reply);
+        }
+    }
+    closed.store(true, Ordering::SeqCst);
+    // Fail every call still waiting.
+    lock(&pending).clear();
+}
+
 impl Browser {
     /// Starts `path` headless with a fresh private profile and connects to it.
+    ///
+    /// MUST answer `Unavailable` when the binary is missing, does not start, or does not
+    /// announce its DevTools address within `launch_timeout`.
     pub(crate) async fn launch(path: &Path, launch_timeout: Duration) -> Result<Self, PdfError> {
         if !path.is_file() {
             return Err(unavailable(format!(
@@ -53,57 +146,12 @@ impl Browser {
             .prefix("reporter-chromium-")
             .tempdir()
             .map_err(|e| unavailable(format!("cannot create a profile dir: {e}")))?;
-        let mut child = Command::new(path)
-            .args([
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-extensions",
-                "--disable-dev-shm-usage",
-                "--mute-audio",
-                "--remote-debugging-port=0",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| unavailable(format!("cannot start {}: {e}", path.display())))?;
+        let mut child = spawn_chromium(path, profile.path())?;
         let Some(stderr) = child.stderr.take() else {
             return Err(unavailable("chromium stderr not captured"));
         };
         let mut lines = BufReader::new(stderr).lines();
-        let find_url = async {
-            let mut seen = Vec::new();
-            loop {
-                match lines.next_line().await {
-                    Ok(Some(line)) => {
-                        if let Some(url) = line.split("DevTools listening on ").nth(1) {
-                            return Ok(url.trim().to_owned());
-                        }
-                        seen.push(line);
-                        if seen.len() > 20 {
-                            seen.remove(0);
-                        }
-                    }
-                    Ok(None) | Err(_) => {
-                        return Err(unavailable(format!(
-                            "chromium exited before listening: {}",
-                            seen.join(" | ")
-                        )));
-                    }
-                }
-            }
-        };
-        let url = tokio::time::timeout(launch_timeout, find_url)
+        let url = tokio::time::timeout(launch_timeout, devtools_url(&mut lines))
             .await
             .map_err(|_| unavailable("chromium did not start in time"))??;
         // Keep draining stderr so the pipe never fills and blocks the browser.
@@ -120,7 +168,7 @@ impl Browser {
             tokio_tungstenite::connect_async_with_config(url.as_str(), Some(config), true)
                 .await
                 .map_err(|e| unavailable(format!("cannot connect to chromium: {e}")))?;
-        let (mut sink, mut stream) = ws.split();
+        let (mut sink, stream) = ws.split();
         let (out, mut outgoing) = mpsc::unbounded_channel::<Message>();
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
@@ -133,35 +181,11 @@ impl Browser {
             }
             let _ = sink.close().await;
         });
-        {
-            let pending = Arc::clone(&pending);
-            let closed = Arc::clone(&closed);
-            tokio::spawn(async move {
-                while let Some(Ok(msg)) = stream.next().await {
-                    let text = match &msg {
-                        Message::Text(t) => t.as_str(),
-                        Message::Close(_) => break,
-                        _ => continue,
-                    };
-                    let Ok(v) = serde_json::from_str::<Value>(text) else {
-                        continue;
-                    };
-                    let Some(id) = v.get("id").and_then(Value::as_u64) else {
-                        continue; // an event: not used
-                    };
-                    if let Some(tx) = lock(&pending).remove(&id) {
-                        let reply = match v.get("error") {
-                            Some(e) => Err(e.to_string()),
-                            None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
-                        };
-                        let _ = tx.send(reply);
-                    }
-                }
-                closed.store(true, Ordering::SeqCst);
-                // Fail every call still waiting.
-                lock(&pending).clear();
-            });
-        }
+        tokio::spawn(route_replies(
+            stream,
+            Arc::clone(&pending),
+            Arc::clone(&closed),
+        ));
 
         Ok(Self {
             child: tokio::sync::Mutex::new(child),

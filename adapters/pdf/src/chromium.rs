@@ -172,6 +172,7 @@ impl ChromiumPdfRenderer {
         Ok(b)
     }
 
+    /// Prints `html` in a fresh browser context (closed by its guard, whatever happens).
     async fn convert(&self, html: &str) -> Result<Vec<u8>, PdfError> {
         let _permit = Arc::clone(&self.slots)
             .acquire_owned()
@@ -185,59 +186,19 @@ impl ChromiumPdfRenderer {
             browser: Arc::clone(&browser),
             id: field(&ctx, "browserContextId", "Target.createBrowserContext")?.to_owned(),
         };
-        let target = browser
-            .call(
-                "Target.createTarget",
-                json!({ "url": "about:blank", "browserContextId": guard.id }),
-                None,
-            )
-            .await?;
-        let target_id = field(&target, "targetId", "Target.createTarget")?;
-        let attached = browser
-            .call(
-                "Target.attachToTarget",
-                json!({ "targetId": target_id, "flatten": true }),
-                None,
-            )
-            .await?;
-        let session = field(&attached, "sessionId", "Target.attachToTarget")?;
-        let s = Some(session);
-        browser.call("Network.enable", json!({}), s).await?;
-        browser
-            .call("Network.setBlockedURLs", json!({ "urls": BLOCKED_URLS }), s)
-            .await?;
-        browser.call("Page.enable", json!({}), s).await?;
-        // The document never runs script: only this renderer's own readiness probe below
-        // (DevTools evaluation is not page script) runs in the page.
-        browser
-            .call(
-                "Emulation.setScriptExecutionDisabled",
-                json!({ "value": true }),
-                s,
-            )
-            .await?;
-        let tree = browser.call("Page.getFrameTree", json!({}), s).await?;
-        let frame_id = tree
-            .pointer("/frameTree/frame/id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| PdfError::Failed("Page.getFrameTree: no frame id".into()))?;
-        browser
-            .call(
-                "Page.setDocumentContent",
-                json!({ "frameId": frame_id, "html": html }),
-                s,
-            )
-            .await?;
-        browser
-            .call(
-                "Runtime.evaluate",
-                json!({ "expression": READY_SCRIPT, "awaitPromise": true }),
-                s,
-            )
-            .await?;
+        let session = open_page(&browser, &guard.id).await?;
+        let s = Some(session.as_str());
+        load_document(&browser, s, html).await?;
         if !self.options.settle.is_zero() {
             tokio::time::sleep(self.options.settle).await;
         }
+        let pdf = self.print(&browser, s).await?;
+        drop(guard);
+        Ok(pdf)
+    }
+
+    /// `Page.printToPDF` with the configured paper and margins, decoded.
+    async fn print(&self, browser: &Browser, s: Option<&str>) -> Result<Vec<u8>, PdfError> {
         let (w, h) = self.options.page.paper.inches();
         let m = self.options.page.margins;
         let printed = browser
@@ -253,12 +214,71 @@ impl ChromiumPdfRenderer {
             )
             .await?;
         let data = field(&printed, "data", "Page.printToPDF")?;
-        let pdf = base64::engine::general_purpose::STANDARD
+        base64::engine::general_purpose::STANDARD
             .decode(data)
-            .map_err(|e| PdfError::Failed(format!("Page.printToPDF: bad base64: {e}")))?;
-        drop(guard);
-        Ok(pdf)
+            .map_err(|e| PdfError::Failed(format!("Page.printToPDF: bad base64: {e}")))
     }
+}
+
+/// A blank page in browser context `context`, attached flat: its session id. Network
+/// requests to anything but inline data are blocked and script is disabled.
+async fn open_page(browser: &Browser, context: &str) -> Result<String, PdfError> {
+    let target = browser
+        .call(
+            "Target.createTarget",
+            json!({ "url": "about:blank", "browserContextId": context }),
+            None,
+        )
+        .await?;
+    let target_id = field(&target, "targetId", "Target.createTarget")?;
+    let attached = browser
+        .call(
+            "Target.attachToTarget",
+            json!({ "targetId": target_id, "flatten": true }),
+            None,
+        )
+        .await?;
+    let session = field(&attached, "sessionId", "Target.attachToTarget")?.to_owned();
+    let s = Some(session.as_str());
+    browser.call("Network.enable", json!({}), s).await?;
+    browser
+        .call("Network.setBlockedURLs", json!({ "urls": BLOCKED_URLS }), s)
+        .await?;
+    browser.call("Page.enable", json!({}), s).await?;
+    // The document never runs script: only this renderer's own readiness probe (DevTools
+    // evaluation is not page script) runs in the page.
+    browser
+        .call(
+            "Emulation.setScriptExecutionDisabled",
+            json!({ "value": true }),
+            s,
+        )
+        .await?;
+    Ok(session)
+}
+
+/// Sets the page's document to `html` and waits until its fonts and layout are ready.
+async fn load_document(browser: &Browser, s: Option<&str>, html: &str) -> Result<(), PdfError> {
+    let tree = browser.call("Page.getFrameTree", json!({}), s).await?;
+    let frame_id = tree
+        .pointer("/frameTree/frame/id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| PdfError::Failed("Page.getFrameTree: no frame id".into()))?;
+    browser
+        .call(
+            "Page.setDocumentContent",
+            json!({ "frameId": frame_id, "html": html }),
+            s,
+        )
+        .await?;
+    browser
+        .call(
+            "Runtime.evaluate",
+            json!({ "expression": READY_SCRIPT, "awaitPromise": true }),
+            s,
+        )
+        .await?;
+    Ok(())
 }
 
 #[async_trait]

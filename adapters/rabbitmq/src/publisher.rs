@@ -6,9 +6,9 @@ use crate::error::RabbitError;
 use crate::link::{Declare, Link, NotReady, OnReady};
 use crate::topology::{AlternateExchange, EventsTopology};
 use async_trait::async_trait;
-use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
+use lapin::{BasicProperties, Channel};
 use reporter_ports::events::EventEnvelope;
 use reporter_ports::ports::{EventPublisher, PublishError};
 use std::sync::Arc;
@@ -171,109 +171,29 @@ impl RabbitPublisher {
         self.inner.link.close().await;
     }
 
+    /// Publishes `events` in order within one `publish_timeout`, pipelined through the shared
+    /// confirm window: one verdict per event. After the first event that cannot be sent, the
+    /// rest are not sent and carry the same error.
     async fn publish_all(&self, events: &[EventEnvelope]) -> Vec<Result<(), PublishError>> {
         let n = events.len();
-        let timeout = self.inner.config.publish_timeout;
-        let deadline = Instant::now() + timeout;
-        let ch = match self.inner.link.ready_channel() {
+        let deadline = Instant::now() + self.inner.config.publish_timeout;
+        let ch = match self.channel_for(n).await {
             Ok(ch) => ch,
-            Err(NotReady::Blocked) => {
-                tracing::debug!(events = n, "publish: the broker blocks the connection");
-                return vec![Err(PublishError::Unavailable(BLOCKED.into())); n];
-            }
-            Err(NotReady::Down) => match self.inner.link.channel().await {
-                Ok(ch) => ch,
-                Err(e) => {
-                    tracing::debug!(error = %e, events = n, "publish: no channel");
-                    let e = PublishError::from(e);
-                    return vec![Err(e); n];
-                }
-            },
+            Err(e) => return vec![Err(e); n],
         };
         let mut results: Vec<Option<Result<(), PublishError>>> = vec![None; n];
-        let mut verdicts: Vec<(usize, oneshot::Receiver<Result<(), PublishError>>)> =
-            Vec::with_capacity(n);
+        let mut verdicts = Vec::with_capacity(n);
         let mut stop: Option<PublishError> = None;
         for (i, e) in events.iter().enumerate() {
             if let Some(err) = &stop {
                 results[i] = Some(Err(err.clone()));
                 continue;
             }
-            // A slot of the shared window, then the publish, all before the call's deadline.
-            let permit = match timeout_at(deadline, self.inner.window.clone().acquire_owned()).await
-            {
-                Ok(Ok(p)) => p,
-                Ok(Err(_)) => {
-                    stop = Some(PublishError::Unavailable("publisher closed".into()));
-                    results[i] = stop.clone().map(Err);
-                    continue;
-                }
-                Err(_) => {
-                    // Nothing of this event (or the rest of the call) was sent: the caller
-                    // keeps it, and it says nothing against the broker's health.
-                    tracing::debug!(events = n - i, "publish: the confirm window stayed full");
-                    stop = Some(PublishError::WindowFull);
-                    results[i] = Some(Err(PublishError::WindowFull));
-                    continue;
-                }
-            };
-            if self.inner.link.blocked() {
-                stop = Some(PublishError::Unavailable(BLOCKED.into()));
-                results[i] = stop.clone().map(Err);
-                continue;
-            }
-            let (props, body) = message(e);
-            let message_id = ShortString::try_new(e.id.as_str())
-                .ok()
-                .map(|_| e.id.clone());
-            if let Some(id) = &message_id {
-                self.inner.confirms.expect(id);
-            }
-            let publish = ch.basic_publish(
-                self.inner.exchange.clone(),
-                ShortString::from(e.key.key()),
-                BasicPublishOptions {
-                    mandatory: true,
-                    immediate: false,
-                },
-                &body,
-                props,
-            );
-            match timeout_at(deadline, publish).await {
-                Ok(Ok(confirm)) => {
-                    let (tx, rx) = oneshot::channel();
-                    let entry = Outstanding {
-                        message_id,
-                        confirm,
-                        permit,
-                        give_up_at: deadline + GIVE_UP_GRACE,
-                        verdict: tx,
-                    };
-                    if let Err(entry) = self.inner.confirms.track(entry) {
-                        if let Some(id) = &entry.message_id {
-                            self.inner.confirms.withdraw(id);
-                        }
-                        stop = Some(PublishError::Unavailable("publisher closed".into()));
-                        results[i] = stop.clone().map(Err);
-                        continue;
-                    }
-                    verdicts.push((i, rx));
-                }
-                Ok(Err(err)) => {
-                    if let Some(id) = &message_id {
-                        self.inner.confirms.withdraw(id);
-                    }
-                    tracing::warn!(error = %err, event_id = %e.id, "publish failed");
-                    stop = Some(PublishError::Unavailable(err.to_string()));
-                    results[i] = stop.clone().map(Err);
-                }
-                Err(_) => {
-                    if let Some(id) = &message_id {
-                        self.inner.confirms.withdraw(id);
-                    }
-                    tracing::warn!(event_id = %e.id, ?timeout, "publish timed out (blocked connection?)");
-                    stop = Some(PublishError::Timeout);
-                    results[i] = Some(Err(PublishError::Timeout));
+            match self.send_one(&ch, e, deadline, n - i).await {
+                Ok(rx) => verdicts.push((i, rx)),
+                Err(err) => {
+                    results[i] = Some(Err(err.clone()));
+                    stop = Some(err);
                 }
             }
         }
@@ -297,6 +217,98 @@ impl RabbitPublisher {
             .into_iter()
             .map(|r| r.unwrap_or(Err(PublishError::Unavailable("not published".into()))))
             .collect()
+    }
+
+    /// The confirm channel for a call of `n` events: the open one, or a new one when the link
+    /// is down. MUST answer `Unavailable` at once while the broker blocks the connection.
+    async fn channel_for(&self, n: usize) -> Result<Channel, PublishError> {
+        match self.inner.link.ready_channel() {
+            Ok(ch) => Ok(ch),
+            Err(NotReady::Blocked) => {
+                tracing::debug!(events = n, "publish: the broker blocks the connection");
+                Err(PublishError::Unavailable(BLOCKED.into()))
+            }
+            Err(NotReady::Down) => self.inner.link.channel().await.map_err(|e| {
+                tracing::debug!(error = %e, events = n, "publish: no channel");
+                PublishError::from(e)
+            }),
+        }
+    }
+
+    /// Takes a slot of the shared window and publishes `e` before `deadline`: the receiver of
+    /// its confirm verdict. `left` counts this event and the rest of the call (for the log).
+    ///
+    /// MUST answer `WindowFull` when no slot frees in time (nothing was sent: it says nothing
+    /// against the broker's health), `Timeout` when the publish itself does not complete, and
+    /// `Unavailable` when the connection is blocked, the publish fails or the publisher closed.
+    async fn send_one(
+        &self,
+        ch: &Channel,
+        e: &EventEnvelope,
+        deadline: Instant,
+        left: usize,
+    ) -> Result<oneshot::Receiver<Result<(), PublishError>>, PublishError> {
+        let closed = || PublishError::Unavailable("publisher closed".into());
+        let permit = match timeout_at(deadline, self.inner.window.clone().acquire_owned()).await {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => return Err(closed()),
+            Err(_) => {
+                tracing::debug!(events = left, "publish: the confirm window stayed full");
+                return Err(PublishError::WindowFull);
+            }
+        };
+        if self.inner.link.blocked() {
+            return Err(PublishError::Unavailable(BLOCKED.into()));
+        }
+        let (props, body) = message(e);
+        let message_id = ShortString::try_new(e.id.as_str())
+            .ok()
+            .map(|_| e.id.clone());
+        if let Some(id) = &message_id {
+            self.inner.confirms.expect(id);
+        }
+        let withdraw = |id: &Option<String>| {
+            if let Some(id) = id {
+                self.inner.confirms.withdraw(id);
+            }
+        };
+        let publish = ch.basic_publish(
+            self.inner.exchange.clone(),
+            ShortString::from(e.key.key()),
+            BasicPublishOptions {
+                mandatory: true,
+                immediate: false,
+            },
+            &body,
+            props,
+        );
+        let confirm = match timeout_at(deadline, publish).await {
+            Ok(Ok(confirm)) => confirm,
+            Ok(Err(err)) => {
+                withdraw(&message_id);
+                tracing::warn!(error = %err, event_id = %e.id, "publish failed");
+                return Err(PublishError::Unavailable(err.to_string()));
+            }
+            Err(_) => {
+                withdraw(&message_id);
+                let timeout = self.inner.config.publish_timeout;
+                tracing::warn!(event_id = %e.id, ?timeout, "publish timed out (blocked connection?)");
+                return Err(PublishError::Timeout);
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let entry = Outstanding {
+            message_id,
+            confirm,
+            permit,
+            give_up_at: deadline + GIVE_UP_GRACE,
+            verdict: tx,
+        };
+        if let Err(entry) = self.inner.confirms.track(entry) {
+            withdraw(&entry.message_id);
+            return Err(closed());
+        }
+        Ok(rx)
     }
 }
 

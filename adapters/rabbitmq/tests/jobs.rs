@@ -2,15 +2,16 @@
 mod common;
 
 use common::{Admin, uri};
+use futures_util::FutureExt;
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use reporter_adapter_rabbitmq::{RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig};
 use reporter_contract::fixtures::{job, tenant_a};
-use reporter_contract::jobs::{JobDrain, run_jobs_suite};
+use reporter_contract::jobs::JobDrain;
 use reporter_contract::services::unique_name;
 use reporter_ports::ports::{JobConsumer, JobDelivery, JobQueue, ReportJob};
-use std::sync::{Arc, Mutex};
+use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 fn config(uri: &str) -> RabbitJobsConfig {
@@ -67,29 +68,17 @@ impl JobDrain for Drain {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobs_contract() {
+reporter_contract::jobs_contract!(mod contract, |check| async {
     let Some(uri) = uri() else { return };
-    let used: Arc<Mutex<Vec<RabbitJobsConfig>>> = Arc::default();
-    let u = uri.clone();
-    let track = used.clone();
-    run_jobs_suite(move || {
-        let uri = u.clone();
-        let track = track.clone();
-        async move {
-            let c = config(&uri);
-            track.lock().expect("lock").push(c.clone());
-            let q = RabbitJobQueue::connect(c.clone()).await.expect("queue");
-            let consumer = RabbitJobConsumer::connect(c).await.expect("consumer");
-            (q, Drain(consumer))
-        }
-    })
-    .await;
-    let used = used.lock().expect("lock").clone();
-    for c in &used {
-        cleanup(&uri, c).await;
+    let c = config(&uri);
+    let q = RabbitJobQueue::connect(c.clone()).await.expect("queue");
+    let consumer = RabbitJobConsumer::connect(c.clone()).await.expect("consumer");
+    let outcome = AssertUnwindSafe(check(q, Drain(consumer))).catch_unwind().await;
+    cleanup(&uri, &c).await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
     }
-}
+});
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueued_message_is_persistent_json_with_headers() {

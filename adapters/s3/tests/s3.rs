@@ -9,7 +9,6 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use reporter_adapter_s3::{DEFAULT_CONTENT_TYPE, S3Config, S3ObjectStorage};
 use reporter_contract::services::{service_url, unique_name};
-use reporter_contract::storage::run_object_storage_suite;
 use reporter_ports::StoreError;
 use reporter_ports::ports::ObjectStorage;
 use std::sync::Arc;
@@ -92,28 +91,29 @@ where
     drop_bucket(&endpoint, &bucket).await;
 }
 
-#[tokio::test]
-async fn contract_suite_passes_against_s3() {
-    with_bucket(|endpoint, bucket| async move {
-        run_object_storage_suite(|| async {
-            S3ObjectStorage::new(config(&endpoint, &bucket)).expect("storage")
-        })
-        .await;
-    })
-    .await;
+reporter_contract::object_storage_contract!(mod contract, |check| with_bucket(
+    |endpoint, bucket| async move {
+        check(&S3ObjectStorage::new(config(&endpoint, &bucket)).expect("storage")).await;
+    }
+));
+
+/// A storage writing under the key prefix `/tenant-a/`.
+fn prefixed(endpoint: &str, bucket: &str) -> S3ObjectStorage {
+    let mut c = config(endpoint, bucket);
+    c.key_prefix = Some("/tenant-a/".to_owned());
+    S3ObjectStorage::new(c).expect("storage")
 }
 
-#[tokio::test]
-async fn contract_suite_passes_under_a_key_prefix() {
-    with_bucket(|endpoint, bucket| async move {
-        let prefixed = || {
-            let mut c = config(&endpoint, &bucket);
-            c.key_prefix = Some("/tenant-a/".to_owned());
-            S3ObjectStorage::new(c).expect("storage")
-        };
-        run_object_storage_suite(|| async { prefixed() }).await;
+reporter_contract::object_storage_contract!(mod contract_under_a_key_prefix, |check| with_bucket(
+    |endpoint, bucket| async move {
+        check(&prefixed(&endpoint, &bucket)).await;
+    }
+));
 
-        let storage = prefixed();
+#[tokio::test]
+async fn a_key_prefix_is_invisible_to_callers() {
+    with_bucket(|endpoint, bucket| async move {
+        let storage = prefixed(&endpoint, &bucket);
         let key = storage
             .put("reports/r1.csv", Bytes::from_static(b"a,b\n"), "text/csv")
             .await
@@ -220,13 +220,13 @@ async fn an_unreachable_endpoint_is_unavailable_quickly() {
     );
 }
 
+reporter_contract::object_storage_contract!(mod contract_over_any_object_store_backend, |check| async {
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    check(&S3ObjectStorage::from_store(store, None).expect("storage")).await;
+});
+
 #[tokio::test]
-async fn contract_suite_passes_over_any_object_store_backend() {
-    run_object_storage_suite(|| async {
-        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
-        S3ObjectStorage::from_store(store, None).expect("storage")
-    })
-    .await;
+async fn an_object_without_a_content_type_reads_as_the_default() {
     let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
     store
         .put(&Path::from("bare"), Bytes::from_static(b"x").into())

@@ -6,7 +6,7 @@
 use reporter_adapter_sqlserver::{
     BreakerConfig, BreakerState, SqlServerConfig, SqlServerDataSource,
 };
-use reporter_contract::datasource::{people_rows, run_data_source_suite};
+use reporter_contract::datasource::people_rows;
 use reporter_contract::services::unique_name;
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::{DataSource, DataSourceError, TableQuery};
@@ -109,16 +109,14 @@ async fn drop_db(url: &str, name: &str) {
     .await;
 }
 
-#[tokio::test]
-async fn contract_suite_passes() {
+reporter_contract::data_source_contract!(mod contract, |check| async {
     let Some(url) = server_url() else {
         return;
     };
     let (name, config) = people_db(&url).await;
-    run_data_source_suite(|| async { SqlServerDataSource::new(config.clone()).expect("source") })
-        .await;
+    check(&SqlServerDataSource::new(config).expect("source")).await;
     drop_db(&url, &name).await;
-}
+});
 
 #[tokio::test]
 async fn injection_types_and_timeouts() {

@@ -30,7 +30,6 @@ use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
 use reporter_ports::report::FilterCondition;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::future::Future;
 
 /// Name of the fixture table.
 pub const PEOPLE_TABLE: &str = "people";
@@ -81,28 +80,29 @@ pub fn people_csv() -> String {
     out
 }
 
-/// Runs every check, each on a fresh instance from `factory`; fails after the last one,
-/// naming every check that failed.
-pub async fn run_data_source_suite<D, F, Fut>(factory: F)
-where
-    D: DataSource,
-    F: Fn() -> Fut,
-    Fut: Future<Output = D>,
-{
-    crate::run_checks!(
-        "data source",
-        factory,
-        &[
-            schema_lists_the_fixture,
-            projection_returns_exactly_the_requested_fields,
-            equality_operators,
-            ordered_operators,
-            between_operator,
-            filters_combine,
-            unknown_names_are_errors,
-            row_limit,
-        ]
-    );
+/// The data-source contract over the people fixture: schema, projection, every operator, combined filters, unknown names, row limit. Each check takes `&source`.
+///
+/// `data_source_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! data_source_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            datasource,
+            |$check| $run,
+            [
+                schema_lists_the_fixture,
+                projection_returns_exactly_the_requested_fields,
+                equality_operators,
+                ordered_operators,
+                between_operator,
+                filters_combine,
+                unknown_names_are_errors,
+                row_limit,
+            ]
+        );
+    };
 }
 
 fn query(fields: &[&str], filters: &[(&str, Value)], max_rows: usize) -> TableQuery {
@@ -148,7 +148,7 @@ async fn expect_error<D: DataSource>(source: &D, q: &TableQuery) -> DataSourceEr
     }
 }
 
-async fn schema_lists_the_fixture<D: DataSource>(source: &D) {
+pub async fn schema_lists_the_fixture<D: DataSource>(source: &D) {
     let schema = source.schema().await.expect("schema");
     let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
     let mut sorted = names.clone();
@@ -167,7 +167,7 @@ async fn schema_lists_the_fixture<D: DataSource>(source: &D) {
     assert_eq!(fields, PEOPLE_FIELDS, "fields of {PEOPLE_TABLE}, sorted");
 }
 
-async fn projection_returns_exactly_the_requested_fields<D: DataSource>(source: &D) {
+pub async fn projection_returns_exactly_the_requested_fields<D: DataSource>(source: &D) {
     let mut rows = source
         .query(&query(&["name", "score"], &[], 100))
         .await
@@ -206,7 +206,7 @@ async fn projection_returns_exactly_the_requested_fields<D: DataSource>(source: 
     assert_eq!(all, want, "full projection must answer the fixture rows");
 }
 
-async fn equality_operators<D: DataSource>(source: &D) {
+pub async fn equality_operators<D: DataSource>(source: &D) {
     assert_eq!(ids(source, &[("id", json!({"eq": [2]}))]).await, [2]);
     assert_eq!(
         ids(source, &[("name", json!({"eq": ["Ada", "Alan"]}))]).await,
@@ -235,7 +235,7 @@ async fn equality_operators<D: DataSource>(source: &D) {
     );
 }
 
-async fn ordered_operators<D: DataSource>(source: &D) {
+pub async fn ordered_operators<D: DataSource>(source: &D) {
     // The null score (id 5) is in no range.
     assert_eq!(ids(source, &[("score", json!({"gt": [80]}))]).await, [1, 4]);
     assert_eq!(
@@ -258,7 +258,7 @@ async fn ordered_operators<D: DataSource>(source: &D) {
     );
 }
 
-async fn between_operator<D: DataSource>(source: &D) {
+pub async fn between_operator<D: DataSource>(source: &D) {
     assert_eq!(
         ids(
             source,
@@ -285,7 +285,7 @@ async fn between_operator<D: DataSource>(source: &D) {
     }
 }
 
-async fn filters_combine<D: DataSource>(source: &D) {
+pub async fn filters_combine<D: DataSource>(source: &D) {
     assert_eq!(
         ids(
             source,
@@ -304,7 +304,7 @@ async fn filters_combine<D: DataSource>(source: &D) {
     );
 }
 
-async fn unknown_names_are_errors<D: DataSource>(source: &D) {
+pub async fn unknown_names_are_errors<D: DataSource>(source: &D) {
     let mut q = query(&["id"], &[], 100);
     q.table = "no_such_table".to_owned();
     assert_eq!(
@@ -331,7 +331,7 @@ async fn unknown_names_are_errors<D: DataSource>(source: &D) {
     );
 }
 
-async fn row_limit<D: DataSource>(source: &D) {
+pub async fn row_limit<D: DataSource>(source: &D) {
     assert_eq!(
         expect_error(source, &query(&["id"], &[], 4)).await,
         DataSourceError::RowLimit(4)

@@ -1,6 +1,6 @@
 //! Contract of the [`IdempotencyStore`].
 //!
-//! Run everything with [`run_idempotency_suite`], or single checks from your own tests.
+//! Run everything with [`idempotency_contract!`](crate::idempotency_contract) (one test per check), or single checks from your own tests.
 use crate::fixtures::{at, response, scope, template, tenant_a, tenant_b};
 use futures_util::future::join_all;
 use reporter_ports::StoreError;
@@ -8,7 +8,6 @@ use reporter_ports::ports::{
     Change, IdempotencyBegin, IdempotencyCompletion, IdempotencyOwner, IdempotencyStore,
     TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
-use std::future::Future;
 
 fn owner() -> IdempotencyOwner {
     IdempotencyOwner::new()
@@ -18,27 +17,29 @@ fn owner() -> IdempotencyOwner {
 pub trait IdempotencyUnderTest: IdempotencyStore + Clone + 'static {}
 impl<T> IdempotencyUnderTest for T where T: IdempotencyStore + Clone + 'static {}
 
-/// Runs every idempotency check, each on a fresh, empty store from `factory`.
-pub async fn run_idempotency_suite<S, F, Fut>(factory: F)
-where
-    S: IdempotencyUnderTest,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    crate::run_checks!(
-        "idempotency",
-        factory,
-        [
-            first_begin_starts_then_in_flight,
-            expired_reservation_is_free,
-            completed_response_is_replayed,
-            expired_completion_is_free,
-            release_frees_the_key,
-            renew_extends_only_the_owners_lease,
-            scopes_are_independent,
-            concurrent_begin_starts_exactly_once,
-        ]
-    );
+/// The idempotency-store contract: reservations, leases, completions and replay.
+///
+/// `idempotency_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! idempotency_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            idempotency,
+            |$check| $run,
+            [
+                first_begin_starts_then_in_flight,
+                expired_reservation_is_free,
+                completed_response_is_replayed,
+                expired_completion_is_free,
+                release_frees_the_key,
+                renew_extends_only_the_owners_lease,
+                scopes_are_independent,
+                concurrent_begin_starts_exactly_once,
+            ]
+        );
+    };
 }
 
 /// What the idempotent-commit suite needs: the idempotency store and the unit of work on one
@@ -52,22 +53,24 @@ impl<T> IdempotentCommitUnderTest for T where
 {
 }
 
-/// Runs every check of a completion committed in a unit of work, each on a fresh store.
-pub async fn run_idempotent_commit_suite<S, F, Fut>(factory: F)
-where
-    S: IdempotentCommitUnderTest,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    crate::run_checks!(
-        "idempotent commit",
-        factory,
-        [
-            a_completion_commits_with_the_change,
-            a_lost_reservation_refuses_the_whole_unit,
-            a_failed_unit_leaves_the_key_reserved,
-        ]
-    );
+/// The idempotent-commit contract: a unit of work that completes an idempotency key commits, or fails, with it.
+///
+/// `idempotent_commit_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! idempotent_commit_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            idempotency,
+            |$check| $run,
+            [
+                a_completion_commits_with_the_change,
+                a_lost_reservation_refuses_the_whole_unit,
+                a_failed_unit_leaves_the_key_reserved,
+            ]
+        );
+    };
 }
 
 fn completion(

@@ -7,7 +7,7 @@ use crate::fixtures::{job, tenant_a, tenant_b};
 use futures_util::future::join_all;
 use reporter_ports::ports::{JobQueue, ReportJob};
 use std::collections::HashSet;
-use std::future::Future;
+
 use std::time::Duration;
 
 /// Reads enqueued jobs back, for the suite's checks.
@@ -23,21 +23,21 @@ impl<T> JobsUnderTest for T where T: JobQueue + Clone + 'static {}
 /// How long a check waits for one job before failing.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs every job-queue check, each on a fresh queue (with room for at least 32 jobs) and its
-/// drain from `factory`.
-pub async fn run_jobs_suite<Q, D, F, Fut>(factory: F)
-where
-    Q: JobsUnderTest,
-    D: JobDrain,
-    F: Fn() -> Fut,
-    Fut: Future<Output = (Q, D)>,
-{
-    eprintln!("contract jobs::enqueued_jobs_arrive");
-    let (q, d) = factory().await;
-    enqueued_jobs_arrive(q, d).await;
-    eprintln!("contract jobs::concurrent_enqueues_all_arrive");
-    let (q, d) = factory().await;
-    concurrent_enqueues_all_arrive(q, d).await;
+/// The job-queue contract: enqueued jobs arrive intact, also when enqueued concurrently.
+///
+/// `jobs_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check(queue, drain)` on a fresh queue (with
+/// room for at least 32 jobs) and its drain.
+#[macro_export]
+macro_rules! jobs_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            jobs,
+            |$check| $run,
+            [enqueued_jobs_arrive, concurrent_enqueues_all_arrive,]
+        );
+    };
 }
 
 async fn drain<D: JobDrain>(d: &mut D, n: usize) -> Vec<ReportJob> {

@@ -1,15 +1,23 @@
 //! Port contract suites: the behaviour every adapter of a port must show, written once and run
 //! against the in-memory adapters and every later adapter (MongoDB, RabbitMQ, S3, ...).
 //!
-//! Each suite is an `async fn` taking a factory that builds a fresh, empty adapter, so every
-//! check runs in isolation (its own database, bucket or queue names in real backends). Each
-//! check is also a `pub async fn` taking one fresh adapter, for adapters that want one test per
-//! check. A failing check panics with a message naming what broke; the suite runner prints
-//! `contract <suite>::<check>` to stderr before each check, runs every check even when one
-//! fails, and then fails naming every failed check.
+//! Each check is a `pub async fn` taking a fresh, empty adapter (its own database, bucket or
+//! queue names in real backends). Each suite is a macro that an adapter's test file calls once:
+//! it emits one `#[tokio::test]` per check, in a module of the caller's choosing, so each check
+//! passes or fails on its own and can be run by name:
+//!
+//! ```ignore
+//! reporter_contract::store_contract!(mod store, |check| async {
+//!     check(MemoryStore::new()).await
+//! });
+//! ```
+//!
+//! `|check| <future>`: the future runs `check` on a fresh adapter (setting up and tearing down
+//! whatever the backend needs); `check` is the check function. A failing check panics with a
+//! message naming what broke.
 //!
 //! Time is pinned ([`fixtures::t0`]): suites never read the clock, and pass `now` explicitly.
-//! Concurrency checks spawn Tokio tasks: run suites on a multi-thread runtime.
+//! Concurrency checks spawn Tokio tasks: the emitted tests run on a multi-thread runtime.
 pub mod datasource;
 pub mod figures;
 pub mod fixtures;
@@ -20,75 +28,33 @@ pub mod services;
 pub mod storage;
 pub mod store;
 
-/// Runs each named check on a fresh adapter from the factory, announcing it on stderr. Every
-/// check runs even when an earlier one fails: a failure is caught, and the suite then fails
-/// once, listing every failed check (so the first failure hides none of the rest).
+/// One `#[tokio::test]` (multi-thread runtime) per check `$name` of module `$module` of this
+/// crate, each binding `$check` to the check function and awaiting `$run`. Used by the suite
+/// macros, which name their checks once.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! run_checks {
-    ($suite:literal, $factory:ident, [$($check:ident),* $(,)?]) => {
-        $crate::run_checks!(@run $suite, $factory, adapter, adapter, [$($check),*])
-    };
-    // Checks that borrow the adapter.
-    ($suite:literal, $factory:ident, &[$($check:ident),* $(,)?]) => {
-        $crate::run_checks!(@run $suite, $factory, adapter, &adapter, [$($check),*])
-    };
-    (@run $suite:literal, $factory:ident, $a:ident, $arg:expr, [$($check:ident),*]) => {{
-        let mut failed: Vec<&'static str> = Vec::new();
+macro_rules! contract_tests {
+    ($module:ident, |$check:ident| $run:expr, [$($name:ident),* $(,)?]) => {
         $(
-            eprintln!("contract {}::{}", $suite, stringify!($check));
-            let $a = $factory().await;
-            let outcome = $crate::catch_failure($check($arg)).await;
-            if outcome.is_err() {
-                eprintln!("contract {}::{} FAILED", $suite, stringify!($check));
-                failed.push(stringify!($check));
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $name() {
+                let $check = $crate::$module::$name;
+                $run.await
             }
         )*
-        assert!(
-            failed.is_empty(),
-            "contract {}: {} check(s) failed: {} (their panics are printed above)",
-            $suite,
-            failed.len(),
-            failed.join(", ")
-        );
-    }};
+    };
 }
 
-/// Awaits `check`, answering `Err` when it panicked (the panic message is printed by the
-/// panic hook as usual).
+/// A module `$m` (seeing the caller's items) holding one test per check; the body of each
+/// suite macro.
 #[doc(hidden)]
-pub async fn catch_failure<F: std::future::Future<Output = ()>>(check: F) -> Result<(), ()> {
-    use futures_util::FutureExt;
-    std::panic::AssertUnwindSafe(check)
-        .catch_unwind()
-        .await
-        .map_err(|_| ())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    static RAN: AtomicUsize = AtomicUsize::new(0);
-
-    async fn fails(_: ()) {
-        RAN.fetch_add(1, Ordering::SeqCst);
-        panic!("this check fails");
-    }
-
-    async fn passes(_: ()) {
-        RAN.fetch_add(1, Ordering::SeqCst);
-    }
-
-    async fn suite() {
-        let factory = || async {};
-        crate::run_checks!("demo", factory, [fails, passes, fails]);
-    }
-
-    #[tokio::test]
-    async fn a_failed_check_hides_none_of_the_rest() {
-        let outcome = crate::catch_failure(suite()).await;
-        assert!(outcome.is_err(), "the suite fails");
-        assert_eq!(RAN.load(Ordering::SeqCst), 3, "every check ran");
-    }
+#[macro_export]
+macro_rules! contract_module {
+    ($m:ident, $module:ident, |$check:ident| $run:expr, [$($name:ident),* $(,)?]) => {
+        mod $m {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::contract_tests!($module, |$check| $run, [$($name),*]);
+        }
+    };
 }

@@ -1,6 +1,6 @@
 //! Contract of the [`Outbox`], whose rows enter through [`UnitOfWorkPort::commit`].
 //!
-//! Run everything with [`run_outbox_suite`], or single checks from your own tests.
+//! Run everything with [`outbox_contract!`](crate::outbox_contract) (one test per check), or single checks from your own tests.
 use crate::fixtures::{at, outbox_row, template, tenant_a, tenant_b};
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
@@ -10,7 +10,6 @@ use reporter_ports::ports::{
 };
 use reporter_ports::{StoreError, TenantId};
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use uuid::Uuid;
 
 /// What the outbox suite needs: the outbox and the unit of work (the only way rows get in) on
@@ -18,37 +17,39 @@ use uuid::Uuid;
 pub trait OutboxUnderTest: Outbox + UnitOfWorkPort + Clone + 'static {}
 impl<T> OutboxUnderTest for T where T: Outbox + UnitOfWorkPort + Clone + 'static {}
 
-/// Runs every outbox check, each on a fresh, empty store from `factory`.
-pub async fn run_outbox_suite<S, F, Fut>(factory: F)
-where
-    S: OutboxUnderTest,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    crate::run_checks!(
-        "outbox",
-        factory,
-        [
-            committed_rows_are_pending,
-            outbox_rows_commit_atomically_with_records,
-            claim_leases_rows_oldest_first,
-            claim_respects_limit,
-            lease_expiry_makes_a_row_reclaimable,
-            claim_respects_available_at,
-            row_inserted_with_a_lease_is_held,
-            token_is_checked,
-            mark_published_settles_the_row,
-            mark_failed_counts_and_delays,
-            release_gives_a_row_back_without_an_attempt,
-            parked_rows_are_never_claimed_until_redriven,
-            redrive_by_tenant,
-            stats_report_the_backlog,
-            purge_published_removes_old_published_rows,
-            per_aggregate_order_is_kept,
-            commit_order_wins_over_event_time,
-            concurrent_claimers_never_share_a_row,
-        ]
-    );
+/// The outbox contract: claims, leases, settling, parking, redrive, stats, retention and per-aggregate order.
+///
+/// `outbox_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! outbox_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            outbox,
+            |$check| $run,
+            [
+                committed_rows_are_pending,
+                outbox_rows_commit_atomically_with_records,
+                claim_leases_rows_oldest_first,
+                claim_respects_limit,
+                lease_expiry_makes_a_row_reclaimable,
+                claim_respects_available_at,
+                row_inserted_with_a_lease_is_held,
+                token_is_checked,
+                mark_published_settles_the_row,
+                mark_failed_counts_and_delays,
+                release_gives_a_row_back_without_an_attempt,
+                parked_rows_are_never_claimed_until_redriven,
+                redrive_by_tenant,
+                stats_report_the_backlog,
+                purge_published_removes_old_published_rows,
+                per_aggregate_order_is_kept,
+                commit_order_wins_over_event_time,
+                concurrent_claimers_never_share_a_row,
+            ]
+        );
+    };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@
 use bytes::Bytes;
 use reporter_ports::StoreError;
 use reporter_ports::ports::ObjectStorage;
-use std::future::Future;
 
 /// Keys every adapter must reject with [`StoreError::Unavailable`].
 pub const INVALID_KEYS: &[&str] = &[
@@ -34,31 +33,32 @@ pub const INVALID_KEYS: &[&str] = &[
     "line\nbreak.txt",
 ];
 
-/// Runs every check, each on a fresh instance from `factory`; fails after the last one,
-/// naming every check that failed.
-pub async fn run_object_storage_suite<S, F, Fut>(factory: F)
-where
-    S: ObjectStorage,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    crate::run_checks!(
-        "object storage",
-        factory,
-        &[
-            put_get_round_trip,
-            overwrite_replaces_bytes_and_type,
-            missing_object_is_none,
-            delete_is_idempotent,
-            invalid_keys_are_rejected,
-            large_object_round_trip,
-            concurrent_puts_to_distinct_keys,
-            check_passes,
-        ]
-    );
+/// The object-storage contract: round trips, overwrites, missing objects, deletes, key rules, size, concurrency, readiness. Each check takes `&adapter`.
+///
+/// `object_storage_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! object_storage_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            storage,
+            |$check| $run,
+            [
+                put_get_round_trip,
+                overwrite_replaces_bytes_and_type,
+                missing_object_is_none,
+                delete_is_idempotent,
+                invalid_keys_are_rejected,
+                large_object_round_trip,
+                concurrent_puts_to_distinct_keys,
+                check_passes,
+            ]
+        );
+    };
 }
 
-async fn put_get_round_trip<S: ObjectStorage>(storage: &S) {
+pub async fn put_get_round_trip<S: ObjectStorage>(storage: &S) {
     let cases: [(&str, &[u8], &str); 4] = [
         (
             "templates/tenant-a/t1/source.tpl",
@@ -92,7 +92,7 @@ async fn put_get_round_trip<S: ObjectStorage>(storage: &S) {
     }
 }
 
-async fn overwrite_replaces_bytes_and_type<S: ObjectStorage>(storage: &S) {
+pub async fn overwrite_replaces_bytes_and_type<S: ObjectStorage>(storage: &S) {
     let key = "reports/tenant-a/overwrite.txt";
     storage
         .put(key, Bytes::from_static(b"first version"), "text/plain")
@@ -107,7 +107,7 @@ async fn overwrite_replaces_bytes_and_type<S: ObjectStorage>(storage: &S) {
     assert_eq!(got.content_type, "text/html");
 }
 
-async fn missing_object_is_none<S: ObjectStorage>(storage: &S) {
+pub async fn missing_object_is_none<S: ObjectStorage>(storage: &S) {
     assert_eq!(storage.get("never/written.txt").await.expect("get"), None);
     storage
         .put("present/a.txt", Bytes::from_static(b"a"), "text/plain")
@@ -117,7 +117,7 @@ async fn missing_object_is_none<S: ObjectStorage>(storage: &S) {
     assert_eq!(storage.get("present").await.expect("get prefix"), None);
 }
 
-async fn delete_is_idempotent<S: ObjectStorage>(storage: &S) {
+pub async fn delete_is_idempotent<S: ObjectStorage>(storage: &S) {
     let key = "to-delete/object.txt";
     storage
         .put(key, Bytes::from_static(b"bye"), "text/plain")
@@ -138,7 +138,7 @@ async fn delete_is_idempotent<S: ObjectStorage>(storage: &S) {
     assert_eq!(got.bytes.as_ref(), b"again");
 }
 
-async fn invalid_keys_are_rejected<S: ObjectStorage>(storage: &S) {
+pub async fn invalid_keys_are_rejected<S: ObjectStorage>(storage: &S) {
     for key in INVALID_KEYS {
         let put = storage
             .put(key, Bytes::from_static(b"x"), "text/plain")
@@ -160,7 +160,7 @@ async fn invalid_keys_are_rejected<S: ObjectStorage>(storage: &S) {
     }
 }
 
-async fn large_object_round_trip<S: ObjectStorage>(storage: &S) {
+pub async fn large_object_round_trip<S: ObjectStorage>(storage: &S) {
     let size = 5 * 1024 * 1024;
     let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
     let bytes = Bytes::from(bytes);
@@ -177,7 +177,7 @@ async fn large_object_round_trip<S: ObjectStorage>(storage: &S) {
     assert!(got.bytes == bytes, "5 MiB object came back altered");
 }
 
-async fn concurrent_puts_to_distinct_keys<S: ObjectStorage>(storage: &S) {
+pub async fn concurrent_puts_to_distinct_keys<S: ObjectStorage>(storage: &S) {
     let n = 16;
     let puts = (0..n).map(|i| async move {
         let key = format!("concurrent/dir-{}/object-{i}.txt", i % 3);
@@ -196,6 +196,6 @@ async fn concurrent_puts_to_distinct_keys<S: ObjectStorage>(storage: &S) {
     }
 }
 
-async fn check_passes<S: ObjectStorage>(storage: &S) {
+pub async fn check_passes<S: ObjectStorage>(storage: &S) {
     storage.check().await.expect("check on a fresh instance");
 }

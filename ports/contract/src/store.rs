@@ -1,7 +1,7 @@
 //! Contract of the record store: [`TemplateRepository`], [`DeadlineRepository`],
 //! [`ReportRepository`] and [`UnitOfWorkPort`], implemented by one adapter.
 //!
-//! Run everything with [`run_store_suite`], or single checks (each `pub async fn` taking a
+//! Run everything with [`store_contract!`](crate::store_contract) (one test per check), or single checks (each `pub async fn` taking a
 //! fresh, empty store) from your own tests. Concurrency checks spawn tasks: run them on a
 //! multi-thread Tokio runtime to exercise real parallelism.
 use crate::fixtures::{Record, bump, day, deadline, page, report, template, tenant_a, tenant_b};
@@ -16,7 +16,6 @@ use reporter_ports::ports::{
 use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::{OutputFormat, Template};
 use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
-use std::future::Future;
 
 /// What the store suite needs: the three repositories and the unit of work on one cloneable
 /// value sharing its state.
@@ -34,45 +33,46 @@ impl<T> StoreUnderTest for T where
 {
 }
 
-/// Runs every store check, each on a fresh store from `factory`; fails after the last one,
-/// naming every check that failed.
-pub async fn run_store_suite<S, F, Fut>(factory: F)
-where
-    S: StoreUnderTest,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    crate::run_checks!(
-        "store",
-        factory,
-        [
-            insert_and_get_every_kind,
-            missing_ids_are_none,
-            tenant_isolation_on_reads,
-            tenant_isolation_on_writes,
-            stale_update_is_a_version_conflict,
-            double_insert_is_a_version_conflict,
-            update_of_a_missing_record_is_not_found,
-            unit_of_work_is_atomic,
-            changes_apply_in_order_within_a_unit_of_work,
-            empty_unit_of_work_succeeds,
-            soft_deleted_templates_are_hidden,
-            soft_deleted_deadlines_are_hidden,
-            template_list_filters,
-            deadline_list_filters,
-            report_list_filters_and_count,
-            stale_processing_reports_span_tenants,
-            template_pagination_order_and_total,
-            deadline_and_report_pagination_order,
-            deadline_duplicate_is_refused,
-            deadline_duplicate_within_one_unit_of_work,
-            soft_deleted_or_foreign_twin_does_not_block,
-            list_by_template_and_undelivered_active,
-            concurrent_updates_have_one_winner,
-            concurrent_inserts_have_one_winner,
-            concurrent_duplicate_deadlines_have_one_winner,
-        ]
-    );
+/// The store contract: every check of the template, deadline and report repositories and the unit of work.
+///
+/// `store_contract!(mod <name>, |check| <future>)` emits module `<name>` with one
+/// `#[tokio::test]` per check; the future runs `check` on a fresh adapter.
+#[macro_export]
+macro_rules! store_contract {
+    (mod $m:ident, |$check:ident| $run:expr) => {
+        $crate::contract_module!(
+            $m,
+            store,
+            |$check| $run,
+            [
+                insert_and_get_every_kind,
+                missing_ids_are_none,
+                tenant_isolation_on_reads,
+                tenant_isolation_on_writes,
+                stale_update_is_a_version_conflict,
+                double_insert_is_a_version_conflict,
+                update_of_a_missing_record_is_not_found,
+                unit_of_work_is_atomic,
+                changes_apply_in_order_within_a_unit_of_work,
+                empty_unit_of_work_succeeds,
+                soft_deleted_templates_are_hidden,
+                soft_deleted_deadlines_are_hidden,
+                template_list_filters,
+                deadline_list_filters,
+                report_list_filters_and_count,
+                stale_processing_reports_span_tenants,
+                template_pagination_order_and_total,
+                deadline_and_report_pagination_order,
+                deadline_duplicate_is_refused,
+                deadline_duplicate_within_one_unit_of_work,
+                soft_deleted_or_foreign_twin_does_not_block,
+                list_by_template_and_undelivered_active,
+                concurrent_updates_have_one_winner,
+                concurrent_inserts_have_one_winner,
+                concurrent_duplicate_deadlines_have_one_winner,
+            ]
+        );
+    };
 }
 
 // ---------------------------------------------------------------------------------------------

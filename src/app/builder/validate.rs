@@ -566,7 +566,8 @@ impl Validator {
 }
 
 /// Checks a catalogue filter's argument; the argument to write (trimmed where the rule is
-/// numeric), or the problem.
+/// numeric), or the problem. Over 80 lines because it is one arm per argument rule, each a
+/// few lines sharing the checks above the match; the rules read best side by side.
 pub fn filter_arg(f: CatalogFilter, arg: Option<&str>) -> Result<Option<String>, Msg> {
     let name = f.as_str().to_owned();
     let arg = arg.filter(|a| !a.is_empty());

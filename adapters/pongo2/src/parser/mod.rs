@@ -3,7 +3,7 @@
 pub mod expr;
 mod tags;
 
-use crate::ast::{Block, Expr, Node, Template};
+use crate::ast::{Block, Expr, ExprId, Node, Template};
 use crate::lexer::{self, Tok, Token};
 use expr::{Cursor, ExprBuilder};
 use reporter_ports::ports::RenderError;
@@ -114,6 +114,9 @@ pub fn rewrite_schema_refs(src: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Parses a (schema-rewritten) source.
+///
+/// MUST answer `Syntax` (with the original's message and line) for a token outside text,
+/// `{{ }}` and `{% %}`, and for a block still open at the end.
 pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
     let toks = lexer::lex(src)?;
     let mut doc = Doc {
@@ -131,39 +134,15 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
     }];
     let mut i = 0;
     while let Some(t) = toks.get(i) {
-        match t.kind {
+        i = match t.kind {
             Tok::Html => {
-                let trim_left = i > 0
-                    && toks
-                        .get(i - 1)
-                        .is_some_and(|p| p.kind == Tok::Symbol && p.trim);
-                let trim_right = toks
-                    .get(i + 1)
-                    .is_some_and(|n| n.kind == Tok::Symbol && n.trim);
-                push(
-                    &mut stack,
-                    Node::Text {
-                        text: t.val.clone(),
-                        trim_left,
-                        trim_right,
-                    },
-                );
-                i += 1;
+                push(&mut stack, text_node(&toks, i));
+                i + 1
             }
             Tok::Symbol if &*t.val == "{{" => {
-                let (inner, next) = code_span(&toks, i, "}}")?;
-                let mut c = Cursor::new(inner, t.line);
-                if inner.is_empty() {
-                    return Err(c.error(
-                        "Unexpected EOF, expected a number, string, keyword or identifier.",
-                    ));
-                }
-                let e = doc.builder().expression(&mut c)?;
-                if c.remaining() > 0 {
-                    return Err(c.error("'}}' expected"));
-                }
+                let (e, next) = print_expr(&mut doc, &toks, i)?;
                 push(&mut stack, Node::Print(e));
-                i = next;
+                next
             }
             Tok::Symbol if &*t.val == "{%" => {
                 let (inner, next) = code_span(&toks, i, "%}")?;
@@ -176,7 +155,7 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
                 let name = &*name_tok.val;
                 let args = Cursor::new(inner.get(1..).unwrap_or_default(), name_tok.line);
                 handle_tag(&mut doc, &mut stack, name, args, t.line)?;
-                i = next;
+                next
             }
             _ => {
                 return Err(RenderError::Syntax(format!(
@@ -184,7 +163,7 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
                     t.line
                 )));
             }
-        }
+        };
     }
     if stack.len() > 1 {
         let top = stack.last().map_or(1, |f| f.line);
@@ -204,6 +183,37 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
         macros: doc.macros,
         stateful: doc.stateful,
     })
+}
+
+/// The text token at `i`, trimmed on a side where a `{%-`/`-%}`-style symbol touches it.
+fn text_node(toks: &[Token], i: usize) -> Node {
+    let trim_left = i > 0
+        && toks
+            .get(i - 1)
+            .is_some_and(|p| p.kind == Tok::Symbol && p.trim);
+    let trim_right = toks
+        .get(i + 1)
+        .is_some_and(|n| n.kind == Tok::Symbol && n.trim);
+    Node::Text {
+        text: toks.get(i).map(|t| t.val.clone()).unwrap_or_default(),
+        trim_left,
+        trim_right,
+    }
+}
+
+/// The expression of the `{{ … }}` opening at `i`, and the index after it.
+fn print_expr(doc: &mut Doc<'_>, toks: &[Token], i: usize) -> Result<(ExprId, usize), RenderError> {
+    let line = toks.get(i).map_or(1, |t| t.line);
+    let (inner, next) = code_span(toks, i, "}}")?;
+    let mut c = Cursor::new(inner, line);
+    if inner.is_empty() {
+        return Err(c.error("Unexpected EOF, expected a number, string, keyword or identifier."));
+    }
+    let e = doc.builder().expression(&mut c)?;
+    if c.remaining() > 0 {
+        return Err(c.error("'}}' expected"));
+    }
+    Ok((e, next))
 }
 
 fn push(stack: &mut [Frame], node: Node) {
