@@ -97,6 +97,8 @@ pub struct Built {
     pub worker: Option<Worker>,
     /// The template sandbox (the caller warms up the pools its role uses).
     pub sandbox: ProcessTemplateRunner,
+    /// The in-memory broker, when it is the configured one (tests drive its failures).
+    pub memory_broker: Option<MemoryPublisher>,
 }
 
 /// The hidden subcommand that runs a template sandbox child.
@@ -464,17 +466,29 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     summary.push(sandbox_summary(config));
     let runner: Arc<dyn reporter_ports::ports::TemplateRunner> = Arc::new(sandbox.clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let outbox: Arc<dyn Outbox> = stores.outbox.clone();
+    let (emitter, dispatcher, memory_broker, events_check) = streaming(
+        config,
+        outbox.clone(),
+        clock.clone(),
+        &registry,
+        &mut summary,
+    )
+    .await?;
     let ports = Ports {
         templates: stores.templates,
         deadlines: stores.deadlines,
         reports: stores.reports,
         uow: stores.uow,
-        outbox: stores.outbox.clone(),
+        outbox: stores.outbox,
         storage: storage.clone(),
         idempotency: stores.idempotency,
         jobs: transport.jobs,
         runner: runner.clone(),
-        clock: clock.clone(),
+        clock,
+        deliveries: memory_broker
+            .clone()
+            .map(|b| Arc::new(b) as Arc<dyn reporter_ports::ports::DeliveryLog>),
     };
     let settings = Settings {
         max_page_limit: config.max_pagination_limit,
@@ -482,9 +496,6 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             tenant_prefix: matches!(config.tenancy, Tenancy::Multi),
         },
     };
-    let outbox: Arc<dyn Outbox> = stores.outbox;
-    let (emitter, dispatcher, memory_broker, events_check) =
-        streaming(config, outbox.clone(), clock, &registry, &mut summary).await?;
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
     let pdf = pdf_renderer(config)?;
     let worker = match (role, transport.consumer) {
@@ -514,7 +525,8 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     });
     Ok(Built {
         app,
-        http: http_setup(config, authenticator, readiness, registry, memory_broker),
+        http: http_setup(config, authenticator, readiness, registry),
+        memory_broker,
         dev_token,
         example_dir,
         summary,
@@ -530,7 +542,6 @@ fn http_setup(
     authenticator: Authenticator,
     readiness: crate::http::Readiness,
     registry: prometheus::Registry,
-    memory_broker: Option<MemoryPublisher>,
 ) -> HttpSetup {
     HttpSetup {
         authenticator: Arc::new(authenticator),
@@ -541,7 +552,6 @@ fn http_setup(
         idempotency_in_flight: config.idempotency_in_flight,
         cors_origins: config.cors_origins.clone(),
         streaming: StreamingView {
-            memory_broker,
             exchange: config.streaming.exchange.clone(),
         },
     }

@@ -5,6 +5,7 @@ pub mod builder;
 mod context;
 mod datasources;
 mod deadlines;
+mod deliveries;
 mod emission;
 mod error;
 mod idempotent;
@@ -37,8 +38,8 @@ pub use templates::{
 };
 
 use reporter_ports::ports::{
-    DeadlineRepository, IdempotencyStore, JobQueue, ObjectStorage, Outbox, ReportRepository,
-    TemplateRepository, TemplateRunner, UnitOfWork, UnitOfWorkPort,
+    DeadlineRepository, DeliveryLog, IdempotencyStore, JobQueue, ObjectStorage, Outbox,
+    ReportRepository, TemplateRepository, TemplateRunner, UnitOfWork, UnitOfWorkPort,
 };
 use reporter_ports::{Clock, StoreError, TenantId};
 use std::sync::Arc;
@@ -66,6 +67,8 @@ pub struct Ports {
     pub runner: Arc<dyn TemplateRunner>,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// What the in-memory broker recorded (`None` with a real broker, or publication off).
+    pub deliveries: Option<Arc<dyn DeliveryLog>>,
 }
 
 /// Settings the use cases need.

@@ -32,6 +32,7 @@ fn app_with_runner(
         jobs: Arc::new(reporter_adapter_memory::MemoryJobQueue::new(16).0),
         runner: Arc::new(runner),
         clock: Arc::new(SystemClock),
+        deliveries: None,
     };
     App::new(
         ports,

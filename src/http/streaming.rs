@@ -4,21 +4,17 @@ use super::auth::{Auth, Scope};
 use super::error::ApiResult;
 use super::tags::ApiTags;
 use crate::app::App;
-use crate::app::{AppError, Code};
 use crate::streaming::manifest::{ManifestDto, manifest};
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
-use reporter_adapter_memory::MemoryPublisher;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// What the streaming operations need.
+/// What the streaming operations need besides the application.
 #[derive(Clone)]
 pub struct StreamingView {
-    /// The in-memory broker, when it is the configured broker.
-    pub memory_broker: Option<MemoryPublisher>,
     /// The events exchange.
     pub exchange: String,
 }
@@ -98,31 +94,16 @@ impl StreamingApi {
     )]
     async fn deliveries(
         &self,
+        app: Data<&Arc<App>>,
         view: Data<&StreamingView>,
         auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,
     ) -> ApiResult<Json<DeliveriesDto>> {
-        auth.require(Scope::StreamingRead)?;
-        let Some(broker) = &view.memory_broker else {
-            return Err(AppError::new(Code::RouteNotFound, "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)").into());
-        };
-        let limit = limit.0.unwrap_or(100);
-        if !(1..=1000).contains(&limit) {
-            return Err(
-                AppError::new(Code::PaginationLimit, "limit must be between 1 and 1000")
-                    .field("limit", "1..=1000")
-                    .into(),
-            );
-        }
-        let all = broker.deliveries();
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let skip = all.len().saturating_sub(limit as usize);
-        let caller = auth.0.tenant.clone();
-        let items = all
+        let caller = auth.require(Scope::StreamingRead)?;
+        let items = app
+            .recent_deliveries(&caller, limit.0)?
             .into_iter()
-            .skip(skip)
-            .filter(|e| e.tenant == caller)
             .map(|e| DeliveryDto {
                 exchange: view.exchange.clone(),
                 routing_key: e.key.key(),
@@ -133,7 +114,7 @@ impl StreamingApi {
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v))
                     .collect(),
-                payload: e.payload.clone(),
+                payload: e.payload,
             })
             .collect();
         Ok(Json(DeliveriesDto { items }))

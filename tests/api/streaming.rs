@@ -193,6 +193,46 @@ async fn the_header_table_is_exactly_the_seeds() {
     .await;
 }
 
+/// A tenant's page of deliveries counts only its own: another tenant's later traffic does not
+/// shorten it, and the limit is checked.
+#[tokio::test]
+async fn deliveries_page_counts_only_the_callers_tenant() {
+    let t = start_with(Options {
+        streaming: true,
+        multi_tenant: true,
+        ..Default::default()
+    })
+    .await;
+    let scopes = all_scopes();
+    let a = token_for(Some("tenant-a"), &scopes);
+    let b = token_for(Some("tenant-b"), &scopes);
+    t.create_template(&a, "a-one").await;
+    t.create_template(&a, "a-two").await;
+    for n in 0..4 {
+        t.create_template(&b, &format!("b-{n}")).await;
+    }
+    wait_for(&t, 6).await;
+    let page = json(t.get(&a, "/v1/streaming/deliveries?limit=2").await).await;
+    let tenants: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["headers"]["ce-tenantid"].as_str().unwrap())
+        .collect();
+    assert_eq!(tenants, ["tenant-a", "tenant-a"], "{page}");
+    let page = json(t.get(&b, "/v1/streaming/deliveries?limit=3").await).await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 3, "{page}");
+    for bad in ["0", "1001", "-1"] {
+        expect_error(
+            t.get(&a, &format!("/v1/streaming/deliveries?limit={bad}"))
+                .await,
+            400,
+            "TPL-0024",
+        )
+        .await;
+    }
+}
+
 fn validate(e: &EventEnvelope) {
     let schema = e.key.payload_schema();
     let validator = jsonschema::validator_for(&schema).expect("valid schema");

@@ -157,6 +157,14 @@ impl Drop for MongoCleanup {
     }
 }
 
+/// Every scope there is.
+pub fn all_scopes() -> Vec<&'static str> {
+    reporter::http::auth::Scope::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .collect()
+}
+
 /// A token for `tenant` with the given scopes, valid for an hour.
 pub fn token_for(tenant: Option<&str>, scopes: &[&str]) -> String {
     let claims = Claims {
@@ -447,7 +455,7 @@ async fn start_tuned(
         .await
         .expect("wiring");
     let app = built.app.clone();
-    let broker = built.http.streaming.memory_broker.clone();
+    let broker = built.memory_broker.clone();
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(d) = built.dispatcher {
         tokio::spawn(d.run(stop_rx.clone()));

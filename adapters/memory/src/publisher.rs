@@ -1,7 +1,8 @@
 //! [`MemoryPublisher`].
 use async_trait::async_trait;
+use reporter_ports::TenantId;
 use reporter_ports::events::EventEnvelope;
-use reporter_ports::ports::{EventPublisher, PublishError};
+use reporter_ports::ports::{DeliveryLog, EventPublisher, PublishError};
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -100,6 +101,22 @@ impl MemoryPublisher {
     }
 }
 
+impl DeliveryLog for MemoryPublisher {
+    fn recent(&self, tenant: &TenantId, limit: usize) -> Vec<EventEnvelope> {
+        let state = self.lock();
+        let mut own: Vec<EventEnvelope> = state
+            .deliveries
+            .iter()
+            .rev()
+            .filter(|e| e.tenant == *tenant)
+            .take(limit)
+            .cloned()
+            .collect();
+        own.reverse();
+        own
+    }
+}
+
 #[async_trait]
 impl EventPublisher for MemoryPublisher {
     async fn publish(&self, events: &[EventEnvelope]) -> Vec<Result<(), PublishError>> {
@@ -130,14 +147,17 @@ impl EventPublisher for MemoryPublisher {
 mod tests {
     use super::*;
     use chrono::Utc;
-    use reporter_ports::TenantId;
     use reporter_ports::events::EventKey;
 
     fn ev(key: EventKey, n: u32) -> EventEnvelope {
+        of_tenant("t", key, n)
+    }
+
+    fn of_tenant(tenant: &str, key: EventKey, n: u32) -> EventEnvelope {
         EventEnvelope {
             id: format!("e{n}"),
             key,
-            tenant: TenantId::parse("t").unwrap(),
+            tenant: TenantId::parse(tenant).unwrap(),
             subject: "s".into(),
             time: Utc::now(),
             payload: serde_json::json!({ "n": n }),
@@ -186,5 +206,22 @@ mod tests {
             p.publish(&[ev(EventKey::ReportFinished, 3)]).await,
             vec![Ok(())]
         );
+    }
+
+    #[tokio::test]
+    async fn recent_filters_by_tenant_before_it_takes_the_last_ones() {
+        let p = MemoryPublisher::new();
+        let mut evs: Vec<_> = (0..3)
+            .map(|n| of_tenant("a", EventKey::ReportFinished, n))
+            .collect();
+        // Later deliveries of another tenant MUST NOT push tenant a's out of its view.
+        evs.extend((3..10).map(|n| of_tenant("b", EventKey::ReportFinished, n)));
+        assert!(p.publish(&evs).await.iter().all(Result::is_ok));
+        let a = TenantId::parse("a").unwrap();
+        let ids = |v: Vec<EventEnvelope>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
+        assert_eq!(ids(p.recent(&a, 2)), ["e1", "e2"]);
+        assert_eq!(ids(p.recent(&a, 100)), ["e0", "e1", "e2"]);
+        let c = TenantId::parse("c").unwrap();
+        assert!(p.recent(&c, 5).is_empty());
     }
 }

@@ -37,3 +37,13 @@ pub trait EventPublisher: Send + Sync {
         true
     }
 }
+
+/// What a recording broker (the in-memory one) kept of its deliveries, for the deliveries
+/// view a tester reads.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+pub trait DeliveryLog: Send + Sync {
+    /// The last `limit` recorded deliveries of `tenant`, oldest first. MUST filter by tenant
+    /// before it counts: a tenant gets `limit` of its own deliveries whenever it has that
+    /// many, however many other tenants' deliveries came after them.
+    fn recent(&self, tenant: &crate::TenantId, limit: usize) -> Vec<EventEnvelope>;
+}

@@ -1,0 +1,41 @@
+//! The in-memory broker's deliveries, as a tester reads them.
+use super::error::{AppError, AppResult, Code};
+use super::{App, Caller};
+use reporter_ports::events::EventEnvelope;
+
+/// The largest page of deliveries.
+pub const MAX_DELIVERIES: usize = 1000;
+/// The page of deliveries when the caller names none.
+pub const DEFAULT_DELIVERIES: usize = 100;
+
+impl App {
+    /// The caller's tenant's last `limit` deliveries (default 100), oldest first, as the
+    /// in-memory broker recorded them. MUST answer `RouteNotFound` when the broker records
+    /// nothing (a real broker, or publication off) and `PaginationLimit` when `limit` is
+    /// outside 1..=1000; MUST count only the caller's tenant's deliveries, so another
+    /// tenant's traffic never shortens the page.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
+    pub fn recent_deliveries(
+        &self,
+        caller: &Caller,
+        limit: Option<i64>,
+    ) -> AppResult<Vec<EventEnvelope>> {
+        let Some(log) = &self.ports.deliveries else {
+            return Err(AppError::new(
+                Code::RouteNotFound,
+                "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)",
+            ));
+        };
+        let limit = match limit.map(usize::try_from) {
+            None => DEFAULT_DELIVERIES,
+            Some(Ok(n)) if (1..=MAX_DELIVERIES).contains(&n) => n,
+            Some(_) => return Err(limit_error()),
+        };
+        Ok(log.recent(&caller.tenant, limit))
+    }
+}
+
+fn limit_error() -> AppError {
+    AppError::new(Code::PaginationLimit, "limit must be between 1 and 1000")
+        .field("limit", "1..=1000")
+}
