@@ -366,12 +366,11 @@ async fn extract_section(
             }
             Ok(Ok(rows)) => rows,
         };
-        bytes += rows
-            .iter()
-            .map(|r| serde_json::to_vec(r).map(|v| v.len()).unwrap_or(0))
-            .sum::<usize>();
-        if bytes > settings.max_section_bytes {
-            return Err(SectionError::TooLarge);
+        for row in &rows {
+            bytes += json_len(row);
+            if bytes > settings.max_section_bytes {
+                return Err(SectionError::TooLarge);
+            }
         }
         out.insert(
             table,
@@ -379,4 +378,34 @@ async fn extract_section(
         );
     }
     Ok(out)
+}
+
+/// The length of `row`'s compact JSON, counted as it is written rather than collected.
+fn json_len(row: &serde_json::Map<String, serde_json::Value>) -> usize {
+    /// A writer that keeps only how many bytes went through it.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing a JSON map into a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, row);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_len_is_the_serialized_length() {
+        let row = serde_json::json!({ "a": 1, "name": "Zoë \"q\"", "n": null, "x": [1.5, true] });
+        let row = row.as_object().unwrap();
+        assert_eq!(super::json_len(row), serde_json::to_vec(row).unwrap().len());
+        assert_eq!(super::json_len(&serde_json::Map::new()), 2);
+    }
 }

@@ -1,7 +1,8 @@
 //! PostgreSQL values → JSON, in the shapes the original's templates see (crate docs,
 //! "Values"): times in Go's `time.Time` print form, JSON columns as nested values.
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 use serde_json::{Number, Value};
+use std::fmt::Write;
 use tokio_postgres::Row as PgRow;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -18,10 +19,28 @@ fn float(value: f64) -> Value {
 /// templates print timestamps in: `2025-06-01 10:00:00 +0000 UTC`, with the fraction of a
 /// second only when there is one (`2025-06-01 10:00:00.5 +0000 UTC`).
 pub fn go_time(t: DateTime<Utc>) -> String {
-    let mut s = t.format("%Y-%m-%d %H:%M:%S").to_string();
     let nanos = t.timestamp_subsec_nanos();
+    // The common case written field by field: `format` would parse its pattern again for
+    // every cell. Years outside 0..=9999 (chrono signs them) and leap seconds (nanos past a
+    // second) take chrono's path, which prints them as before.
+    let mut s = if (0..=9999).contains(&t.year()) && nanos < 1_000_000_000 {
+        let mut s = String::with_capacity(40);
+        let _ = write!(
+            s,
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+            t.year(),
+            t.month(),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        );
+        s
+    } else {
+        t.format("%Y-%m-%d %H:%M:%S").to_string()
+    };
     if nanos != 0 {
-        let frac = format!("{nanos:09}");
+        let frac = format!("{:09}", nanos % 1_000_000_000);
         s.push('.');
         s.push_str(frac.trim_end_matches('0'));
     }
@@ -41,11 +60,10 @@ pub(crate) fn json_text(v: Value) -> Value {
 /// arrive as `text` (the projection casts them), so every type reaching here is one of the
 /// natively decoded ones or text-like.
 pub(crate) fn value(row: &PgRow, i: usize) -> Result<Value, String> {
-    let ty = row.columns().get(i).map(|c| c.type_().clone());
-    let Some(ty) = ty else {
+    let Some(column) = row.columns().get(i) else {
         return Err(format!("no column {i} in the result"));
     };
-    let v = match ty {
+    let v = match *column.type_() {
         Type::BOOL => get::<bool>(row, i)?.map(Value::Bool),
         Type::INT2 => get::<i16>(row, i)?.map(Value::from),
         Type::INT4 => get::<i32>(row, i)?.map(Value::from),
@@ -78,5 +96,26 @@ mod tests {
         assert_eq!(super::go_time(t), "2025-06-01 10:00:00 +0000 UTC");
         let t = t + chrono::Duration::milliseconds(500);
         assert_eq!(super::go_time(t), "2025-06-01 10:00:00.5 +0000 UTC");
+        let t = t + chrono::Duration::nanoseconds(7);
+        assert_eq!(super::go_time(t), "2025-06-01 10:00:00.500000007 +0000 UTC");
+    }
+
+    /// The field-by-field form prints what chrono's pattern printed, at the edges of the
+    /// fast path and beyond it.
+    #[test]
+    fn go_time_matches_chronos_pattern() {
+        for (y, mo, d, h, mi, s) in [
+            (1, 1, 1, 0, 0, 0),
+            (999, 12, 31, 23, 59, 59),
+            (1970, 1, 1, 0, 0, 0),
+            (9999, 12, 31, 23, 59, 59),
+            (10_000, 1, 1, 0, 0, 0),
+            (-44, 3, 15, 12, 0, 0),
+            (0, 2, 29, 1, 2, 3),
+        ] {
+            let t = chrono::Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap();
+            let expected = format!("{} +0000 UTC", t.format("%Y-%m-%d %H:%M:%S"));
+            assert_eq!(super::go_time(t), expected, "year {y}");
+        }
     }
 }

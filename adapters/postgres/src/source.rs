@@ -292,8 +292,10 @@ impl PostgresDataSource {
             return Err(DataSourceError::RowLimit(limit));
         }
         let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let mut object = Row::new();
+        // By value, so each wire row is freed once decoded.
+        for row in rows {
+            let row = &row;
+            let mut object = Row::with_capacity(statement.fields.len());
             for (i, field) in statement.fields.iter().enumerate() {
                 let mut value = decode::value(row, i).map_err(|e| {
                     DataSourceError::Unavailable(format!(
