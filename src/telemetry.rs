@@ -59,9 +59,9 @@ impl HttpMetrics {
     }
 
     /// Records one request.
-    pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+    pub fn observe(&self, method: &str, route: &str, status: &str, seconds: f64) {
         self.requests
-            .with_label_values(&[method, route, &status.to_string()])
+            .with_label_values(&[method, route, status])
             .inc();
         self.latency
             .with_label_values(&[method, route])

@@ -308,9 +308,8 @@ impl<E: Endpoint> Endpoint for AuthEndpoint<E> {
             let header = req
                 .headers()
                 .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let outcome = self.auth.verify(header.as_deref());
+                .and_then(|v| v.to_str().ok());
+            let outcome = self.auth.verify(header);
             req.extensions_mut().insert(AuthOutcome(outcome));
         }
         self.inner.call(req).await

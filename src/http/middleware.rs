@@ -135,41 +135,74 @@ pub struct MetricsEndpoint<E> {
     metrics: Arc<HttpMetrics>,
 }
 
-/// Replaces id-like path segments with `{id}` to bound label cardinality.
+/// Replaces id-like path segments (a UUID, or longer than 40 bytes) with `{id}` to bound label
+/// cardinality; paths outside the API and the ops routes are `other`.
 pub fn route_label(path: &str) -> String {
     if !(path.starts_with("/v1/")
         || matches!(path, "/health" | "/readyz" | "/version" | "/metrics"))
     {
         return "other".into();
     }
-    path.split('/')
-        .map(|seg| {
-            if uuid::Uuid::parse_str(seg).is_ok() || seg.len() > 40 {
-                "{id}"
-            } else {
-                seg
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
+    let mut label = String::with_capacity(path.len());
+    for (i, seg) in path.split('/').enumerate() {
+        if i > 0 {
+            label.push('/');
+        }
+        let id_like = seg.len() > 40 || uuid::Uuid::parse_str(seg).is_ok();
+        label.push_str(if id_like { "{id}" } else { seg });
+    }
+    label
 }
 
 impl<E: Endpoint> Endpoint for MetricsEndpoint<E> {
     type Output = Response;
     async fn call(&self, req: Request) -> poem::Result<Response> {
         let start = Instant::now();
-        let method = req.method().to_string();
+        let method = req.method().clone();
         let route = route_label(req.uri().path());
         let resp = match self.inner.call(req).await {
             Ok(r) => r.into_response(),
             Err(e) => e.into_response(),
         };
         self.metrics.observe(
-            &method,
+            method.as_str(),
             &route,
-            resp.status().as_u16(),
+            resp.status().as_str(),
             start.elapsed().as_secs_f64(),
         );
         Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_label;
+
+    #[test]
+    fn route_labels_hide_ids_and_bound_other_paths() {
+        assert_eq!(
+            route_label("/v1/templates/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77"),
+            "/v1/templates/{id}"
+        );
+        assert_eq!(
+            route_label("/v1/reports/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77/download"),
+            "/v1/reports/{id}/download"
+        );
+        assert_eq!(
+            route_label(&format!("/v1/x/{}", "a".repeat(41))),
+            "/v1/x/{id}"
+        );
+        assert_eq!(
+            route_label("/v1/templates/019826f46a9c7b319d402f1e8c5a4b77"),
+            "/v1/templates/{id}",
+            "a UUID in its simple form is an id too"
+        );
+        assert_eq!(route_label("/v1/templates"), "/v1/templates");
+        assert_eq!(route_label("/health"), "/health");
+        assert_eq!(route_label("/wp-admin"), "other");
+        assert_eq!(
+            route_label("/v1/templates/not-a-uuid-but-thirty-six-chars-long!"),
+            "/v1/templates/not-a-uuid-but-thirty-six-chars-long!"
+        );
     }
 }

@@ -4,7 +4,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reporter_ports::StoreError;
 use reporter_ports::ports::{
-    DataSourceError, JobDelivery, RenderError, RenderJob, RunnerError, TableQuery,
+    DataSourceError, JobDelivery, JsonSection, RenderContext, RenderError, RenderJob, Row, RowSink,
+    RunnerError, SectionJson, TableJson, TableQuery,
 };
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
@@ -16,8 +17,8 @@ use tokio::sync::watch;
 use super::ownership::Alive;
 use crate::app::{Completion, Generation};
 
-/// The tables of one section, or why it failed.
-type SectionResult = Result<serde_json::Map<String, serde_json::Value>, SectionError>;
+/// The tables of one section as JSON text, or why it failed.
+type SectionResult = Result<JsonSection, SectionError>;
 
 /// Why a section (one data source) failed. The code is what the API and events show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,7 +188,7 @@ impl Worker {
         }
         let job = RenderJob {
             source: Arc::from(source),
-            data: Arc::new(data),
+            data,
             limits: self.settings.render,
             sanitize_html: matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf),
         };
@@ -262,11 +263,12 @@ impl Worker {
     }
 
     /// One section per data source; a section fails as a whole if any of its tables fails.
+    /// The context lists the sections that succeeded by name, as JSON text written once.
     async fn extract(
         &self,
         report: &Report,
         mapped: &reporter_ports::template::MappedFields,
-    ) -> (serde_json::Value, BTreeMap<String, SectionOutcome>) {
+    ) -> (RenderContext, BTreeMap<String, SectionOutcome>) {
         let mut tasks = Vec::new();
         for (ds, tables) in mapped {
             let ds = ds.clone();
@@ -279,36 +281,24 @@ impl Worker {
                 (ds, result)
             });
         }
-        let results: Vec<(String, SectionResult)> = futures_util::stream::iter(tasks)
+        let mut results: Vec<(String, SectionResult)> = futures_util::stream::iter(tasks)
             .buffer_unordered(self.settings.section_concurrency.max(1))
             .collect()
             .await;
-        let mut data = serde_json::Map::new();
+        results.sort_by(|a, b| a.0.cmp(&b.0));
         let mut sections = BTreeMap::new();
+        let mut extracted = Vec::new();
         for (ds, r) in results {
-            match r {
-                Ok(tables) => {
-                    data.insert(ds.clone(), serde_json::Value::Object(tables));
-                    sections.insert(
-                        ds,
-                        SectionOutcome {
-                            ok: true,
-                            error_code: None,
-                        },
-                    );
-                }
-                Err(e) => {
-                    sections.insert(
-                        ds,
-                        SectionOutcome {
-                            ok: false,
-                            error_code: Some(e.code().to_owned()),
-                        },
-                    );
-                }
+            let outcome = SectionOutcome {
+                ok: r.is_ok(),
+                error_code: r.as_ref().err().map(|e| e.code().to_owned()),
+            };
+            sections.insert(ds.clone(), outcome);
+            if let Ok(json) = r {
+                extracted.push((ds, json));
             }
         }
-        (serde_json::Value::Object(data), sections)
+        (RenderContext::from_sections(extracted), sections)
     }
 
     /// Records the generation through the application (artifact, terminal status, event).
@@ -331,7 +321,8 @@ impl Worker {
     }
 }
 
-/// Extracts one section: every table of one data source, within the limits.
+/// Extracts one section: every table of one data source, within the limits, each row written
+/// into the section's JSON text as it arrives.
 async fn extract_section(
     ds: &str,
     source: Option<std::sync::Arc<dyn reporter_ports::ports::DataSource>>,
@@ -341,18 +332,25 @@ async fn extract_section(
         std::collections::BTreeMap<String, reporter_ports::report::FilterCondition>,
     >,
     settings: &super::WorkerSettings,
-) -> Result<serde_json::Map<String, serde_json::Value>, SectionError> {
+) -> SectionResult {
     let source = source.ok_or(SectionError::NotConfigured)?;
-    let mut out = serde_json::Map::new();
+    let mut section = SectionJson::new();
     let mut bytes = 0usize;
     for (table, fields) in tables {
         let q = TableQuery {
-            table: table.clone(),
             fields: fields.into_iter().collect(),
             filters: filters.get(&table).cloned().unwrap_or_default(),
             max_rows: settings.max_rows,
+            table,
         };
-        let rows = match tokio::time::timeout(settings.query_timeout, source.query(&q)).await {
+        let mut sink = SectionRows {
+            rows: section.table(&q.table),
+            bytes: &mut bytes,
+            max: settings.max_section_bytes,
+        };
+        let streamed =
+            tokio::time::timeout(settings.query_timeout, source.query_into(&q, &mut sink)).await;
+        match streamed {
             Err(_) | Ok(Err(DataSourceError::Timeout)) => return Err(SectionError::Timeout),
             Ok(Err(DataSourceError::Unavailable(e))) => {
                 tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
@@ -364,48 +362,48 @@ async fn extract_section(
                 tracing::warn!(data_source = %ds, error = %e, "section query failed");
                 return Err(SectionError::QueryFailed);
             }
-            Ok(Ok(rows)) => rows,
-        };
-        for row in &rows {
-            bytes += json_len(row);
-            if bytes > settings.max_section_bytes {
-                return Err(SectionError::TooLarge);
-            }
+            Ok(Ok(())) => {}
         }
-        out.insert(
-            table,
-            serde_json::Value::Array(rows.into_iter().map(serde_json::Value::Object).collect()),
-        );
     }
-    Ok(out)
+    Ok(section.finish())
 }
 
-/// The length of `row`'s compact JSON, counted as it is written rather than collected.
-fn json_len(row: &serde_json::Map<String, serde_json::Value>) -> usize {
-    /// A writer that keeps only how many bytes went through it.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
+/// Writes a table's rows into its section as they arrive. MUST stop the query with
+/// `TooLarge` at the first row that takes the section's rows past `max` bytes of JSON.
+struct SectionRows<'a> {
+    rows: TableJson<'a>,
+    /// Bytes of the section's rows so far (every table of the section).
+    bytes: &'a mut usize,
+    max: usize,
+}
+
+impl RowSink for SectionRows<'_> {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        *self.bytes += self.rows.push(&row);
+        if *self.bytes > self.max {
+            return Err(DataSourceError::TooLarge(self.max));
         }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+        Ok(())
     }
-    let mut count = Count(0);
-    // Serializing a JSON map into a writer that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut count, row);
-    count.0
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn json_len_is_the_serialized_length() {
-        let row = serde_json::json!({ "a": 1, "name": "Zoë \"q\"", "n": null, "x": [1.5, true] });
-        let row = row.as_object().unwrap();
-        assert_eq!(super::json_len(row), serde_json::to_vec(row).unwrap().len());
-        assert_eq!(super::json_len(&serde_json::Map::new()), 2);
+    fn section_rows_stop_at_the_first_row_past_the_limit() {
+        let row = serde_json::json!({ "a": 1 }).as_object().cloned().unwrap();
+        let mut section = SectionJson::new();
+        let mut bytes = 0;
+        let mut sink = SectionRows {
+            rows: section.table("t"),
+            bytes: &mut bytes,
+            max: 14,
+        };
+        assert_eq!(sink.push(row.clone()), Ok(()));
+        assert_eq!(sink.push(row.clone()), Ok(()));
+        assert_eq!(sink.push(row), Err(DataSourceError::TooLarge(14)));
+        assert_eq!(bytes, 21, "three rows of seven bytes were counted");
     }
 }

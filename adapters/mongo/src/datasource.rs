@@ -7,7 +7,7 @@ use mongodb::{Client, Database};
 use reporter_ports::datasource::{
     DataSourceDescriptor, DataSourceId, DataSourceKind, SourceSchema, TableSchema,
 };
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
 use reporter_ports::report::FilterCondition;
 use serde_json::{Number, Value};
 use std::collections::BTreeSet;
@@ -274,6 +274,52 @@ impl DataSource for MongoDataSource {
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
+        let mut rows = CollectRows::default();
+        self.query_into(query, &mut rows).await?;
+        Ok(rows.0)
+    }
+
+    /// Reads the cursor one document at a time, each pushed as soon as it is projected.
+    async fn query_into(
+        &self,
+        query: &TableQuery,
+        sink: &mut dyn RowSink,
+    ) -> Result<(), DataSourceError> {
+        let (filter, projection) = self.find_spec(query).await?;
+        let limit = i64::try_from(query.max_rows.saturating_add(1)).unwrap_or(i64::MAX);
+        let mut cursor = self
+            .db
+            .collection::<Document>(&query.table)
+            .find(filter)
+            .projection(projection)
+            .limit(limit)
+            .max_time(self.config.query_timeout)
+            .await
+            .map_err(|e| unavailable("find", &e))?;
+        let mut count = 0usize;
+        while let Some(d) = cursor
+            .try_next()
+            .await
+            .map_err(|e| unavailable("cursor", &e))?
+        {
+            count += 1;
+            if count > query.max_rows {
+                return Err(DataSourceError::RowLimit(query.max_rows));
+            }
+            let row = query
+                .fields
+                .iter()
+                .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
+                .collect::<Row>();
+            sink.push(row)?;
+        }
+        Ok(())
+    }
+}
+
+impl MongoDataSource {
+    /// The filter and projection of `query`, after checking its table and fields exist.
+    async fn find_spec(&self, query: &TableQuery) -> Result<(Document, Document), DataSourceError> {
         if query.table.starts_with("system.") || self.tables(Some(&query.table)).await?.is_empty() {
             return Err(DataSourceError::UnknownTable(query.table.clone()));
         }
@@ -304,32 +350,7 @@ impl DataSource for MongoDataSource {
         for f in &query.fields {
             projection.insert(f.as_str(), 1);
         }
-        let limit = i64::try_from(query.max_rows.saturating_add(1)).unwrap_or(i64::MAX);
-        let docs: Vec<Document> = self
-            .db
-            .collection::<Document>(&query.table)
-            .find(filter)
-            .projection(projection)
-            .limit(limit)
-            .max_time(self.config.query_timeout)
-            .await
-            .map_err(|e| unavailable("find", &e))?
-            .try_collect()
-            .await
-            .map_err(|e| unavailable("cursor", &e))?;
-        if docs.len() > query.max_rows {
-            return Err(DataSourceError::RowLimit(query.max_rows));
-        }
-        Ok(docs
-            .iter()
-            .map(|d| {
-                query
-                    .fields
-                    .iter()
-                    .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
-                    .collect::<Row>()
-            })
-            .collect())
+        Ok((filter, projection))
     }
 }
 

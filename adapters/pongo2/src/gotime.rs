@@ -325,7 +325,11 @@ fn std_chunk(b: &[u8], i: usize) -> Option<(Std, usize)> {
     }
 }
 
+/// The offset element at `i`, which starts with `lead` (`-` or `Z`, already matched there).
 fn offset_chunk(b: &[u8], i: usize, lead: &str) -> Option<(OffKind, usize)> {
+    if !starts(b, i, lead) {
+        return None;
+    }
     for (suffix, kind) in [
         ("070000", OffKind::Hms),
         ("07:00:00", OffKind::HColonMColonS),
@@ -333,7 +337,7 @@ fn offset_chunk(b: &[u8], i: usize, lead: &str) -> Option<(OffKind, usize)> {
         ("07:00", OffKind::HColonM),
         ("07", OffKind::H),
     ] {
-        if starts(b, i, &format!("{lead}{suffix}")) {
+        if starts(b, i + lead.len(), suffix) {
             return Some((kind, lead.len() + suffix.len()));
         }
     }
@@ -353,7 +357,7 @@ pub fn parse_go_string(s: &str) -> Option<GoTime> {
         return None;
     }
     let (datetime, rest) = s.split_at_checked(19)?;
-    let naive = NaiveDateTime::parse_from_str(datetime, "%Y-%m-%d %H:%M:%S").ok()?;
+    let naive = plain_datetime(datetime)?;
     let mut rest = rest;
     let mut nanos: u32 = 0;
     if let Some(frac) = rest.strip_prefix('.') {
@@ -396,6 +400,31 @@ pub fn parse_go_string(s: &str) -> Option<GoTime> {
     })
 }
 
+/// `YYYY-MM-DD HH:MM:SS`, every field of ASCII digits (the prefix of Go's `Time.String()`),
+/// read by position: this runs for every string a template reads from a data row. A second
+/// of 60 reads as 59, as chrono's `%S` reads it once the fraction replaces its leap part.
+fn plain_datetime(s: &str) -> Option<NaiveDateTime> {
+    let b = s.as_bytes();
+    let sep = |i: usize, c: u8| b.get(i) == Some(&c);
+    if b.len() != 19
+        || !(sep(4, b'-') && sep(7, b'-') && sep(10, b' ') && sep(13, b':') && sep(16, b':'))
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b.get(from..to)?.iter().try_fold(0u32, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let year = i32::try_from(num(0, 4)?).ok()?;
+    let date = NaiveDate::from_ymd_opt(year, num(5, 7)?, num(8, 10)?)?;
+    let second = match num(17, 19)? {
+        60 => 59,
+        s => s,
+    };
+    date.and_hms_opt(num(11, 13)?, num(14, 16)?, second)
+}
+
 /// Go's `time.Parse(time.RFC3339, s)` (fractional seconds accepted), then the date-only
 /// layout `2006-01-02`: the parsers of the original's `date` filter and grouping tags.
 pub fn parse_loose(s: &str) -> Option<GoTime> {
@@ -427,6 +456,35 @@ fn parse_rfc3339(s: &str) -> Option<GoTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_datetimes_read_as_chrono_reads_them() {
+        let chrono_read = |s: &str| {
+            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
+                .ok()
+                .and_then(|t| t.with_nanosecond(0))
+        };
+        for s in [
+            "2025-06-01 10:00:00",
+            "0000-01-01 00:00:00",
+            "9999-12-31 23:59:59",
+            "2024-02-29 12:30:45",
+            "2023-02-29 12:30:45",
+            "2025-13-01 10:00:00",
+            "2025-06-31 10:00:00",
+            "2025-06-01 24:00:00",
+            "2025-06-01 10:60:00",
+            "2016-12-31 23:59:60",
+            "2025-06-01 10:00:61",
+            "2025-06-01T10:00:00",
+            "2025-06-01 10:00:0x",
+            "2025/06/01 10:00:00",
+            "2025-06-01 10:00:00 ",
+            "",
+        ] {
+            assert_eq!(plain_datetime(s), chrono_read(s), "{s:?}");
+        }
+    }
 
     #[test]
     fn go_string_round_trip() {

@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
 };
+use futures_util::TryStreamExt;
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
 use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
 use std::sync::Arc;
 use std::time::Instant;
@@ -248,7 +249,14 @@ impl PostgresDataSource {
         Ok(Discovered::from_rows(columns))
     }
 
-    async fn run_query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
+    /// Streams the rows of `query` into `sink` as they arrive from the server (the result is
+    /// never collected). A query the sink stops, or that outlives its timeout, is cancelled
+    /// on the server and its connection closed.
+    async fn run_query(
+        &self,
+        query: &TableQuery,
+        sink: &mut dyn RowSink,
+    ) -> Result<(), DataSourceError> {
         let discovered = self.discovered().await?;
         let table = discovered
             .tables
@@ -257,60 +265,35 @@ impl PostgresDataSource {
         let limit = query.max_rows.min(self.config.max_rows);
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
         let statement = sql::build(query, table, fetch)?;
-        let params: Vec<(&(dyn ToSql + Sync), Type)> = statement
-            .params
-            .iter()
-            .map(|p| match p {
-                Param::Text(s) => (s as &(dyn ToSql + Sync), Type::TEXT),
-                Param::TextArray(v) => (v as &(dyn ToSql + Sync), Type::TEXT_ARRAY),
-                Param::Int8(n) => (n as &(dyn ToSql + Sync), Type::INT8),
-            })
-            .collect();
-
         let deadline = tokio::time::Instant::now() + self.config.query_timeout;
         let client = tokio::time::timeout_at(deadline, self.pool.get())
             .await
             .map_err(|_| DataSourceError::Timeout)?
             .map_err(pool_error)?;
-        let outcome =
-            tokio::time::timeout_at(deadline, client.query_typed(&statement.sql, &params)).await;
-        let rows = match outcome {
-            Ok(Ok(rows)) => rows,
-            Ok(Err(e)) => {
+        let streamed = tokio::time::timeout_at(
+            deadline,
+            stream_rows(&client, &statement, query, limit, sink),
+        )
+        .await;
+        match streamed {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(Stop::Server(e))) => {
                 let (error, stale) = pg_error(&e);
                 if stale {
                     self.cache.lock().await.take();
                 }
-                return Err(error);
+                Err(error)
+            }
+            Ok(Err(Stop::RowLimit)) => Err(DataSourceError::RowLimit(limit)),
+            Ok(Err(Stop::Early(error))) => {
+                self.abandon(client);
+                Err(error)
             }
             Err(_) => {
                 self.abandon(client);
-                return Err(DataSourceError::Timeout);
+                Err(DataSourceError::Timeout)
             }
-        };
-        if rows.len() > limit {
-            return Err(DataSourceError::RowLimit(limit));
         }
-        let mut out = Vec::with_capacity(rows.len());
-        // By value, so each wire row is freed once decoded.
-        for row in rows {
-            let row = &row;
-            let mut object = Row::with_capacity(statement.fields.len());
-            for (i, field) in statement.fields.iter().enumerate() {
-                let mut value = decode::value(row, i).map_err(|e| {
-                    DataSourceError::Unavailable(format!(
-                        "cannot read {}.{field}: {e}",
-                        query.table
-                    ))
-                })?;
-                if statement.json.get(i).copied().unwrap_or(false) {
-                    value = decode::json_text(value);
-                }
-                object.insert(field.clone(), value);
-            }
-            out.push(object);
-        }
-        Ok(out)
     }
 
     /// Cancels the statement running on `client` and closes its connection instead of
@@ -340,6 +323,77 @@ impl DataSource for PostgresDataSource {
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
-        self.guarded(self.run_query(query)).await
+        let mut rows = CollectRows::default();
+        self.guarded(self.run_query(query, &mut rows)).await?;
+        Ok(rows.0)
     }
+
+    async fn query_into(
+        &self,
+        query: &TableQuery,
+        sink: &mut dyn RowSink,
+    ) -> Result<(), DataSourceError> {
+        self.guarded(self.run_query(query, sink)).await
+    }
+}
+
+/// Why a streamed query stopped before its last row.
+enum Stop {
+    /// The server answered an error (before or between rows).
+    Server(tokio_postgres::Error),
+    /// More rows matched than the limit (the statement fetches at most one more).
+    RowLimit,
+    /// The sink refused a row, or a value could not be read: the rest is not wanted.
+    Early(DataSourceError),
+}
+
+/// Sends `statement` and pushes each row, decoded and projected, into `sink` as it arrives.
+async fn stream_rows(
+    client: &Object,
+    statement: &sql::Statement,
+    query: &TableQuery,
+    limit: usize,
+    sink: &mut dyn RowSink,
+) -> Result<(), Stop> {
+    let params = statement.params.iter().map(|p| match p {
+        Param::Text(s) => (s as &(dyn ToSql + Sync), Type::TEXT),
+        Param::TextArray(v) => (v as &(dyn ToSql + Sync), Type::TEXT_ARRAY),
+        Param::Int8(n) => (n as &(dyn ToSql + Sync), Type::INT8),
+    });
+    let rows = client
+        .query_typed_raw(&statement.sql, params)
+        .await
+        .map_err(Stop::Server)?;
+    let mut rows = std::pin::pin!(rows);
+    let mut count = 0usize;
+    while let Some(row) = rows.try_next().await.map_err(Stop::Server)? {
+        count += 1;
+        if count > limit {
+            return Err(Stop::RowLimit);
+        }
+        let object = project(&row, statement, &query.table).map_err(Stop::Early)?;
+        // The wire row is freed before the next one is read.
+        drop(row);
+        sink.push(object).map_err(Stop::Early)?;
+    }
+    Ok(())
+}
+
+/// One wire row as a port row: the statement's fields, decoded (JSON columns parsed).
+fn project(
+    row: &tokio_postgres::Row,
+    statement: &sql::Statement,
+    table: &str,
+) -> Result<Row, DataSourceError> {
+    let mut object = Row::with_capacity(statement.fields.len());
+    for (i, field) in statement.fields.iter().enumerate() {
+        let mut value = decode::value(row, i).map_err(|e| {
+            DataSourceError::Unavailable(format!("cannot read {table}.{field}: {e}"))
+        })?;
+        if statement.json.get(i).copied().unwrap_or(false) {
+            value = decode::json_text(value);
+        }
+        object.insert(field.clone(), value);
+    }
+    Ok(object)
 }

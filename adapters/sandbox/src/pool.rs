@@ -4,7 +4,7 @@ use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
 };
-use reporter_ports::ports::{RenderError, RunnerError};
+use reporter_ports::ports::{RenderContext, RenderError, RunnerError};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -136,7 +136,7 @@ impl ProcessPool {
         &self,
         header: &RequestHeader,
         source: &[u8],
-        data: Option<&[u8]>,
+        data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
         let inner = &self.inner;
         let acquire = inner.slots.acquire();
@@ -300,7 +300,7 @@ impl Inner {
         mut warm: Warm,
         header: &[u8],
         source: &[u8],
-        data: Option<&[u8]>,
+        data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
         let deadline = Instant::now() + self.config.wall_timeout;
         let max_answer = self.config.max_output_bytes.saturating_add(1024 * 1024);
@@ -310,7 +310,7 @@ impl Inner {
             protocol::write_frame_async(stdin, HEADER, header).await?;
             protocol::write_frame_async(stdin, SOURCE, source).await?;
             if let Some(d) = data {
-                protocol::write_frame_async(stdin, DATA, d).await?;
+                protocol::write_frame_parts_async(stdin, DATA, d.parts()).await?;
             }
             protocol::read_frame_async(stdout, max_answer).await
         };

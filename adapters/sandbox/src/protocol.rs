@@ -188,9 +188,22 @@ pub async fn write_frame_async(
     kind: u8,
     payload: &[u8],
 ) -> io::Result<()> {
+    write_frame_parts_async(w, kind, &[payload]).await
+}
+
+/// Writes one frame whose payload is `parts` one after the other, never joined (the
+/// service's side; a render context is sent this way).
+pub async fn write_frame_parts_async(
+    w: &mut (impl AsyncWrite + Unpin),
+    kind: u8,
+    parts: &[impl AsRef<[u8]>],
+) -> io::Result<()> {
+    let len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
     w.write_all(&[kind]).await?;
-    w.write_all(&(payload.len() as u64).to_le_bytes()).await?;
-    w.write_all(payload).await?;
+    w.write_all(&(len as u64).to_le_bytes()).await?;
+    for part in parts {
+        w.write_all(part.as_ref()).await?;
+    }
     w.flush().await
 }
 
@@ -228,6 +241,18 @@ mod tests {
         );
         assert!(read_frame(&mut &buf[..], 4).is_err());
         assert!(read_frame(&mut &buf[..buf.len() - 1], 5).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_frame_written_in_parts_reads_as_one() {
+        let mut buf = Vec::new();
+        write_frame_parts_async(&mut buf, DATA, &[&b"{\"a\":"[..], b"", b"[1]}"])
+            .await
+            .unwrap();
+        assert_eq!(
+            read_frame(&mut &buf[..], 64).unwrap(),
+            (DATA, br#"{"a":[1]}"#.to_vec())
+        );
     }
 
     #[test]

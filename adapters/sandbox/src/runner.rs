@@ -9,9 +9,9 @@ use reporter_ports::template::MappedFields;
 use std::sync::Arc;
 
 /// Parses at upload in one pool and renders in another, so a burst of slow renders never
-/// holds up an upload (and the reverse). Conversions of large payloads (the render context
-/// to JSON, the output to text) run on the blocking thread pool, never on the caller's async
-/// threads.
+/// holds up an upload (and the reverse). The render context arrives as JSON text and is sent
+/// in its pieces as it is; the output's UTF-8 check runs on the blocking thread pool, never on
+/// the caller's async threads.
 #[derive(Debug, Clone)]
 pub struct ProcessTemplateRunner {
     parse: ProcessPool,
@@ -71,17 +71,11 @@ impl TemplateRunner for ProcessTemplateRunner {
             limits: job.limits.into(),
             sanitize_html: job.sanitize_html,
         };
-        let data = job.data.clone();
-        let data = blocking(move || {
-            serde_json::to_vec(&*data)
-                .map_err(|e| RunnerError::Unavailable(format!("render context: {e}")))
-        })
-        .await?;
         let bytes = self
             .render
-            .run(&header, job.source.as_bytes(), Some(&data))
+            .run(&header, job.source.as_bytes(), Some(&job.data))
             .await?;
-        drop(data);
+        drop(job);
         blocking(move || {
             String::from_utf8(bytes).map_err(|_| {
                 RunnerError::Template(RenderError::Evaluation("output is not UTF-8".into()))

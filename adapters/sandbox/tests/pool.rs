@@ -1,8 +1,9 @@
 //! The process pool against a scripted child: every way a child can die is read right, the
 //! pool stays usable and replaces its children, the OS bounds hold.
 use reporter_adapter_sandbox::{PoolConfig, ProcessPool, ProcessTemplateRunner};
-use reporter_ports::ports::{RenderError, RenderJob, RenderLimits, RunnerError, TemplateRunner};
-use std::sync::Arc;
+use reporter_ports::ports::{
+    RenderContext, RenderError, RenderJob, RenderLimits, RunnerError, TemplateRunner,
+};
 use std::time::{Duration, Instant};
 
 fn config(name: &'static str) -> PoolConfig {
@@ -36,7 +37,7 @@ fn runner() -> ProcessTemplateRunner {
 async fn render(r: &ProcessTemplateRunner, source: &str) -> Result<String, RunnerError> {
     r.render(RenderJob {
         source: source.into(),
-        data: Arc::new(serde_json::json!({"ds": {"t": [{"a": 1}]}})),
+        data: RenderContext::from_value(&serde_json::json!({"ds": {"t": [{"a": 1}]}})),
         limits: RenderLimits::default(),
         sanitize_html: false,
     })
@@ -67,7 +68,7 @@ async fn answers_and_errors_come_back() {
     let sanitized = r
         .render(RenderJob {
             source: "echo:<p>".into(),
-            data: Arc::new(serde_json::json!({})),
+            data: RenderContext::from_value(&serde_json::json!({})),
             limits: RenderLimits::default(),
             sanitize_html: true,
         })

@@ -127,6 +127,11 @@ pub const LIMITS: [(&str, &str); 6] = [
 
 /// `reporter serve` (in memory, auth on) with `db` as data source `bench` and [`LIMITS`].
 pub fn serve(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Server> {
+    serve_with(ctx, db, &[])
+}
+
+/// [`serve`] with `extra` variables set too.
+pub fn serve_with(ctx: &Ctx, db: &ScratchDb, extra: &[(&str, &str)]) -> anyhow::Result<Server> {
     let mut env: Vec<(&str, String)> = vec![
         ("DATASOURCE_BENCH_TYPE", "postgresql".into()),
         ("DATASOURCE_BENCH_HOST", "127.0.0.1".into()),
@@ -135,6 +140,7 @@ pub fn serve(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Server> {
         ("DATASOURCE_BENCH_DATABASE", db.name.clone()),
     ];
     env.extend(LIMITS.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     Server::reporter(ctx, &env)
 }
 

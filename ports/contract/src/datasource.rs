@@ -26,7 +26,7 @@
 //! unknown field (projected or filtered) → `UnknownField`, and more matching rows than
 //! `max_rows` → `RowLimit(max_rows)`. Row order is not part of the port contract: results are
 //! compared sorted by `id`.
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
 use reporter_ports::report::FilterCondition;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -100,6 +100,9 @@ macro_rules! data_source_contract {
                 filters_combine,
                 unknown_names_are_errors,
                 row_limit,
+                streamed_rows_are_the_queried_rows,
+                a_sink_error_stops_the_stream,
+                streamed_row_limit,
             ]
         );
     };
@@ -350,4 +353,68 @@ pub async fn row_limit<D: DataSource>(source: &D) {
         expect_error(source, &query(&["id"], &[("id", json!({"gte": [2]}))], 3)).await,
         DataSourceError::RowLimit(3)
     );
+}
+
+/// Sorted by `id` (row order is not part of the contract).
+fn by_id(mut rows: Vec<Row>) -> Vec<Row> {
+    rows.sort_by_key(|r| r.get("id").and_then(Value::as_i64));
+    rows
+}
+
+pub async fn streamed_rows_are_the_queried_rows<D: DataSource>(source: &D) {
+    let q = query(&["id", "name"], &[("id", json!({"gte": [2]}))], 100);
+    let queried = source.query(&q).await.expect("query");
+    let mut streamed = CollectRows::default();
+    source
+        .query_into(&q, &mut streamed)
+        .await
+        .expect("query_into");
+    assert_eq!(by_id(streamed.0), by_id(queried));
+}
+
+/// A sink that takes `left` rows and refuses the next one.
+struct Refusing {
+    left: usize,
+    taken: usize,
+}
+
+impl RowSink for Refusing {
+    fn push(&mut self, _row: Row) -> Result<(), DataSourceError> {
+        if self.left == 0 {
+            return Err(DataSourceError::TooLarge(7));
+        }
+        self.left -= 1;
+        self.taken += 1;
+        Ok(())
+    }
+}
+
+pub async fn a_sink_error_stops_the_stream<D: DataSource>(source: &D) {
+    let mut sink = Refusing { left: 2, taken: 0 };
+    let q = query(&["id"], &[], 100);
+    assert_eq!(
+        source.query_into(&q, &mut sink).await,
+        Err(DataSourceError::TooLarge(7)),
+        "the sink's error is the answer"
+    );
+    assert_eq!(sink.taken, 2, "no row is pushed after the refusal");
+    let rows = source
+        .query(&q)
+        .await
+        .expect("the source is usable afterwards");
+    assert_eq!(rows.len(), 5);
+}
+
+pub async fn streamed_row_limit<D: DataSource>(source: &D) {
+    let mut sink = CollectRows::default();
+    assert_eq!(
+        source.query_into(&query(&["id"], &[], 4), &mut sink).await,
+        Err(DataSourceError::RowLimit(4))
+    );
+    let mut sink = CollectRows::default();
+    source
+        .query_into(&query(&["id"], &[], 5), &mut sink)
+        .await
+        .expect("exactly max_rows rows is fine");
+    assert_eq!(sink.0.len(), 5);
 }

@@ -50,8 +50,14 @@ pub enum DataSourceError {
     TooLarge(usize),
 }
 
+/// Takes the rows of a query one at a time ([`DataSource::query_into`]).
+pub trait RowSink: Send {
+    /// Takes the next row. An `Err` stops the query: no further row is pushed and the query
+    /// answers that error.
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError>;
+}
+
 /// A configured data source.
-#[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait DataSource: Send + Sync {
     /// Id, name and kind.
@@ -60,4 +66,33 @@ pub trait DataSource: Send + Sync {
     async fn schema(&self) -> Result<SourceSchema, DataSourceError>;
     /// Rows of one table, projected to `query.fields`, filtered.
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError>;
+    /// The rows `query` would answer, pushed into `sink` one at a time.
+    ///
+    /// MUST push exactly the rows `query` answers (same projection and filters) and fail with
+    /// the same errors; MUST stop at the first `Err` of the sink and answer it; MUST answer
+    /// `RowLimit` once more rows than the limit have matched (the rows pushed before are the
+    /// caller's to discard). Adapters that read a cursor SHOULD push each row as it arrives,
+    /// so that the source never holds the whole result; the default collects `query`.
+    async fn query_into(
+        &self,
+        query: &TableQuery,
+        sink: &mut dyn RowSink,
+    ) -> Result<(), DataSourceError> {
+        for row in self.query(query).await? {
+            sink.push(row)?;
+        }
+        Ok(())
+    }
+}
+
+/// A [`RowSink`] that keeps every row (what `query` answers when it is written over
+/// `query_into`).
+#[derive(Debug, Default)]
+pub struct CollectRows(pub Vec<Row>);
+
+impl RowSink for CollectRows {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        self.0.push(row);
+        Ok(())
+    }
 }

@@ -1,4 +1,5 @@
 use super::render::{RenderError, RenderLimits, TemplateAnalysis};
+use super::render_context::RenderContext;
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -22,8 +23,8 @@ pub enum RunnerError {
 pub struct RenderJob {
     /// Template source.
     pub source: Arc<str>,
-    /// Context `{ "<data source>": { "<table>": [ {row}, ... ] } }`.
-    pub data: Arc<serde_json::Value>,
+    /// Context `{ "<data source>": { "<table>": [ {row}, ... ] } }`, as JSON text.
+    pub data: RenderContext,
     /// Engine bounds (fuel, recursion, output, memory, nesting).
     pub limits: RenderLimits,
     /// Pass the output through the HTML sanitizer (html and pdf formats).
