@@ -13,6 +13,7 @@ mod architecture_check;
 mod build_info;
 pub mod cli;
 pub mod config;
+pub mod heap;
 pub mod http;
 pub mod streaming;
 pub mod telemetry;

@@ -8,6 +8,8 @@ fn main() -> ExitCode {
     if let Some(Command::TemplateSandbox { args }) = &cli.command {
         return reporter::wiring::template_sandbox_child(args);
     }
+    // Before any thread: large buffers stay out of the allocator's arenas (see `heap`).
+    reporter::heap::configure();
     // Two rustls crypto providers are compiled in (tiberius brings aws-lc-rs): name ring as
     // the process default for every client that asks rustls for it (mysql_async, mongodb,
     // lapin), which would otherwise panic.

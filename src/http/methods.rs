@@ -41,15 +41,10 @@ pub fn allow_header(methods: &[Method]) -> String {
 impl<E: Endpoint> Endpoint for MethodCheckEndpoint<E> {
     type Output = Response;
     async fn call(&self, req: Request) -> poem::Result<Response> {
-        let methods = self.contract.methods(req.uri().path());
-        let method = if req.method() == Method::HEAD {
-            &Method::GET
-        } else {
-            req.method()
-        };
-        if methods.is_empty() || methods.contains(method) {
+        if self.contract.allows(req.method(), req.uri().path()) {
             return self.inner.call(req).await.map(IntoResponse::into_response);
         }
+        let methods = self.contract.methods(req.uri().path());
         let allow = allow_header(&methods);
         let mut resp = error_response(&AppError::new(
             Code::MethodNotAllowed,

@@ -91,26 +91,25 @@ impl QueryContract {
         } else {
             method
         };
-        let parts = parts(path);
         self.operations
             .iter()
-            .find(|o| o.method == *method && o.matches(&parts))
+            .find(|o| o.method == *method && o.matches(path))
             .map(|o| &o.known)
     }
 }
 
 impl Operation {
-    fn matches(&self, parts: &[&str]) -> bool {
-        self.segments.len() == parts.len()
-            && self.segments.iter().zip(parts).all(|(s, p)| match s {
+    /// Whether `path` is this operation's path (segment by segment, without allocating: this
+    /// runs on every request).
+    fn matches(&self, path: &str) -> bool {
+        let mut parts = path.trim_end_matches('/').split('/').skip(1);
+        self.segments.iter().all(|s| {
+            parts.next().is_some_and(|p| match s {
                 Segment::Literal(l) => l == p,
                 Segment::Parameter => !p.is_empty(),
             })
+        }) && parts.next().is_none()
     }
-}
-
-fn parts(path: &str) -> Vec<&str> {
-    path.trim_end_matches('/').split('/').skip(1).collect()
 }
 
 impl QueryContract {
@@ -118,8 +117,7 @@ impl QueryContract {
     /// literal matching path wins (`/v1/deadlines/notifications` is the GET of that path, not
     /// `{id}`). Empty when no operation has the path.
     pub fn methods(&self, path: &str) -> Vec<Method> {
-        let parts = parts(path);
-        let Some(route) = self.operations.iter().find(|o| o.matches(&parts)) else {
+        let Some(route) = self.route(path) else {
             return Vec::new();
         };
         self.operations
@@ -127,6 +125,27 @@ impl QueryContract {
             .filter(|o| o.segments == route.segments)
             .map(|o| o.method.clone())
             .collect()
+    }
+
+    /// Whether `method` may reach the route `path` resolves to: true when the route takes it,
+    /// and when no operation has the path (the router answers 404 then). `HEAD` is `GET`.
+    /// The same answer as [`Self::methods`], without allocating.
+    pub fn allows(&self, method: &Method, path: &str) -> bool {
+        let method = if method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
+        self.route(path).is_none_or(|route| {
+            self.operations
+                .iter()
+                .any(|o| o.method == *method && o.segments == route.segments)
+        })
+    }
+
+    /// The operation whose path `path` is, the most literal first.
+    fn route(&self, path: &str) -> Option<&Operation> {
+        self.operations.iter().find(|o| o.matches(path))
     }
 }
 
@@ -313,5 +332,42 @@ mod tests {
         assert_eq!(c.known(&Method::POST, "/v1/deadlines"), Some(&known(&[])));
         assert_eq!(c.known(&Method::GET, "/v1/nothing"), None);
         assert_eq!(c.known(&Method::DELETE, "/v1/deadlines"), None);
+    }
+
+    #[test]
+    fn allows_gives_the_answer_of_methods() {
+        let spec = serde_json::json!({"paths": {
+            "/v1/deadlines/{id}": {"get": {}, "delete": {}},
+            "/v1/deadlines/notifications": {"get": {}},
+            "/v1/deadlines": {"get": {}, "post": {}}
+        }});
+        let c = QueryContract::from_spec(&spec);
+        let paths = [
+            "/v1/deadlines",
+            "/v1/deadlines/",
+            "/v1/deadlines/notifications",
+            "/v1/deadlines/0190",
+            "/v1/deadlines/0190/x",
+            "/v1/nothing",
+            "/",
+        ];
+        let methods = [
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::DELETE,
+            Method::PUT,
+        ];
+        for path in paths {
+            let listed = c.methods(path);
+            for m in &methods {
+                let as_get = if *m == Method::HEAD { &Method::GET } else { m };
+                let want = listed.is_empty() || listed.contains(as_get);
+                assert_eq!(c.allows(m, path), want, "{m} {path}");
+            }
+        }
+        assert!(!c.allows(&Method::DELETE, "/v1/deadlines/notifications"));
+        assert!(c.allows(&Method::DELETE, "/v1/deadlines/0190"));
+        assert!(!c.allows(&Method::POST, "/v1/deadlines/0190"));
     }
 }

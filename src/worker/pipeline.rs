@@ -100,6 +100,9 @@ impl Worker {
         if let Err(e) = result {
             tracing::error!(error = %e, report_id = %job.report_id, "could not settle the job; it will be redelivered");
         }
+        if started.elapsed() >= crate::heap::TRIM_AFTER {
+            crate::heap::release_freed().await;
+        }
     }
 
     async fn process(
@@ -177,7 +180,10 @@ impl Worker {
             Ok(found) => found,
             Err(failed) => return Ok(failed),
         };
+        let phase = Instant::now();
         let (data, sections) = self.extract(report, &template.mapped_fields).await;
+        let extract_ms = phase.elapsed().as_millis() as u64;
+        let context_bytes = data.len();
         let ok = sections.values().filter(|s| s.ok).count();
         if !sections.is_empty() && ok == 0 {
             tracing::warn!("every section failed; no artifact");
@@ -192,6 +198,7 @@ impl Worker {
             limits: self.settings.render,
             sanitize_html: matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf),
         };
+        let phase = Instant::now();
         let text = match self.runner.render(job).await {
             Ok(t) => t,
             Err(RunnerError::Unavailable(e)) => {
@@ -207,6 +214,8 @@ impl Worker {
                 return Ok(Generation::Failed { code, sections });
             }
         };
+        let render_ms = phase.elapsed().as_millis() as u64;
+        let phase = Instant::now();
         let bytes = if report.output_format == OutputFormat::Pdf {
             match self.pdf.render(&text).await {
                 Ok(b) => Bytes::from(b),
@@ -221,6 +230,14 @@ impl Worker {
         } else {
             Bytes::from(text.into_bytes())
         };
+        tracing::info!(
+            extract_ms,
+            context_bytes,
+            render_ms,
+            convert_ms = phase.elapsed().as_millis() as u64,
+            artifact_bytes = bytes.len(),
+            "report generated"
+        );
         Ok(Generation::Artifact { bytes, sections })
     }
 
