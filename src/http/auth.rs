@@ -1,18 +1,17 @@
 //! Bearer-token authentication, scopes and tenant resolution.
 //!
-//! A middleware verifies the `Authorization` header of every request once and stores the
-//! outcome in the request; the [`Auth`] extractor (declared in the spec as the `bearerAuth`
+//! [`authenticate`] (run by `gate`) verifies the `Authorization` header of every request once
+//! and stores the outcome in the request; the [`Auth`] extractor (declared in the spec as the `bearerAuth`
 //! security scheme) turns a failed outcome into 401, and [`Auth::require`] checks a scope (403).
 use crate::app::{AppError, Caller, Code};
 use crate::config::{AuthKey, AuthSettings, Tenancy};
 use crate::http::error::ApiError;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use poem::{Endpoint, Middleware, Request};
+use poem::Request;
 use poem_openapi::registry::{MetaSecurityScheme, Registry};
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use reporter_ports::TenantId;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// OAuth2-style scopes, carried space-separated in the `scope` claim.
@@ -76,6 +75,11 @@ impl Scope {
         Self::ALL.into_iter().find(|s| s.as_str() == raw)
     }
 
+    /// This scope's bit in a [`Scopes`] set.
+    const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
     /// Every scope, space-separated (the dev token's `scope` claim).
     pub fn all_claim() -> String {
         Self::ALL
@@ -83,6 +87,29 @@ impl Scope {
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// A set of scopes (one bit per [`Scope`]): checked on every request, so it is `Copy` and
+/// allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scopes(u16);
+
+impl Scopes {
+    /// Every scope.
+    pub fn all() -> Self {
+        Scope::ALL.into_iter().collect()
+    }
+
+    /// Whether `scope` is in the set.
+    pub fn contains(self, scope: Scope) -> bool {
+        self.0 & scope.bit() != 0
+    }
+}
+
+impl FromIterator<Scope> for Scopes {
+    fn from_iter<I: IntoIterator<Item = Scope>>(iter: I) -> Self {
+        Self(iter.into_iter().fold(0, |bits, s| bits | s.bit()))
     }
 }
 
@@ -94,7 +121,7 @@ pub struct Principal {
     /// Resolved tenant.
     pub tenant: TenantId,
     /// Granted scopes.
-    pub scopes: BTreeSet<Scope>,
+    pub scopes: Scopes,
 }
 
 /// Why a request is not authenticated. The message is safe to show.
@@ -211,7 +238,7 @@ impl Authenticator {
                 return Ok(Principal {
                     subject: "anonymous".into(),
                     tenant,
-                    scopes: Scope::ALL.into_iter().collect(),
+                    scopes: Scopes::all(),
                 });
             }
             Mode::Jwt { key, validation } => (key, validation),
@@ -278,52 +305,32 @@ pub fn mint_hs256(secret: &[u8], claims: &Claims) -> Result<String, String> {
     .map_err(|e| e.to_string())
 }
 
-/// The authentication outcome stored in each request by [`AuthMiddleware`].
+/// The authentication outcome stored in each request by [`authenticate`] (shared with the
+/// operation's [`Auth`] without a copy).
 #[derive(Debug, Clone)]
-pub struct AuthOutcome(pub Result<Principal, AuthFailure>);
+pub struct AuthOutcome(pub Result<Arc<Principal>, AuthFailure>);
 
-/// Verifies the bearer token of every request.
-pub struct AuthMiddleware(pub Arc<Authenticator>);
-
-impl<E: Endpoint> Middleware<E> for AuthMiddleware {
-    type Output = AuthEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        AuthEndpoint {
-            inner: ep,
-            auth: self.0.clone(),
-        }
-    }
-}
-
-/// Endpoint wrapper of [`AuthMiddleware`].
-pub struct AuthEndpoint<E> {
-    inner: E,
-    auth: Arc<Authenticator>,
-}
-
-impl<E: Endpoint> Endpoint for AuthEndpoint<E> {
-    type Output = E::Output;
-    async fn call(&self, mut req: Request) -> poem::Result<Self::Output> {
-        if req.uri().path().starts_with("/v1/") {
-            let header = req
-                .headers()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok());
-            let outcome = self.auth.verify(header);
-            req.extensions_mut().insert(AuthOutcome(outcome));
-        }
-        self.inner.call(req).await
+/// Verifies the bearer token of a `/v1` request once and stores the outcome in the request
+/// (read by [`Auth`]); other paths are public.
+pub fn authenticate(auth: &Authenticator, req: &mut Request) {
+    if req.uri().path().starts_with("/v1/") {
+        let header = req
+            .headers()
+            .get(poem::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let outcome = auth.verify(header).map(Arc::new);
+        req.extensions_mut().insert(AuthOutcome(outcome));
     }
 }
 
 /// The authenticated caller of an operation (security scheme `bearerAuth`).
 #[derive(Debug, Clone)]
-pub struct Auth(pub Principal);
+pub struct Auth(pub Arc<Principal>);
 
 impl Auth {
     /// MUST answer 403 when the token lacks `scope`.
     pub fn require(&self, scope: Scope) -> Result<Caller, ApiError> {
-        if self.0.scopes.contains(&scope) {
+        if self.0.scopes.contains(scope) {
             Ok(Caller {
                 tenant: self.0.tenant.clone(),
                 subject: self.0.subject.clone(),

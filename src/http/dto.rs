@@ -164,8 +164,9 @@ pub fn check_cursor(raw: Option<&str>) -> Result<(), AppError> {
 }
 
 /// A warning returned with an accepted template.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[derive(Debug, Clone, PartialEq, Eq, Object, serde::Serialize)]
 #[oai(rename = "Warning")]
+#[serde(rename_all = "camelCase")]
 pub struct WarningDto {
     /// Stable warning code, e.g. `DATA_SOURCE_UNAVAILABLE`.
     pub code: String,

@@ -7,25 +7,12 @@
 //! same status and an empty body, before Reporter sees it.
 use super::error::error_response;
 use crate::app::{AppError, Code};
-use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
+use poem::{Request, Response};
 
 /// Longest request target (path and query) Reporter reads.
 pub const MAX_URI_BYTES: usize = 8 * 1024;
 /// Largest header section (names, values and separators) Reporter reads.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
-
-/// Refuses request heads over the bounds (see the module docs).
-pub struct HeadLimit;
-
-impl<E: Endpoint> Middleware<E> for HeadLimit {
-    type Output = HeadLimitEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        HeadLimitEndpoint(ep)
-    }
-}
-
-/// Endpoint of [`HeadLimit`].
-pub struct HeadLimitEndpoint<E>(E);
 
 /// Bytes of the header section as sent (`name: value\r\n` per header).
 fn header_bytes(req: &Request) -> usize {
@@ -35,22 +22,20 @@ fn header_bytes(req: &Request) -> usize {
         .sum()
 }
 
-impl<E: Endpoint> Endpoint for HeadLimitEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
-        let uri = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
-        if uri > MAX_URI_BYTES {
-            return Ok(error_response(&AppError::new(
-                Code::UriTooLong,
-                format!("the request URI is longer than {MAX_URI_BYTES} bytes"),
-            )));
-        }
-        if header_bytes(&req) > MAX_HEADER_BYTES {
-            return Ok(error_response(&AppError::new(
-                Code::HeadersTooLarge,
-                format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
-            )));
-        }
-        self.0.call(req).await.map(IntoResponse::into_response)
+/// The refusal of a request head over the bounds (see the module docs), if it is.
+pub fn refusal(req: &Request) -> Option<Response> {
+    let uri = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if uri > MAX_URI_BYTES {
+        return Some(error_response(&AppError::new(
+            Code::UriTooLong,
+            format!("the request URI is longer than {MAX_URI_BYTES} bytes"),
+        )));
     }
+    if header_bytes(req) > MAX_HEADER_BYTES {
+        return Some(error_response(&AppError::new(
+            Code::HeadersTooLarge,
+            format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
+        )));
+    }
+    None
 }

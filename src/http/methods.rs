@@ -4,28 +4,8 @@
 use super::error::error_response;
 use super::query::QueryContract;
 use crate::app::{AppError, Code};
-use poem::http::{HeaderValue, Method};
-use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
-use std::sync::Arc;
-
-/// Answers 405 with `Allow` before routing (see the module docs).
-pub struct MethodCheck(pub Arc<QueryContract>);
-
-impl<E: Endpoint> Middleware<E> for MethodCheck {
-    type Output = MethodCheckEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        MethodCheckEndpoint {
-            inner: ep,
-            contract: self.0.clone(),
-        }
-    }
-}
-
-/// Endpoint of [`MethodCheck`].
-pub struct MethodCheckEndpoint<E> {
-    inner: E,
-    contract: Arc<QueryContract>,
-}
+use poem::http::{HeaderValue, Method, header};
+use poem::{Request, Response};
 
 /// The `Allow` value of `methods` (HEAD wherever GET is).
 pub fn allow_header(methods: &[Method]) -> String {
@@ -38,23 +18,22 @@ pub fn allow_header(methods: &[Method]) -> String {
     names.join(", ")
 }
 
-impl<E: Endpoint> Endpoint for MethodCheckEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
-        if self.contract.allows(req.method(), req.uri().path()) {
-            return self.inner.call(req).await.map(IntoResponse::into_response);
-        }
-        let methods = self.contract.methods(req.uri().path());
-        let allow = allow_header(&methods);
-        let mut resp = error_response(&AppError::new(
-            Code::MethodNotAllowed,
-            format!("{} is not allowed here; allowed: {allow}", req.method()),
-        ));
-        if let Ok(v) = HeaderValue::from_str(&allow) {
-            resp.headers_mut().insert("allow", v);
-        }
-        Ok(resp)
+/// The 405 with `Allow` of a request whose path does not take its method (see the module
+/// docs), if it is.
+pub fn refusal(contract: &QueryContract, req: &Request) -> Option<Response> {
+    if contract.allows(req.method(), req.uri().path()) {
+        return None;
     }
+    let methods = contract.methods(req.uri().path());
+    let allow = allow_header(&methods);
+    let mut resp = error_response(&AppError::new(
+        Code::MethodNotAllowed,
+        format!("{} is not allowed here; allowed: {allow}", req.method()),
+    ));
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    Some(resp)
 }
 
 #[cfg(test)]

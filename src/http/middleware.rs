@@ -1,26 +1,48 @@
-//! Cross-cutting HTTP behaviour: security headers, request ids, body limits and request
-//! metrics.
-use super::error::error_response;
-use crate::app::{AppError, Code};
+//! The request's way in and out, in one endpoint (the outermost but the panic catcher): its
+//! correlation id and tracing span, its metrics, and the reference's security headers on every
+//! response.
 use crate::telemetry::HttpMetrics;
-use poem::http::{HeaderValue, Method};
-use poem::{Body, Endpoint, IntoResponse, Middleware, Request, Response};
+use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
+use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument;
 
-/// Adds the reference's security headers to every response and echoes (or assigns) `X-Request-Id`.
-pub struct Hardening;
+/// Assigns (or echoes) `X-Request-Id`, traces and counts the request, adds the security
+/// headers (see the module docs).
+pub struct Edge(pub Arc<HttpMetrics>);
 
-impl<E: Endpoint> Middleware<E> for Hardening {
-    type Output = HardeningEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        HardeningEndpoint(ep)
+impl<E: Endpoint> Middleware<E> for Edge {
+    type Output = EdgeEndpoint<E>;
+    fn transform(&self, inner: E) -> Self::Output {
+        EdgeEndpoint {
+            inner,
+            metrics: self.0.clone(),
+        }
     }
 }
 
-/// Endpoint of [`Hardening`].
-pub struct HardeningEndpoint<E>(E);
+/// Endpoint of [`Edge`].
+pub struct EdgeEndpoint<E> {
+    inner: E,
+    metrics: Arc<HttpMetrics>,
+}
+
+/// `X-Request-Id`.
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The reference's security headers, on every response (standard names: nothing is parsed
+/// per response).
+const SECURITY_HEADERS: [(HeaderName, &str); 5] = [
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::X_XSS_PROTECTION, "0"),
+    (
+        header::STRICT_TRANSPORT_SECURITY,
+        "max-age=31536000; includeSubDomains",
+    ),
+    (header::REFERRER_POLICY, "no-referrer"),
+];
 
 /// The request's correlation id: the client's `X-Request-Id` when it follows the rule
 /// (`headers::client_request_id`), else a fresh UUIDv7. Handlers read it from the request's
@@ -28,111 +50,15 @@ pub struct HardeningEndpoint<E>(E);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(pub String);
 
-impl<E: Endpoint> Endpoint for HardeningEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        let id = super::headers::client_request_id(&req)
-            .map(str::to_owned)
-            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        req.extensions_mut().insert(RequestId(id.clone()));
-        let span = tracing::info_span!("http", request_id = %id, method = %req.method(), path = %req.uri().path());
-        // `instrument`, not `enter`: an entered guard held across an await would attach this
-        // span to whatever else runs on the thread meanwhile.
-        let mut resp = match self.0.call(req).instrument(span).await {
-            Ok(r) => r.into_response(),
-            Err(e) => e.into_response(),
-        };
-        let h = resp.headers_mut();
-        h.insert(
-            "x-content-type-options",
-            HeaderValue::from_static("nosniff"),
-        );
-        h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-        h.insert("x-xss-protection", HeaderValue::from_static("0"));
-        h.insert(
-            "strict-transport-security",
-            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
-        );
-        h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-        if let Ok(v) = HeaderValue::from_str(&id) {
-            h.insert("x-request-id", v);
-        }
-        Ok(resp)
+/// Adds the security headers and `X-Request-Id: id` to a response's headers.
+fn harden(h: &mut HeaderMap, id: &str) {
+    h.reserve(SECURITY_HEADERS.len() + 1);
+    for (name, value) in SECURITY_HEADERS {
+        h.insert(name, HeaderValue::from_static(value));
     }
-}
-
-/// Refuses bodies above a limit with 413, whether or not the client sent Content-Length.
-pub struct BodyLimit(pub usize);
-
-impl<E: Endpoint> Middleware<E> for BodyLimit {
-    type Output = BodyLimitEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        BodyLimitEndpoint {
-            inner: ep,
-            limit: self.0,
-        }
+    if let Ok(v) = HeaderValue::from_str(id) {
+        h.insert(X_REQUEST_ID, v);
     }
-}
-
-/// Endpoint of [`BodyLimit`].
-pub struct BodyLimitEndpoint<E> {
-    inner: E,
-    limit: usize,
-}
-
-impl<E: Endpoint> Endpoint for BodyLimitEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        let too_large = || {
-            error_response(&AppError::new(
-                Code::PayloadTooLarge,
-                "the request body is too large",
-            ))
-        };
-        // Only the methods whose operations read a body are bounded (and can answer 413); a
-        // body sent with another method is never read.
-        if matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
-            let declared = req
-                .headers()
-                .get("content-length")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok());
-            if declared.is_some_and(|n| n > self.limit as u64) {
-                return Ok(too_large());
-            }
-            let body = req.take_body();
-            match body.into_bytes_limit(self.limit).await {
-                Ok(bytes) => req.set_body(Body::from_bytes(bytes)),
-                Err(poem::error::ReadBodyError::PayloadTooLarge) => return Ok(too_large()),
-                Err(_) => {
-                    return Ok(error_response(&AppError::new(
-                        Code::BadRequest,
-                        "the request body could not be read",
-                    )));
-                }
-            }
-        }
-        Ok(self.inner.call(req).await?.into_response())
-    }
-}
-
-/// Counts requests and their latency by method, normalized route and status.
-pub struct Metrics(pub Arc<HttpMetrics>);
-
-impl<E: Endpoint> Middleware<E> for Metrics {
-    type Output = MetricsEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        MetricsEndpoint {
-            inner: ep,
-            metrics: self.0.clone(),
-        }
-    }
-}
-
-/// Endpoint of [`Metrics`].
-pub struct MetricsEndpoint<E> {
-    inner: E,
-    metrics: Arc<HttpMetrics>,
 }
 
 /// Replaces id-like path segments (a UUID, or longer than 40 bytes) with `{id}` to bound label
@@ -154,13 +80,19 @@ pub fn route_label(path: &str) -> String {
     label
 }
 
-impl<E: Endpoint> Endpoint for MetricsEndpoint<E> {
+impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
     type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
+    async fn call(&self, mut req: Request) -> poem::Result<Response> {
         let start = Instant::now();
+        let id = super::headers::client_request_id(&req)
+            .map_or_else(super::headers::fresh_request_id, str::to_owned);
         let method = req.method().clone();
         let route = route_label(req.uri().path());
-        let resp = match self.inner.call(req).await {
+        let span = tracing::info_span!("http", request_id = %id, method = %method, path = %req.uri().path());
+        req.extensions_mut().insert(RequestId(id.clone()));
+        // `instrument`, not `enter`: an entered guard held across an await would attach this
+        // span to whatever else runs on the thread meanwhile.
+        let mut resp = match self.inner.call(req).instrument(span).await {
             Ok(r) => r.into_response(),
             Err(e) => e.into_response(),
         };
@@ -170,6 +102,7 @@ impl<E: Endpoint> Endpoint for MetricsEndpoint<E> {
             resp.status().as_str(),
             start.elapsed().as_secs_f64(),
         );
+        harden(resp.headers_mut(), &id);
         Ok(resp)
     }
 }

@@ -5,6 +5,7 @@
 // them); boxing them would hide the error shapes from the spec.
 #![allow(clippy::result_large_err)]
 pub mod auth;
+pub mod body_limit;
 mod builder;
 mod dashboard;
 mod datasources;
@@ -12,14 +13,17 @@ mod deadlines;
 mod deep_json;
 pub mod dto;
 pub mod error;
+pub mod gate;
 pub mod head_limit;
 pub mod headers;
 pub mod idempotency;
+pub mod json_body;
 pub mod methods;
 pub mod middleware;
 pub mod ops;
 pub mod query;
 mod reports;
+mod shared;
 pub mod spec;
 pub mod streaming;
 mod tags;
@@ -30,9 +34,10 @@ pub use ops::{Probe, Readiness};
 
 use crate::app::App;
 use crate::telemetry::{HttpMetrics, render};
-use auth::{AuthMiddleware, Authenticator};
+use auth::Authenticator;
+use gate::Gate;
 use idempotency::Idempotency;
-use middleware::{BodyLimit, Hardening, Metrics};
+use middleware::Edge;
 use poem::endpoint::make_sync;
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
@@ -92,7 +97,7 @@ pub struct HttpSetup {
 }
 
 #[handler]
-fn prometheus_metrics(registry: Data<&prometheus::Registry>) -> Response {
+fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
     Response::builder()
         .content_type("text/plain; version=0.0.4")
         .body(render(&registry))
@@ -156,10 +161,12 @@ pub fn endpoint(
     };
     let routes = with_spec_routes(Route::new().nest("/", service), limits)
         .at("/metrics", prometheus_metrics)
-        .data(app.clone())
-        .data(setup.readiness)
-        .data(setup.streaming)
-        .data(setup.registry);
+        .with(shared::Shared {
+            app: app.clone(),
+            readiness: Arc::new(setup.readiness),
+            streaming: Arc::new(setup.streaming),
+            registry: Arc::new(setup.registry),
+        });
     let idempotency = Idempotency {
         store: app.ports().idempotency.clone(),
         clock: app.ports().clock.clone(),
@@ -167,21 +174,19 @@ pub fn endpoint(
         ttl: setup.idempotency_ttl,
         lease: setup.idempotency_in_flight,
     };
+    let gate = Gate {
+        contract: query_contract,
+        authenticator: setup.authenticator,
+        max_body_bytes: setup.max_body_bytes,
+    };
     let core = routes
-        .with(query::QueryCheck(query_contract.clone()))
         .with(idempotency)
-        .with(AuthMiddleware(setup.authenticator))
-        .with(BodyLimit(setup.max_body_bytes))
-        .with(methods::MethodCheck(query_contract.clone()))
-        .with(head_limit::HeadLimit)
+        .with(gate)
         .catch_all_error(error::normalize_error);
     let cors = cors(&setup.cors_origins);
-    let with_cors = core
+    Ok(core
         .with_if(cors.is_some(), cors.unwrap_or_default())
-        .map_to_response();
-    Ok(with_cors
-        .with(Metrics(http_metrics))
-        .with(Hardening)
+        .with(Edge(http_metrics))
         .with(CatchPanic::new().with_handler(|_| {
             error::error_response(&crate::app::AppError::new(
                 crate::app::Code::Internal,

@@ -9,16 +9,15 @@
 //! (whose handlers read an empty string as "not set"): it is removed before the operation
 //! parses its parameters, so `limit=` takes the default.
 //!
-//! Runs after authentication: a request whose token failed goes on to its operation untouched
-//! and gets the 401.
+//! Runs after authentication (`gate`): a request whose token failed goes on to its operation
+//! untouched and gets the 401.
 use super::auth::AuthOutcome;
 use super::error::error_response;
 use crate::app::{AppError, Code};
 use poem::http::Method;
 use poem::http::uri::{PathAndQuery, Uri};
-use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
+use poem::{Request, Response};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 /// One path segment of an operation: a literal, or a `{parameter}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,32 +26,93 @@ enum Segment {
     Parameter,
 }
 
+/// A request path cut into its segments once (`/v1/templates/x` → `v1`, `templates`, `x`; a
+/// trailing `/` is ignored), so that matching it against every route splits nothing again.
+/// `None` when it has more segments than any route can have.
+struct PathParts<'a> {
+    parts: [&'a str; MAX_SEGMENTS],
+    len: usize,
+}
+
+/// More segments than any operation's path has.
+const MAX_SEGMENTS: usize = 8;
+
+impl<'a> PathParts<'a> {
+    fn of(path: &'a str) -> Option<Self> {
+        let mut parts = [""; MAX_SEGMENTS];
+        let mut len = 0;
+        for p in path.trim_end_matches('/').split('/').skip(1) {
+            *parts.get_mut(len)? = p;
+            len += 1;
+        }
+        Some(Self { parts, len })
+    }
+
+    fn as_slice(&self) -> &[&'a str] {
+        &self.parts[..self.len]
+    }
+}
+
+/// One path of the API (several operations may share it).
+#[derive(Debug, Clone)]
+struct RoutePath {
+    segments: Vec<Segment>,
+}
+
+impl RoutePath {
+    /// Whether `parts` is this path (segment by segment, without allocating: this runs on
+    /// every request).
+    fn matches(&self, parts: &PathParts<'_>) -> bool {
+        let parts = parts.as_slice();
+        self.segments.len() == parts.len()
+            && self.segments.iter().zip(parts).all(|(s, p)| match s {
+                Segment::Literal(l) => l == p,
+                Segment::Parameter => !p.is_empty(),
+            })
+    }
+}
+
 /// The query parameters one operation declares.
 #[derive(Debug, Clone)]
 struct Operation {
     method: Method,
-    segments: Vec<Segment>,
+    /// Index of its path in [`QueryContract::paths`].
+    path: usize,
     known: BTreeSet<String>,
 }
 
 /// Every operation's declared query parameters, read from the OpenAPI document.
 #[derive(Debug, Clone, Default)]
 pub struct QueryContract {
+    /// The API's paths, the most literal first (`/v1/deadlines/notifications` before
+    /// `/v1/deadlines/{id}`), as the router prefers them.
+    paths: Vec<RoutePath>,
     operations: Vec<Operation>,
 }
 
 impl QueryContract {
     /// Reads the operations and their `in: query` parameters from an OpenAPI 3 document.
     pub fn from_spec(spec: &serde_json::Value) -> Self {
-        let mut operations = Vec::new();
-        let Some(paths) = spec.get("paths").and_then(|p| p.as_object()) else {
+        let Some(spec_paths) = spec.get("paths").and_then(|p| p.as_object()) else {
             return Self::default();
         };
-        for (path, item) in paths {
-            let Some(item) = item.as_object() else {
-                continue;
-            };
-            for (method, op) in item {
+        let mut paths: Vec<(RoutePath, &serde_json::Map<String, serde_json::Value>)> = spec_paths
+            .iter()
+            .filter_map(|(path, item)| {
+                let segments = segments(path);
+                Some((RoutePath { segments }, item.as_object()?))
+            })
+            .collect();
+        // Literal segments win over parameters, as in the router.
+        paths.sort_by_key(|(p, _)| {
+            p.segments
+                .iter()
+                .map(|s| u8::from(*s == Segment::Parameter))
+                .collect::<Vec<_>>()
+        });
+        let mut operations = Vec::new();
+        for (index, (_, item)) in paths.iter().enumerate() {
+            for (method, op) in *item {
                 let Ok(method) = Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else {
                     continue;
                 };
@@ -67,52 +127,30 @@ impl QueryContract {
                     .collect();
                 operations.push(Operation {
                     method,
-                    segments: segments(path),
+                    path: index,
                     known,
                 });
             }
         }
-        // Literal segments win over parameters (`/v1/deadlines/notifications` before
-        // `/v1/deadlines/{id}`), as in the router.
-        operations.sort_by_key(|o| {
-            o.segments
-                .iter()
-                .map(|s| u8::from(*s == Segment::Parameter))
-                .collect::<Vec<_>>()
-        });
-        Self { operations }
+        Self {
+            paths: paths.into_iter().map(|(p, _)| p).collect(),
+            operations,
+        }
     }
 
     /// The query keys the operation at `method` + `path` accepts; `None` when no operation
     /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
     pub fn known(&self, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
-        let method = if method == Method::HEAD {
-            &Method::GET
-        } else {
-            method
-        };
-        self.operations
+        let method = as_get(method);
+        let parts = PathParts::of(path)?;
+        self.paths
             .iter()
-            .find(|o| o.method == *method && o.matches(path))
+            .enumerate()
+            .filter(|(_, p)| p.matches(&parts))
+            .find_map(|(index, _)| self.operation(index, method))
             .map(|o| &o.known)
     }
-}
 
-impl Operation {
-    /// Whether `path` is this operation's path (segment by segment, without allocating: this
-    /// runs on every request).
-    fn matches(&self, path: &str) -> bool {
-        let mut parts = path.trim_end_matches('/').split('/').skip(1);
-        self.segments.iter().all(|s| {
-            parts.next().is_some_and(|p| match s {
-                Segment::Literal(l) => l == p,
-                Segment::Parameter => !p.is_empty(),
-            })
-        }) && parts.next().is_none()
-    }
-}
-
-impl QueryContract {
     /// The methods of the route `path` resolves to, as the router resolves it: the most
     /// literal matching path wins (`/v1/deadlines/notifications` is the GET of that path, not
     /// `{id}`). Empty when no operation has the path.
@@ -122,7 +160,7 @@ impl QueryContract {
         };
         self.operations
             .iter()
-            .filter(|o| o.segments == route.segments)
+            .filter(|o| o.path == route)
             .map(|o| o.method.clone())
             .collect()
     }
@@ -131,21 +169,31 @@ impl QueryContract {
     /// and when no operation has the path (the router answers 404 then). `HEAD` is `GET`.
     /// The same answer as [`Self::methods`], without allocating.
     pub fn allows(&self, method: &Method, path: &str) -> bool {
-        let method = if method == Method::HEAD {
-            &Method::GET
-        } else {
-            method
-        };
-        self.route(path).is_none_or(|route| {
-            self.operations
-                .iter()
-                .any(|o| o.method == *method && o.segments == route.segments)
-        })
+        let method = as_get(method);
+        self.route(path)
+            .is_none_or(|route| self.operation(route, method).is_some())
     }
 
-    /// The operation whose path `path` is, the most literal first.
-    fn route(&self, path: &str) -> Option<&Operation> {
-        self.operations.iter().find(|o| o.matches(path))
+    /// The index of the path `path` resolves to, the most literal first.
+    fn route(&self, path: &str) -> Option<usize> {
+        let parts = PathParts::of(path)?;
+        self.paths.iter().position(|p| p.matches(&parts))
+    }
+
+    /// The operation of `method` on the path at `index`.
+    fn operation(&self, index: usize, method: &Method) -> Option<&Operation> {
+        self.operations
+            .iter()
+            .find(|o| o.path == index && o.method == *method)
+    }
+}
+
+/// `HEAD` is answered as `GET`.
+fn as_get(method: &Method) -> &Method {
+    if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
     }
 }
 
@@ -222,59 +270,36 @@ pub fn unknown_error(unknown: &[String], known: &BTreeSet<String>) -> AppError {
     .fields(fields)
 }
 
-/// Rejects unknown query keys and drops empty-valued parameters (see the module docs).
-pub struct QueryCheck(pub Arc<QueryContract>);
-
-impl<E: Endpoint> Middleware<E> for QueryCheck {
-    type Output = QueryCheckEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        QueryCheckEndpoint {
-            inner: ep,
-            contract: self.0.clone(),
-        }
+/// Rejects unknown query keys and drops empty-valued parameters (see the module docs): the
+/// 400 of a request with an unknown key, if it is; a query with empty values is rewritten in
+/// place.
+pub fn refusal(contract: &QueryContract, req: &mut Request) -> Option<Response> {
+    let query = req.uri().query()?;
+    let known = contract.known(req.method(), req.uri().path())?;
+    // Authentication comes first: an unauthenticated caller learns nothing about the
+    // operation's parameters (the operation answers 401).
+    if matches!(
+        req.extensions().get::<AuthOutcome>(),
+        Some(AuthOutcome(Err(_)))
+    ) {
+        return None;
     }
-}
-
-/// Endpoint of [`QueryCheck`].
-pub struct QueryCheckEndpoint<E> {
-    inner: E,
-    contract: Arc<QueryContract>,
-}
-
-impl<E: Endpoint> Endpoint for QueryCheckEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        let Some(query) = req.uri().query().map(str::to_owned) else {
-            return self.inner.call(req).await.map(IntoResponse::into_response);
-        };
-        let Some(known) = self.contract.known(req.method(), req.uri().path()) else {
-            return self.inner.call(req).await.map(IntoResponse::into_response);
-        };
-        // Authentication comes first: an unauthenticated caller learns nothing about the
-        // operation's parameters (the operation answers 401).
-        if matches!(
-            req.extensions().get::<AuthOutcome>(),
-            Some(AuthOutcome(Err(_)))
-        ) {
-            return self.inner.call(req).await.map(IntoResponse::into_response);
-        }
-        match check(&query, known) {
-            Verdict::Keep => {}
-            Verdict::Unknown(keys) => return Ok(error_response(&unknown_error(&keys, known))),
-            Verdict::Rewrite(kept) => {
-                let pq = if kept.is_empty() {
-                    req.uri().path().to_owned()
-                } else {
-                    format!("{}?{kept}", req.uri().path())
-                };
-                let mut parts = req.uri().clone().into_parts();
-                parts.path_and_query = PathAndQuery::try_from(pq).ok();
-                if let Ok(uri) = Uri::from_parts(parts) {
-                    *req.uri_mut() = uri;
-                }
+    match check(query, known) {
+        Verdict::Keep => None,
+        Verdict::Unknown(keys) => Some(error_response(&unknown_error(&keys, known))),
+        Verdict::Rewrite(kept) => {
+            let pq = if kept.is_empty() {
+                req.uri().path().to_owned()
+            } else {
+                format!("{}?{kept}", req.uri().path())
+            };
+            let mut parts = req.uri().clone().into_parts();
+            parts.path_and_query = PathAndQuery::try_from(pq).ok();
+            if let Ok(uri) = Uri::from_parts(parts) {
+                *req.uri_mut() = uri;
             }
+            None
         }
-        self.inner.call(req).await.map(IntoResponse::into_response)
     }
 }
 
@@ -369,5 +394,24 @@ mod tests {
         assert!(!c.allows(&Method::DELETE, "/v1/deadlines/notifications"));
         assert!(c.allows(&Method::DELETE, "/v1/deadlines/0190"));
         assert!(!c.allows(&Method::POST, "/v1/deadlines/0190"));
+    }
+
+    #[test]
+    fn every_path_of_the_api_fits_the_segment_bound() {
+        let spec: serde_json::Value =
+            serde_json::from_str(&crate::http::api_service().spec()).expect("the spec");
+        let c = QueryContract::from_spec(&spec);
+        assert!(c.paths.len() > 10, "the API's paths were read");
+        for p in &c.paths {
+            assert!(
+                p.segments.len() <= MAX_SEGMENTS,
+                "a path with {} segments could never match; raise MAX_SEGMENTS",
+                p.segments.len()
+            );
+        }
+        assert!(PathParts::of("/a/b/c/d/e/f/g/h").is_some());
+        assert!(PathParts::of("/a/b/c/d/e/f/g/h/i").is_none());
+        assert!(!c.allows(&Method::DELETE, "/v1/templates"));
+        assert!(c.allows(&Method::GET, "/v1/templates/x/"));
     }
 }

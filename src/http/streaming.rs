@@ -95,7 +95,7 @@ impl StreamingApi {
     async fn deliveries(
         &self,
         app: Data<&Arc<App>>,
-        view: Data<&StreamingView>,
+        view: Data<&Arc<StreamingView>>,
         auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,

@@ -3,6 +3,7 @@ use super::auth::{Auth, Scope};
 use super::dto::{WarningDto, day_window, either, list_paging, output_format_filter, path_uuid};
 use super::error::{ApiError, ApiResult};
 use super::idempotency::{IdempotencyReservation, json_answer};
+use super::json_body::{JsonBody, as_openapi};
 use super::tags::ApiTags;
 use crate::app::{
     App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate,
@@ -23,8 +24,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Output format of a template and its reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, serde::Serialize)]
 #[oai(rename = "OutputFormat", rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
 pub enum OutputFormatDto {
     /// HTML.
     Html,
@@ -51,8 +53,9 @@ impl From<OutputFormat> for OutputFormatDto {
 }
 
 /// A report template.
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, serde::Serialize)]
 #[oai(rename = "Template", rename_all = "camelCase", example)]
+#[serde(rename_all = "camelCase")]
 pub struct TemplateDto {
     /// Template id (UUIDv7).
     pub id: uuid::Uuid,
@@ -69,12 +72,15 @@ pub struct TemplateDto {
     /// SHA-256 of the template file (hex).
     pub sha256: String,
     /// Creation instant.
+    #[serde(serialize_with = "as_openapi::instant")]
     pub created_at: DateTime<Utc>,
     /// Last change instant.
+    #[serde(serialize_with = "as_openapi::instant")]
     pub updated_at: DateTime<Utc>,
     /// Non-fatal findings of the upload (e.g. a data source that could not be checked);
     /// absent when there are none, as in the original.
     #[oai(skip_serializing_if_is_empty)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<WarningDto>,
 }
 
@@ -106,27 +112,28 @@ impl Example for TemplateDto {
 }
 
 impl TemplateDto {
-    fn from_parts(t: &Template, warnings: &[crate::app::Warning]) -> Self {
+    /// Moves the template's text into the DTO (nothing is copied).
+    fn from_parts(t: Template, warnings: &[crate::app::Warning]) -> Self {
         Self {
             id: t.id.uuid(),
             output_format: t.output_format.into(),
-            description: t.description.clone(),
-            file_name: t.file_name.clone(),
+            description: t.description,
+            file_name: t.file_name,
             mapped_fields: t
                 .mapped_fields
-                .iter()
+                .into_iter()
                 .map(|(ds, tables)| {
                     (
-                        ds.clone(),
+                        ds,
                         tables
-                            .iter()
-                            .map(|(tb, f)| (tb.clone(), f.iter().cloned().collect()))
+                            .into_iter()
+                            .map(|(tb, f)| (tb, f.into_iter().collect()))
                             .collect(),
                     )
                 })
                 .collect(),
             size_bytes: t.size_bytes,
-            sha256: t.content_sha256.clone(),
+            sha256: t.content_sha256,
             created_at: t.created_at,
             updated_at: t.updated_at,
             warnings: warnings.iter().map(WarningDto::from).collect(),
@@ -134,15 +141,15 @@ impl TemplateDto {
     }
 }
 
-impl From<&Template> for TemplateDto {
-    fn from(t: &Template) -> Self {
+impl From<Template> for TemplateDto {
+    fn from(t: Template) -> Self {
         Self::from_parts(t, &[])
     }
 }
 
 impl From<TemplateWithWarnings> for TemplateDto {
     fn from(t: TemplateWithWarnings) -> Self {
-        Self::from_parts(&t.template, &t.warnings)
+        Self::from_parts(t.template, &t.warnings)
     }
 }
 
@@ -338,7 +345,7 @@ impl TemplatesApi {
         }
         let page = app.list_templates(&caller, &query, req).await?;
         Ok(Json(TemplatePage {
-            items: page.items.iter().map(TemplateDto::from).collect(),
+            items: page.items.into_iter().map(TemplateDto::from).collect(),
             page: page.page,
             limit: page.limit,
             total: page.total,
@@ -359,11 +366,11 @@ impl TemplatesApi {
         auth: Auth,
         /// Template id.
         id: Path<String>,
-    ) -> ApiResult<Json<TemplateDto>> {
+    ) -> ApiResult<JsonBody<TemplateDto>> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
-        Ok(Json(TemplateDto::from(
-            &app.get_template(&caller, id).await?,
+        Ok(JsonBody(TemplateDto::from(
+            app.get_template(&caller, id).await?,
         )))
     }
 
@@ -430,5 +437,35 @@ impl TemplatesApi {
             deleted_at: d.deleted_at,
             cascaded_deadline_count: d.cascaded_deadlines,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::json_body::same_json;
+
+    #[test]
+    fn a_template_is_written_as_its_openapi_form() {
+        let mut t = TemplateDto::example();
+        same_json(&t);
+        t.warnings = vec![WarningDto {
+            code: "DATA_SOURCE_UNAVAILABLE".into(),
+            field: "bank".into(),
+            message: "the data source \"bank\" could not be checked: ünïcode ✓".into(),
+        }];
+        t.mapped_fields.clear();
+        t.output_format = OutputFormatDto::Pdf;
+        t.created_at = chrono::DateTime::from_timestamp_nanos(1_796_379_722_107_654_321);
+        same_json(&t);
+        for f in [
+            OutputFormatDto::Html,
+            OutputFormatDto::Csv,
+            OutputFormatDto::Xml,
+            OutputFormatDto::Txt,
+        ] {
+            t.output_format = f;
+            same_json(&t);
+        }
     }
 }

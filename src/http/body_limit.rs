@@ -1,0 +1,40 @@
+//! The request body limit: a body above it is refused with 413 `TPL-0413`, whether or not the
+//! client sent `Content-Length`.
+use super::error::error_response;
+use crate::app::{AppError, Code};
+use poem::http::{Method, header};
+use poem::{Body, Request, Response};
+
+/// Reads the body of a request whose method has one (POST, PUT, PATCH) into memory, up to
+/// `limit` bytes, and puts it back; the refusal (413, or 400 for a body that could not be
+/// read), if it is. A body sent with another method is never read, so it is not bounded.
+pub async fn buffer(req: &mut Request, limit: usize) -> Option<Response> {
+    if !matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
+        return None;
+    }
+    let too_large = || {
+        error_response(&AppError::new(
+            Code::PayloadTooLarge,
+            "the request body is too large",
+        ))
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Some(too_large());
+    }
+    match req.take_body().into_bytes_limit(limit).await {
+        Ok(bytes) => {
+            req.set_body(Body::from_bytes(bytes));
+            None
+        }
+        Err(poem::error::ReadBodyError::PayloadTooLarge) => Some(too_large()),
+        Err(_) => Some(error_response(&AppError::new(
+            Code::BadRequest,
+            "the request body could not be read",
+        ))),
+    }
+}
