@@ -59,6 +59,15 @@ impl Broker {
 }
 
 impl Handle {
+    /// The node's OS process id (its pid file, `scripts/chaos-broker.sh`), if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(format!("/tmp/reporter-chaos-rabbit-{}/pid", self.port))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     fn run(&self, args: &[&str]) -> anyhow::Result<()> {
         let out = Command::new("bash")
             .arg(&self.script)

@@ -2,7 +2,7 @@
 //! (`reporter serve`, state in memory) under load from `wrk`, with publication on (events to
 //! the private node, routed to a bounded queue) and off; req/s, p99 and the process's peak
 //! RSS.
-use super::serve::{Server, peak_rss_mb, token, wrk};
+use super::serve::{Server, cpu_seconds, peak_rss_mb, token, wrk};
 use crate::broker::{bound_queue, delete_queue};
 use crate::harness::{Ctx, Figure, Sample, Target};
 use async_trait::async_trait;
@@ -16,6 +16,10 @@ struct Run {
     rps: f64,
     p99_ms: f64,
     peak_rss_mb: f64,
+    /// CPU the service used per request answered, µs.
+    service_us: f64,
+    /// CPU the broker used per request answered, µs.
+    broker_us: f64,
 }
 
 fn run(ctx: &Ctx, publish: bool, exchange: &str, secs: u64) -> anyhow::Result<Run> {
@@ -41,18 +45,31 @@ wrk.body = '{{"name":"Liquidity report","type":"regulatory","dueDate":"2030-03-3
 "##,
         token()?
     );
+    let broker = ctx.broker.handle().pid().unwrap_or(0);
+    let (service0, broker0) = (cpu_seconds(serve.pid()), cpu_seconds(broker));
     let load = wrk(
         ctx,
         &script,
         &format!("http://{}/v1/deadlines", serve.addr),
         secs,
     )?;
+    let requests = load.rps * secs as f64;
+    let per_request = |before: f64, after: f64| (after - before) * 1e6 / requests;
+    let service_us = per_request(service0, cpu_seconds(serve.pid()));
+    let broker_us = per_request(broker0, cpu_seconds(broker));
     let peak = peak_rss_mb(serve.pid());
     drop(serve);
+    eprintln!(
+        "bench:   publication {}: {:.0} req/s, CPU per request: service {service_us:.1} µs, broker {broker_us:.1} µs",
+        if publish { "on" } else { "off" },
+        load.rps
+    );
     Ok(Run {
         rps: load.rps,
         p99_ms: load.p99_ms,
         peak_rss_mb: peak,
+        service_us,
+        broker_us,
     })
 }
 
@@ -104,6 +121,22 @@ impl Figure for PublishCost {
                 baseline: off.p99_ms,
                 baseline_name: base,
                 target: Some(Target::RatioAtMost(1.5)),
+            },
+            Sample {
+                row: "(b) service CPU per request, publication on".into(),
+                unit: "µs",
+                reporter: on.service_us,
+                baseline: off.service_us,
+                baseline_name: base,
+                target: None,
+            },
+            Sample {
+                row: "(b) broker CPU per request, publication on (vs the service's, off)".into(),
+                unit: "µs",
+                reporter: on.broker_us,
+                baseline: off.service_us,
+                baseline_name: "service CPU per request, publication off",
+                target: None,
             },
             Sample {
                 row: "(b) peak RSS of reporter serve, publication on".into(),
