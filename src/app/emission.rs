@@ -4,7 +4,7 @@
 //! a [`DeliveryHook`].
 use chrono::{DateTime, Utc};
 use reporter_ports::TenantId;
-use reporter_ports::events::{EventEnvelope, EventKey, deterministic_event_id};
+use reporter_ports::events::{EventEnvelope, EventKey, Payload, deterministic_event_id};
 use reporter_ports::ports::OutboxRecord;
 use serde::Serialize;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Emitter {
         now: DateTime<Utc>,
     ) -> Option<OutboxRecord> {
         let hook = self.hook.as_ref()?;
-        let payload = match serde_json::to_value(payload) {
+        let payload = match Payload::of(payload) {
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, event = %key.key(), "event payload did not serialize; event lost");

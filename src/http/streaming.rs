@@ -114,7 +114,7 @@ impl StreamingApi {
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v))
                     .collect(),
-                payload: e.payload,
+                payload: e.payload.value(),
             })
             .collect();
         Ok(Json(DeliveriesDto { items }))

@@ -359,7 +359,7 @@ mod tests {
                 tenant: TenantId::default_tenant(),
                 subject: uuid::Uuid::now_v7().to_string(),
                 time: now,
-                payload: serde_json::json!({}),
+                payload: serde_json::json!({}).into(),
                 sequence: None,
             },
             "deadline:x".into(),

@@ -130,14 +130,14 @@ async fn failed_reports_are_error_in_rest_filters_dashboard_and_payloads() {
         .iter()
         .find(|e| e.key == EventKey::ReportErrored)
         .expect("report.errored");
-    assert_eq!(e.payload["status"], "Error");
-    assert_eq!(e.payload["section_count"], 1);
-    assert_eq!(e.payload["error_code"], "report_generation_failed");
+    assert_eq!(e.payload.value()["status"], "Error");
+    assert_eq!(e.payload.value()["section_count"], 1);
+    assert_eq!(e.payload.value()["error_code"], "report_generation_failed");
     let schema = EventKey::ReportErrored.payload_schema();
     assert!(
         jsonschema::validator_for(&schema)
             .unwrap()
-            .is_valid(&e.payload),
+            .is_valid(&e.payload.value()),
         "{}",
         e.payload
     );
@@ -145,7 +145,7 @@ async fn failed_reports_are_error_in_rest_filters_dashboard_and_payloads() {
         .iter()
         .find(|e| e.key == EventKey::ReportRequested)
         .unwrap();
-    assert_eq!(requested.payload["status"], "Processing");
+    assert_eq!(requested.payload.value()["status"], "Processing");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -283,14 +283,14 @@ async fn one_source_down_is_partial_and_not_downloadable() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let partial = partial.expect("report.partial within 10 s");
-    assert_eq!(partial.payload["status"], "Partial");
-    assert_eq!(partial.payload["failed_section_count"], 1);
+    assert_eq!(partial.payload.value()["status"], "Partial");
+    assert_eq!(partial.payload.value()["failed_section_count"], 1);
     assert_eq!(
-        partial.payload["section_failures"],
+        partial.payload.value()["section_failures"],
         json!([{"section": "down", "error_code": "data_source_unavailable"}])
     );
     assert_eq!(
-        partial.payload["artifact_object_key"],
+        partial.payload.value()["artifact_object_key"],
         format!("reports/{tpl}/{id}.txt")
     );
     std::fs::remove_dir_all(dir).unwrap();
@@ -371,11 +371,14 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
         .collect();
     assert_eq!(errored.len(), 5);
     for e in errored {
-        assert_eq!(e.payload["error_code"], "report_generation_failed");
-        assert_eq!(e.payload["error_summary"], "Report generation failed");
-        assert_eq!(e.payload["status"], "Error");
-        assert!(e.payload.get("artifact_object_key").is_none());
-        assert!(e.payload["section_count"].is_u64(), "{}", e.payload);
+        assert_eq!(e.payload.value()["error_code"], "report_generation_failed");
+        assert_eq!(
+            e.payload.value()["error_summary"],
+            "Report generation failed"
+        );
+        assert_eq!(e.payload.value()["status"], "Error");
+        assert!(e.payload.value().get("artifact_object_key").is_none());
+        assert!(e.payload.value()["section_count"].is_u64(), "{}", e.payload);
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -991,7 +994,10 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
     for e in t.broker.as_ref().unwrap().deliveries() {
         let schema = e.key.payload_schema();
         let v = jsonschema::validator_for(&schema).unwrap();
-        let errs: Vec<String> = v.iter_errors(&e.payload).map(|x| x.to_string()).collect();
+        let errs: Vec<String> = v
+            .iter_errors(&e.payload.value())
+            .map(|x| x.to_string())
+            .collect();
         assert!(
             errs.is_empty(),
             "{}: {errs:?} in {}",
@@ -1009,14 +1015,14 @@ async fn every_event_key_is_emitted_and_none_outside_the_manifest() {
         }
         if e.key == EventKey::ReportFinished {
             assert_eq!(
-                e.payload["artifact_object_key"],
+                e.payload.value()["artifact_object_key"],
                 format!("reports/{tpl}/{finished}.txt")
             );
             assert_eq!(
-                e.payload["artifact_content_type"],
+                e.payload.value()["artifact_content_type"],
                 "text/plain; charset=utf-8"
             );
-            assert_eq!(e.payload["section_count"], 1);
+            assert_eq!(e.payload.value()["section_count"], 1);
         }
     }
     std::fs::remove_dir_all(dir).unwrap();

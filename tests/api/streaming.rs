@@ -237,7 +237,7 @@ fn validate(e: &EventEnvelope) {
     let schema = e.key.payload_schema();
     let validator = jsonschema::validator_for(&schema).expect("valid schema");
     let errors: Vec<String> = validator
-        .iter_errors(&e.payload)
+        .iter_errors(&e.payload.value())
         .map(|er| er.to_string())
         .collect();
     assert!(
@@ -374,10 +374,10 @@ async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
         .iter()
         .find(|e| e.key == EventKey::TemplateDeleted)
         .unwrap();
-    assert_eq!(deleted.payload["cascaded_deadline_count"], 1);
+    assert_eq!(deleted.payload.value()["cascaded_deadline_count"], 1);
     assert!(all.iter().any(|e| e.key == EventKey::DeadlineDeleted
         && e.subject == did
-        && e.payload["cascaded"] == true));
+        && e.payload.value()["cascaded"] == true));
     // Consumers can recompute the deterministic ids from the message.
     let tenant = TenantId::default_tenant();
     let del = all
@@ -386,15 +386,15 @@ async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
         .unwrap();
     let disc = format!(
         "{}|{}",
-        del.payload["due_date"].as_str().unwrap(),
-        del.payload["delivered_at"].as_str().unwrap()
+        del.payload.value()["due_date"].as_str().unwrap(),
+        del.payload.value()["delivered_at"].as_str().unwrap()
     );
     assert_eq!(
         del.id,
         deterministic_event_id(EventKey::DeadlineDelivered, &tenant, &did, &disc)
     );
     assert_eq!(
-        del.payload["delivered_at"],
+        del.payload.value()["delivered_at"],
         delivered["deliveredAt"]
             .as_str()
             .map(|s| {
@@ -411,8 +411,8 @@ async fn api_events_are_schema_valid_and_deliveries_have_deterministic_ids() {
         .unwrap();
     let disc = format!(
         "{}|{}",
-        rev.payload["due_date"].as_str().unwrap(),
-        rev.payload["reverted_at"].as_str().unwrap()
+        rev.payload.value()["due_date"].as_str().unwrap(),
+        rev.payload.value()["reverted_at"].as_str().unwrap()
     );
     assert_eq!(
         rev.id,

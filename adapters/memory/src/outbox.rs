@@ -239,7 +239,7 @@ mod tests {
                 tenant,
                 subject: format!("s-{i}"),
                 time: now,
-                payload: serde_json::json!({}),
+                payload: serde_json::json!({}).into(),
                 sequence: None,
             },
             format!("deadline:s-{i}"),

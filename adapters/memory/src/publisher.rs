@@ -160,7 +160,7 @@ mod tests {
             tenant: TenantId::parse(tenant).unwrap(),
             subject: "s".into(),
             time: Utc::now(),
-            payload: serde_json::json!({ "n": n }),
+            payload: serde_json::json!({ "n": n }).into(),
             sequence: None,
         }
     }

@@ -618,7 +618,7 @@ mod tests {
             tenant: tenant.clone(),
             subject: t.id.to_string(),
             time: now,
-            payload: serde_json::json!({}),
+            payload: serde_json::json!({}).into(),
             sequence: None,
         };
         let row = OutboxRecord::pending(event, t.id.to_string(), now, None);

@@ -9,7 +9,7 @@ use crate::time::{floor_ms, from_bson, truncate};
 use chrono::{DateTime, Utc};
 use mongodb::bson::DateTime as BsonDateTime;
 use reporter_ports::deadline::{Color, Deadline, DeadlineType, Frequency};
-use reporter_ports::events::{EventEnvelope, EventKey};
+use reporter_ports::events::{EventEnvelope, EventKey, Payload};
 use reporter_ports::ports::{Lease, OutboxRecord, OutboxStatus};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
@@ -438,8 +438,7 @@ impl OutboxDoc {
         agg_seq: i64,
         pos: i64,
     ) -> Result<Self, StoreError> {
-        let payload_json = serde_json::to_string(&r.event.payload)
-            .map_err(|e| StoreError::Unavailable(format!("event payload: {e}")))?;
+        let payload_json = r.event.payload.as_str().to_owned();
         Ok(Self {
             id: r.id.to_string(),
             tenant: r.tenant.to_string(),
@@ -491,7 +490,7 @@ impl OutboxDoc {
             time: DateTime::parse_from_rfc3339(&self.event.time)
                 .map_err(|_| corrupt("event time"))?
                 .with_timezone(&Utc),
-            payload: serde_json::from_str(&self.event.payload_json)
+            payload: Payload::from_json_text(self.event.payload_json)
                 .map_err(|_| corrupt("event payload"))?,
             sequence: self
                 .event

@@ -312,7 +312,7 @@ pub fn envelope_to_event(
         .extension("eventtype", e.key.event_type())
         .extension("schemaversion", SCHEMA_VERSION)
         .extension("tenantid", e.tenant.as_str())
-        .data(JSON_CONTENT_TYPE, e.payload.clone())
+        .data(JSON_CONTENT_TYPE, e.payload.value())
         .build()
 }
 
@@ -324,6 +324,16 @@ pub fn envelope_to_event(
 /// body = the payload's JSON bytes. Equivalent to encoding [`envelope_to_event`] with
 /// [`AmqpMessage::from_event`], without the fallible builder.
 pub fn envelope_to_message(e: &EventEnvelope) -> AmqpMessage {
+    AmqpMessage {
+        headers: envelope_headers(e),
+        content_type: Some(JSON_CONTENT_TYPE.to_owned()),
+        body: e.payload.as_bytes().to_vec(),
+    }
+}
+
+/// The `ce-*` header table of [`envelope_to_message`] (a publisher sends the payload's bytes
+/// as the body without copying them into a message first).
+pub fn envelope_headers(e: &EventEnvelope) -> FieldTable {
     let mut headers = FieldTable::default();
     let mut put = |name: &'static str, value: String| {
         headers.insert(ShortString::from(name), long_string(value));
@@ -341,10 +351,5 @@ pub fn envelope_to_message(e: &EventEnvelope) -> AmqpMessage {
     if let Some(s) = e.sequence {
         put("ce-sequence", sequence_text(s));
     }
-    AmqpMessage {
-        headers,
-        content_type: Some(JSON_CONTENT_TYPE.to_owned()),
-        // Serializing a `serde_json::Value` cannot fail (its map keys are strings).
-        body: serde_json::to_vec(&e.payload).unwrap_or_default(),
-    }
+    headers
 }

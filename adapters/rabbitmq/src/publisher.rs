@@ -1,6 +1,6 @@
 //! [`EventPublisher`] on RabbitMQ: CloudEvents (binary mode, `ce-` headers) on a durable topic
 //! exchange, with publisher confirms, `mandatory`, and an optional alternate exchange.
-use crate::cloudevents::envelope_to_message;
+use crate::cloudevents::envelope_headers;
 use crate::confirms::{Confirms, Outstanding};
 use crate::error::RabbitError;
 use crate::link::{Declare, Link, NotReady, OnReady};
@@ -60,7 +60,7 @@ impl RabbitPublisherConfig {
 ///
 /// * routing key = `key.key()` verbatim; `mandatory`; persistent (`delivery_mode` 2);
 ///   `content_type` `application/json`; `message_id` = `ce-id` (when ≤ 255 bytes);
-///   headers from [`envelope_to_message`].
+///   headers from [`envelope_headers`](crate::cloudevents::envelope_headers).
 /// * Calls run concurrently on the publisher's one confirm channel and share one sliding
 ///   window of [`RabbitPublisherConfig::max_in_flight`] messages awaiting their confirm: a
 ///   call publishes as soon as a slot frees up, never waits for another call to finish, and
@@ -260,7 +260,7 @@ impl RabbitPublisher {
         if self.inner.link.blocked() {
             return Err(PublishError::Unavailable(BLOCKED.into()));
         }
-        let (props, body) = message(e);
+        let props = properties(e);
         let message_id = ShortString::try_new(e.id.as_str())
             .ok()
             .map(|_| e.id.clone());
@@ -279,7 +279,7 @@ impl RabbitPublisher {
                 mandatory: true,
                 immediate: false,
             },
-            &body,
+            e.payload.as_bytes(),
             props,
         );
         let confirm = match timeout_at(deadline, publish).await {
@@ -349,17 +349,16 @@ const BLOCKED: &str = "the broker blocks publishing (resource alarm)";
 /// window slots) before they are given up.
 const GIVE_UP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The AMQP properties and body of an event.
-fn message(e: &EventEnvelope) -> (BasicProperties, Vec<u8>) {
-    let msg = envelope_to_message(e);
+/// The AMQP properties of an event (its body is the payload's bytes, sent as they are).
+fn properties(e: &EventEnvelope) -> BasicProperties {
     let mut props = BasicProperties::default()
         .with_delivery_mode(2)
         .with_content_type(ShortString::from(crate::cloudevents::JSON_CONTENT_TYPE))
-        .with_headers(msg.headers);
+        .with_headers(envelope_headers(e));
     if let Ok(id) = ShortString::try_new(e.id.as_str()) {
         props = props.with_message_id(id);
     }
-    (props, msg.body)
+    props
 }
 
 #[async_trait]

@@ -29,7 +29,8 @@ fn fixed_envelope() -> EventEnvelope {
             "completed_at": "2026-07-29T14:22:08.000Z",
             "duration_ms": 8421,
             "section_count": 3
-        }),
+        })
+        .into(),
         sequence: Some(42),
     }
 }
@@ -71,7 +72,12 @@ fn golden_header_table_of_a_fixed_envelope() {
     assert_eq!(m.content_type.as_deref(), Some("application/json"));
     assert!(!m.headers.contains_key("ce-datacontenttype"));
     let body: serde_json::Value = serde_json::from_slice(&m.body).expect("json body");
-    assert_eq!(body, fixed_envelope().payload);
+    assert_eq!(body, fixed_envelope().payload.value());
+    assert_eq!(
+        m.body,
+        fixed_envelope().payload.as_bytes(),
+        "the payload's bytes, verbatim"
+    );
 }
 
 #[test]

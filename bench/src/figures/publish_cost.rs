@@ -20,6 +20,22 @@ struct Run {
     service_us: f64,
     /// CPU the broker used per request answered, µs.
     broker_us: f64,
+    /// Events still waiting in the outbox when the load stopped.
+    pending: f64,
+}
+
+/// `reporter_outbox_pending` of the server's `/metrics` (0 with publication off).
+fn pending(serve: &Server) -> f64 {
+    serve
+        .call("GET", "/metrics", None, b"")
+        .ok()
+        .and_then(|(_, body)| {
+            String::from_utf8_lossy(&body).lines().find_map(|l| {
+                l.strip_prefix("reporter_outbox_pending ")
+                    .and_then(|v| v.trim().parse().ok())
+            })
+        })
+        .unwrap_or(0.0)
 }
 
 fn run(ctx: &Ctx, publish: bool, exchange: &str, secs: u64) -> anyhow::Result<Run> {
@@ -57,10 +73,11 @@ wrk.body = '{{"name":"Liquidity report","type":"regulatory","dueDate":"2030-03-3
     let per_request = |before: f64, after: f64| (after - before) * 1e6 / requests;
     let service_us = per_request(service0, cpu_seconds(serve.pid()));
     let broker_us = per_request(broker0, cpu_seconds(broker));
+    let pending = pending(&serve);
     let peak = peak_rss_mb(serve.pid());
     drop(serve);
     eprintln!(
-        "bench:   publication {}: {:.0} req/s, CPU per request: service {service_us:.1} µs, broker {broker_us:.1} µs",
+        "bench:   publication {}: {:.0} req/s, CPU per request: service {service_us:.1} µs, broker {broker_us:.1} µs; {pending:.0} of {requests:.0} events still in the outbox when the load stopped",
         if publish { "on" } else { "off" },
         load.rps
     );
@@ -70,6 +87,7 @@ wrk.body = '{{"name":"Liquidity report","type":"regulatory","dueDate":"2030-03-3
         peak_rss_mb: peak,
         service_us,
         broker_us,
+        pending,
     })
 }
 
@@ -136,6 +154,14 @@ impl Figure for PublishCost {
                 reporter: on.broker_us,
                 baseline: off.service_us,
                 baseline_name: "service CPU per request, publication off",
+                target: None,
+            },
+            Sample {
+                row: "(b) events left in the outbox when the load stops, of those committed".into(),
+                unit: "events",
+                reporter: on.pending,
+                baseline: on.rps * secs as f64,
+                baseline_name: "events committed",
                 target: None,
             },
             Sample {

@@ -134,7 +134,7 @@ pub fn event(
         tenant: tenant.clone(),
         subject: subject.to_owned(),
         time,
-        payload: serde_json::json!({ "subject": subject }),
+        payload: serde_json::json!({ "subject": subject }).into(),
         // Kept through every outbox adapter (the contract compares rows whole).
         sequence: Some(7),
     }

@@ -18,8 +18,8 @@ pub struct EventEnvelope {
     pub subject: String,
     /// `ce-time`.
     pub time: DateTime<Utc>,
-    /// The JSON payload (snake_case keys).
-    pub payload: serde_json::Value,
+    /// The JSON payload (snake_case keys), serialized once.
+    pub payload: super::Payload,
     /// `ce-sequence` (the CloudEvents `sequence` extension): the resource's version after the
     /// change, so it grows with every event of one resource (with gaps: some changes emit no
     /// event). `None` only on rows written by builds before it existed.

@@ -2,6 +2,7 @@
 //! emission, the manifest and the AsyncAPI document.
 mod catalog;
 mod envelope;
+pub mod payload;
 pub mod payloads;
 mod schema;
 
@@ -10,3 +11,4 @@ pub use catalog::{
     SCHEMA_VERSION,
 };
 pub use envelope::{EventEnvelope, deterministic_event_id, event_id_namespace, sequence_text};
+pub use payload::Payload;
