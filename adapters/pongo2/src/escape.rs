@@ -20,9 +20,15 @@ pub fn escaped_len(s: &str) -> usize {
     s.bytes().map(|b| entity(b).map_or(1, str::len)).sum()
 }
 
+/// Whether `s` holds a byte to escape (SIMD search: most values hold none).
+fn needs_escaping(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr3(b'&', b'<', b'>', b).is_some() || memchr::memchr2(b'"', b'\'', b).is_some()
+}
+
 /// Escapes `s` (borrowed when nothing needs escaping).
 pub fn html_escape(s: &str) -> Cow<'_, str> {
-    if !s.bytes().any(|b| entity(b).is_some()) {
+    if !needs_escaping(s) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(escaped_len(s));
@@ -48,5 +54,9 @@ mod tests {
         );
         assert_eq!(super::html_escape("plain é"), "plain é");
         assert_eq!(super::escaped_len("<&"), 9);
+        for c in ['&', '<', '>', '"', '\'', 'x'] {
+            let s = format!("{}{c}", "a".repeat(40));
+            assert_eq!(super::needs_escaping(&s), c != 'x', "{s}");
+        }
     }
 }

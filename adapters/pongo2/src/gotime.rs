@@ -103,8 +103,8 @@ impl GoTime {
                     .and_then(|m| m.get(..3))
                     .unwrap_or(""),
             ),
-            Std::NumMonth => out.push_str(&d.month().to_string()),
-            Std::ZeroMonth => out.push_str(&format!("{:02}", d.month())),
+            Std::NumMonth => push_num(out, d.month().into(), 0, Fill::Zero),
+            Std::ZeroMonth => push_num(out, d.month().into(), 2, Fill::Zero),
             Std::LongWeekDay => out.push_str(
                 DAYS.get(d.weekday().num_days_from_sunday() as usize)
                     .copied()
@@ -115,20 +115,20 @@ impl GoTime {
                     .and_then(|m| m.get(..3))
                     .unwrap_or(""),
             ),
-            Std::Day => out.push_str(&d.day().to_string()),
-            Std::UnderDay => out.push_str(&format!("{:>2}", d.day())),
-            Std::ZeroDay => out.push_str(&format!("{:02}", d.day())),
-            Std::UnderYearDay => out.push_str(&format!("{:>3}", d.ordinal())),
-            Std::ZeroYearDay => out.push_str(&format!("{:03}", d.ordinal())),
-            Std::Hour => out.push_str(&format!("{:02}", d.hour())),
-            Std::Hour12 => out.push_str(&hour12(d.hour()).to_string()),
-            Std::ZeroHour12 => out.push_str(&format!("{:02}", hour12(d.hour()))),
-            Std::Minute => out.push_str(&d.minute().to_string()),
-            Std::ZeroMinute => out.push_str(&format!("{:02}", d.minute())),
-            Std::Second => out.push_str(&d.second().to_string()),
-            Std::ZeroSecond => out.push_str(&format!("{:02}", d.second())),
-            Std::LongYear => out.push_str(&format!("{:04}", d.year())),
-            Std::Year => out.push_str(&format!("{:02}", d.year().rem_euclid(100))),
+            Std::Day => push_num(out, d.day().into(), 0, Fill::Zero),
+            Std::UnderDay => push_num(out, d.day().into(), 2, Fill::Space),
+            Std::ZeroDay => push_num(out, d.day().into(), 2, Fill::Zero),
+            Std::UnderYearDay => push_num(out, d.ordinal().into(), 3, Fill::Space),
+            Std::ZeroYearDay => push_num(out, d.ordinal().into(), 3, Fill::Zero),
+            Std::Hour => push_num(out, d.hour().into(), 2, Fill::Zero),
+            Std::Hour12 => push_num(out, hour12(d.hour()).into(), 0, Fill::Zero),
+            Std::ZeroHour12 => push_num(out, hour12(d.hour()).into(), 2, Fill::Zero),
+            Std::Minute => push_num(out, d.minute().into(), 0, Fill::Zero),
+            Std::ZeroMinute => push_num(out, d.minute().into(), 2, Fill::Zero),
+            Std::Second => push_num(out, d.second().into(), 0, Fill::Zero),
+            Std::ZeroSecond => push_num(out, d.second().into(), 2, Fill::Zero),
+            Std::LongYear => push_num(out, d.year().into(), 4, Fill::Zero),
+            Std::Year => push_num(out, d.year().rem_euclid(100).into(), 2, Fill::Zero),
             Std::PM => out.push_str(if d.hour() >= 12 { "PM" } else { "AM" }),
             Std::Pm => out.push_str(if d.hour() >= 12 { "pm" } else { "am" }),
             Std::Tz => out.push_str(&self.zone_name()),
@@ -151,6 +151,44 @@ impl GoTime {
             }
         }
     }
+}
+
+/// How [`push_num`] pads.
+#[derive(Clone, Copy)]
+enum Fill {
+    /// `{:0w}`: zeros between the sign and the digits.
+    Zero,
+    /// `{:>w}`: spaces before the sign.
+    Space,
+}
+
+/// Writes `n` in decimal, padded to `width` characters as `format!("{n:0width$}")` or
+/// `format!("{n:>width$}")` would, without formatting machinery or an allocation (a large
+/// report prints a date per row).
+fn push_num(out: &mut String, n: i64, width: usize, fill: Fill) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - start + usize::from(n < 0);
+    let pad = width.saturating_sub(len);
+    if matches!(fill, Fill::Space) {
+        out.extend(std::iter::repeat_n(' ', pad));
+    }
+    if n < 0 {
+        out.push('-');
+    }
+    if matches!(fill, Fill::Zero) {
+        out.extend(std::iter::repeat_n('0', pad));
+    }
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 fn hour12(h: u32) -> u32 {
@@ -455,6 +493,27 @@ fn parse_rfc3339(s: &str) -> Option<GoTime> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn numbers_are_padded_as_format_pads_them() {
+        for n in [
+            0i64, 1, 7, 9, 10, 42, 99, 100, 365, 999, 1000, 2026, 9999, 10_000, 123_456,
+        ]
+        .into_iter()
+        .flat_map(|n| [n, -n])
+        .chain([i64::MIN, i64::MAX])
+        {
+            for width in [0usize, 2, 3, 4] {
+                let mut zero = String::new();
+                super::push_num(&mut zero, n, width, super::Fill::Zero);
+                assert_eq!(zero, format!("{n:0width$}"), "{n} zero {width}");
+                let mut space = String::new();
+                super::push_num(&mut space, n, width, super::Fill::Space);
+                assert_eq!(space, format!("{n:>width$}"), "{n} space {width}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -42,6 +42,20 @@ impl<'a> Origin<'a> {
     }
 }
 
+/// Objects with at most this many members are searched by comparing keys in order: for a data
+/// row's few columns that is faster than hashing the key (the map's SipHash), and reading row
+/// fields is most of a large report's render.
+const SCAN_MEMBERS: usize = 8;
+
+/// `map`'s member `key` (see [`SCAN_MEMBERS`]).
+fn data_entry<'m>(map: &'m JsonMap, key: &str) -> Option<(&'m String, &'m Json)> {
+    if map.len() <= SCAN_MEMBERS {
+        map.iter().find(|(k, _)| k.as_str() == key)
+    } else {
+        map.get_key_value(key)
+    }
+}
+
 /// What Go type a list has in the original (it matters to helpers that want
 /// `[]map[string]any`, and to how a list prints).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -422,14 +436,14 @@ impl<'a> MapV<'a> {
     pub fn get(&self, key: &str) -> Option<Value<'a>> {
         match self {
             MapV::Data { map, origin } => {
-                let (k, j) = map.get_key_value(key)?;
+                let (k, j) = data_entry(map, key)?;
                 Some(Value::from_json(j, origin.child(k)))
             }
             MapV::Owned(m) => {
                 if let Ok(i) = m.entries.binary_search_by(|(k, _)| (**k).cmp(key)) {
                     return m.entries.get(i).map(|(_, v)| v.clone());
                 }
-                let (k, j) = m.base?.get_key_value(key)?;
+                let (k, j) = data_entry(m.base?, key)?;
                 Some(Value::from_json(j, m.origin.child(k)))
             }
         }

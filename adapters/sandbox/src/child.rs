@@ -101,7 +101,7 @@ fn serve(
     let data = if header.op == Op::Render {
         let (kind, bytes) = protocol::read_frame(&mut input, limits.memory_bytes)?;
         expect(kind, DATA)?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(io::Error::other)?;
+        let value = crate::context::parse(&bytes).map_err(io::Error::other)?;
         Some(value)
     } else {
         None
