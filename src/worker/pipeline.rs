@@ -394,13 +394,26 @@ struct SectionRows<'a> {
     max: usize,
 }
 
-impl RowSink for SectionRows<'_> {
-    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
-        *self.bytes += self.rows.push(&row);
+impl SectionRows<'_> {
+    /// Counts a written row's bytes; MUST stop the query past the section's limit.
+    fn count(&mut self, bytes: usize) -> Result<(), DataSourceError> {
+        *self.bytes += bytes;
         if *self.bytes > self.max {
             return Err(DataSourceError::TooLarge(self.max));
         }
         Ok(())
+    }
+}
+
+impl RowSink for SectionRows<'_> {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        let bytes = self.rows.push(&row);
+        self.count(bytes)
+    }
+
+    fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        let bytes = self.rows.push_json(json);
+        self.count(bytes)
     }
 }
 
@@ -422,5 +435,18 @@ mod tests {
         assert_eq!(sink.push(row.clone()), Ok(()));
         assert_eq!(sink.push(row), Err(DataSourceError::TooLarge(14)));
         assert_eq!(bytes, 21, "three rows of seven bytes were counted");
+        let mut bytes = 0;
+        let mut sink = SectionRows {
+            rows: section.table("u"),
+            bytes: &mut bytes,
+            max: 14,
+        };
+        assert_eq!(sink.push_json(br#"{"a":1}"#), Ok(()));
+        assert_eq!(sink.push_json(br#"{"a":1}"#), Ok(()));
+        assert_eq!(
+            sink.push_json(br#"{"a":1}"#),
+            Err(DataSourceError::TooLarge(14)),
+            "rows given as JSON count the same"
+        );
     }
 }

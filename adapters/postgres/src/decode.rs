@@ -2,7 +2,6 @@
 //! "Values"): times in Go's `time.Time` print form, JSON columns as nested values.
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 use serde_json::{Number, Value};
-use std::fmt::Write;
 use tokio_postgres::Row as PgRow;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -15,6 +14,25 @@ fn float(value: f64) -> Value {
     Number::from_f64(value).map_or_else(|| Value::String(value.to_string()), Value::Number)
 }
 
+/// Writes `n` in decimal with at least `width` digits (zeros in front), as `{n:0width$}`
+/// does, without the formatting machinery (a timestamp column prints one per row).
+fn push_digits(s: &mut String, n: u32, width: usize) {
+    let mut digits = [b'0'; 10];
+    let mut start = digits.len();
+    let mut v = n;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - start;
+    s.extend(std::iter::repeat_n('0', width.saturating_sub(len)));
+    s.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 /// An instant as Go's `time.Time.String()` prints a UTC time, the form the original's
 /// templates print timestamps in: `2025-06-01 10:00:00 +0000 UTC`, with the fraction of a
 /// second only when there is one (`2025-06-01 10:00:00.5 +0000 UTC`).
@@ -25,22 +43,24 @@ pub fn go_time(t: DateTime<Utc>) -> String {
     // second) take chrono's path, which prints them as before.
     let mut s = if (0..=9999).contains(&t.year()) && nanos < 1_000_000_000 {
         let mut s = String::with_capacity(40);
-        let _ = write!(
-            s,
-            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-            t.year(),
-            t.month(),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        );
+        push_digits(&mut s, t.year().unsigned_abs(), 4);
+        s.push('-');
+        push_digits(&mut s, t.month(), 2);
+        s.push('-');
+        push_digits(&mut s, t.day(), 2);
+        s.push(' ');
+        push_digits(&mut s, t.hour(), 2);
+        s.push(':');
+        push_digits(&mut s, t.minute(), 2);
+        s.push(':');
+        push_digits(&mut s, t.second(), 2);
         s
     } else {
         t.format("%Y-%m-%d %H:%M:%S").to_string()
     };
     if nanos != 0 {
-        let frac = format!("{:09}", nanos % 1_000_000_000);
+        let mut frac = String::with_capacity(9);
+        push_digits(&mut frac, nanos % 1_000_000_000, 9);
         s.push('.');
         s.push_str(frac.trim_end_matches('0'));
     }
@@ -86,9 +106,68 @@ pub(crate) fn value(row: &PgRow, i: usize) -> Result<Value, String> {
     Ok(v.unwrap_or(Value::Null))
 }
 
+/// Writes column `i` of `row` as JSON into `out`: exactly the bytes serde_json writes for
+/// [`value`] (for [`json_text`] of it when `json_column`), without building the value for the
+/// common types: integers, booleans, text and times are written from the wire row.
+pub(crate) fn write_value(
+    row: &PgRow,
+    i: usize,
+    json_column: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let Some(column) = row.columns().get(i) else {
+        return Err(format!("no column {i} in the result"));
+    };
+    let time = |t: Option<NaiveDateTime>| t.map(|t| go_time(t.and_utc()));
+    match *column.type_() {
+        _ if json_column => write(out, &json_text(value(row, i)?)),
+        Type::BOOL => write(out, &get::<bool>(row, i)?),
+        Type::INT2 => write(out, &get::<i16>(row, i)?),
+        Type::INT4 => write(out, &get::<i32>(row, i)?),
+        Type::INT8 => write(out, &get::<i64>(row, i)?),
+        Type::FLOAT4 | Type::FLOAT8 => write(out, &value(row, i)?),
+        Type::DATE => write(
+            out,
+            &time(get::<NaiveDate>(row, i)?.and_then(|d| d.and_hms_opt(0, 0, 0))),
+        ),
+        Type::TIMESTAMP => write(out, &time(get::<NaiveDateTime>(row, i)?)),
+        Type::TIMESTAMPTZ => write(out, &get::<DateTime<Utc>>(row, i)?.map(go_time)),
+        _ => write(out, &get::<&str>(row, i)?),
+    }
+}
+
+fn write<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), String> {
+    serde_json::to_writer(out, v).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
+
+    #[test]
+    fn digits_are_padded_as_format_pads_them() {
+        for n in [
+            0u32,
+            5,
+            9,
+            10,
+            59,
+            99,
+            100,
+            999,
+            1000,
+            9999,
+            10_000,
+            999_999_999,
+            u32::MAX,
+        ] {
+            for width in [2usize, 4, 9] {
+                let mut s = String::new();
+                super::push_digits(&mut s, n, width);
+                assert_eq!(s, format!("{n:0width$}"));
+            }
+        }
+    }
 
     #[test]
     fn go_time_form() {

@@ -366,17 +366,85 @@ async fn stream_rows(
         .map_err(Stop::Server)?;
     let mut rows = std::pin::pin!(rows);
     let mut count = 0usize;
+    let mut json = RowJson::new(&statement.fields);
     while let Some(row) = rows.try_next().await.map_err(Stop::Server)? {
         count += 1;
         if count > limit {
             return Err(Stop::RowLimit);
         }
-        let object = project(&row, statement, &query.table).map_err(Stop::Early)?;
+        match json.as_mut() {
+            Some(json) => {
+                let text = json
+                    .write(&row, statement, &query.table)
+                    .map_err(Stop::Early)?;
+                sink.push_json(text).map_err(Stop::Early)?;
+            }
+            None => {
+                let object = project(&row, statement, &query.table).map_err(Stop::Early)?;
+                sink.push(object).map_err(Stop::Early)?;
+            }
+        }
         // The wire row is freed before the next one is read.
         drop(row);
-        sink.push(object).map_err(Stop::Early)?;
     }
     Ok(())
+}
+
+/// A row's JSON text (`RowSink::push_json`), written field by field from the wire row into
+/// one buffer reused for every row, each key escaped once per statement.
+struct RowJson {
+    /// Per field: `{"name":` for the first, `,"name":` for the others.
+    keys: Vec<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl RowJson {
+    /// `None` when a field name repeats: a row map would keep one of them, so such a
+    /// statement's rows go through the map.
+    fn new(fields: &[String]) -> Option<Self> {
+        let distinct: std::collections::HashSet<&String> = fields.iter().collect();
+        if distinct.len() != fields.len() {
+            return None;
+        }
+        let keys = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut k = vec![if i == 0 { b'{' } else { b',' }];
+                // A &str always serializes.
+                let _ = serde_json::to_writer(&mut k, f);
+                k.push(b':');
+                k
+            })
+            .collect();
+        Some(Self {
+            keys,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The JSON text of `row`: the statement's fields, decoded (JSON columns parsed).
+    fn write(
+        &mut self,
+        row: &tokio_postgres::Row,
+        statement: &sql::Statement,
+        table: &str,
+    ) -> Result<&[u8], DataSourceError> {
+        self.buf.clear();
+        if self.keys.is_empty() {
+            self.buf.push(b'{');
+        }
+        for (i, key) in self.keys.iter().enumerate() {
+            self.buf.extend_from_slice(key);
+            let json_column = statement.json.get(i).copied().unwrap_or(false);
+            decode::write_value(row, i, json_column, &mut self.buf).map_err(|e| {
+                let field = statement.fields.get(i).map_or("?", String::as_str);
+                DataSourceError::Unavailable(format!("cannot read {table}.{field}: {e}"))
+            })?;
+        }
+        self.buf.push(b'}');
+        Ok(&self.buf)
+    }
 }
 
 /// One wire row as a port row: the statement's fields, decoded (JSON columns parsed).

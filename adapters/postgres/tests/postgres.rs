@@ -8,7 +8,7 @@ use reporter_adapter_postgres::{
 use reporter_contract::datasource::people_rows;
 use reporter_contract::services::{service_url, unique_name};
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{DataSource, DataSourceError, Row, RowSink, TableQuery};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -423,6 +423,69 @@ async fn column_types_map_to_json() {
             .expect("null row");
         assert_eq!(nulls.len(), 1);
         assert!(nulls[0].values().all(Value::is_null), "{:?}", nulls[0]);
+    })
+    .await;
+}
+
+/// Every row's JSON text, as a sink that keeps JSON receives it.
+#[derive(Default)]
+struct Texts(Vec<Vec<u8>>);
+
+impl RowSink for Texts {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        self.0
+            .push(serde_json::to_vec(&row).expect("a row serializes"));
+        Ok(())
+    }
+
+    fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        self.0.push(json.to_vec());
+        Ok(())
+    }
+}
+
+/// A row written straight from the wire row is the text its row map serializes to, for
+/// every column type, NULLs, text that needs escaping, floats that are no numbers, and a
+/// statement whose field repeats (which goes through the map).
+#[tokio::test]
+async fn rows_written_as_json_are_the_text_of_their_row_maps() {
+    with_db(|db| async move {
+        db.client()
+            .await
+            .batch_execute(
+                "CREATE TABLE typed (
+                   b boolean, d date, f double precision, i2 smallint, i4 integer, i8 bigint,
+                   j jsonb, n numeric, r real, t text, ts timestamp, tstz timestamptz, u uuid);
+                 INSERT INTO typed VALUES
+                   (true, '2024-03-31', 2.5, -3, 7, 9007199254740993, '{\"b\": 1, \"a\": [1, 2.50]}',
+                    1250.10, 0.1, 'Zoë \"q\" <a> \\ é\u{0001}', '2024-03-31 12:34:56.123456',
+                    '0099-12-31 23:59:59+00', '6f9619ff-8b86-d011-b42d-00cf4fc964ff'),
+                   (false, '0001-01-01', 'NaN', 0, 0, -1, '[]', -0.5, '-Infinity', '', '2024-01-01',
+                    '2024-01-01 00:00:00.5+02', NULL),
+                   (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
+            )
+            .await
+            .expect("create");
+        let source = db.source();
+        // Alphabetical fields: a row map keeps this order with or without serde_json's
+        // preserve_order, so its text is comparable byte for byte.
+        let fields = [
+            "b", "d", "f", "i2", "i4", "i8", "j", "n", "r", "t", "ts", "tstz", "u",
+        ];
+        for fields in [&fields[..], &["i2", "t", "t"][..]] {
+            let q = query("typed", fields, json!({}), 10);
+            let mut texts = Texts::default();
+            source.query_into(&q, &mut texts).await.expect("streamed");
+            let rows = source.query(&q).await.expect("collected");
+            assert_eq!(texts.0.len(), 3);
+            for (text, row) in texts.0.iter().zip(&rows) {
+                assert_eq!(
+                    String::from_utf8_lossy(text),
+                    serde_json::to_string(row).expect("json"),
+                    "fields {fields:?}"
+                );
+            }
+        }
     })
     .await;
 }

@@ -55,6 +55,16 @@ pub trait RowSink: Send {
     /// Takes the next row. An `Err` stops the query: no further row is pushed and the query
     /// answers that error.
     fn push(&mut self, row: Row) -> Result<(), DataSourceError>;
+
+    /// Takes the next row as the JSON text of one object (`{"field":value,…}`, its fields in
+    /// the query's order): exactly the text serializing that [`Row`] gives, so a source that
+    /// can write it straight from its wire row saves building the map. Sinks that keep rows as
+    /// JSON take the text as it is; the default parses it back into a row for [`Self::push`].
+    fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        let row: Row = serde_json::from_slice(json)
+            .map_err(|e| DataSourceError::Unavailable(format!("a row's JSON did not read: {e}")))?;
+        self.push(row)
+    }
 }
 
 /// A configured data source.
