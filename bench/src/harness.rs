@@ -242,19 +242,29 @@ mod tests {
         assert!(Target::AtMost(1.0).met(0.9, 100.0));
     }
 
-    #[test]
-    fn the_table_has_one_row_per_figure_row_with_the_spread() {
+    /// Rounds of one row: (Reporter, baseline) per round, against `target`.
+    fn rounds(row: &str, target: Target, pairs: &[(f64, f64)]) -> Results {
         let mut r = Results::default();
-        for (rep, base) in [(8.0, 10.0), (9.0, 10.0), (10.0, 10.0)] {
+        for &(reporter, baseline) in pairs {
             r.add(vec![Sample {
-                row: "rate".into(),
-                unit: "ev/s",
-                reporter: rep,
-                baseline: base,
+                row: row.into(),
+                unit: "u",
+                reporter,
+                baseline,
                 baseline_name: "raw",
-                target: Some(Target::RatioAtLeast(0.8)),
+                target: Some(target),
             }]);
         }
+        r
+    }
+
+    #[test]
+    fn the_table_has_one_row_per_figure_row_with_the_spread() {
+        let r = rounds(
+            "rate",
+            Target::RatioAtLeast(0.8),
+            &[(8.0, 10.0), (9.0, 10.0), (10.0, 10.0)],
+        );
         let t = r.table();
         assert_eq!(t.lines().count(), 3, "{t}");
         assert!(
@@ -267,31 +277,19 @@ mod tests {
     #[test]
     fn a_target_is_judged_on_the_median_of_the_rounds_ratios() {
         // Medians taken apart give 9 / 12 = 0.75; each round met 0.8.
-        let mut r = Results::default();
-        for (rep, base) in [(8.0, 10.0), (9.0, 11.0), (12.0, 12.0)] {
-            r.add(vec![Sample {
-                row: "rate".into(),
-                unit: "ev/s",
-                reporter: rep,
-                baseline: base,
-                baseline_name: "raw",
-                target: Some(Target::RatioAtLeast(0.8)),
-            }]);
-        }
+        let r = rounds(
+            "rate",
+            Target::RatioAtLeast(0.8),
+            &[(8.0, 10.0), (9.0, 11.0), (12.0, 12.0)],
+        );
         let t = r.table();
         assert!(t.contains("| 0.82 |"), "{t}");
         assert!(t.contains("| yes |"), "{t}");
-        let mut r = Results::default();
-        for (rep, base) in [(5.0, 3.0), (6.0, 3.0), (5.5, 3.0)] {
-            r.add(vec![Sample {
-                row: "p99".into(),
-                unit: "ms",
-                reporter: rep,
-                baseline: base,
-                baseline_name: "raw",
-                target: Some(Target::DiffAtMost(2.0)),
-            }]);
-        }
+        let r = rounds(
+            "p99",
+            Target::DiffAtMost(2.0),
+            &[(5.0, 3.0), (6.0, 3.0), (5.5, 3.0)],
+        );
         assert!(r.table().contains("| **no** |"), "{}", r.table());
     }
 }

@@ -162,23 +162,13 @@ enum Fill {
     Space,
 }
 
-/// Writes `n` in decimal, padded to `width` characters as `format!("{n:0width$}")` or
-/// `format!("{n:>width$}")` would, without formatting machinery or an allocation (a large
+/// Writes `n` in decimal (`itoa`), padded to `width` characters as `format!("{n:0width$}")`
+/// or `format!("{n:>width$}")` would, without formatting machinery or an allocation (a large
 /// report prints a date per row).
 fn push_num(out: &mut String, n: i64, width: usize, fill: Fill) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let len = digits.len() - start + usize::from(n < 0);
-    let pad = width.saturating_sub(len);
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(n.unsigned_abs());
+    let pad = width.saturating_sub(digits.len() + usize::from(n < 0));
     if matches!(fill, Fill::Space) {
         out.extend(std::iter::repeat_n(' ', pad));
     }
@@ -188,7 +178,7 @@ fn push_num(out: &mut String, n: i64, width: usize, fill: Fill) {
     if matches!(fill, Fill::Zero) {
         out.extend(std::iter::repeat_n('0', pad));
     }
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    out.push_str(digits);
 }
 
 fn hour12(h: u32) -> u32 {

@@ -14,23 +14,14 @@ fn float(value: f64) -> Value {
     Number::from_f64(value).map_or_else(|| Value::String(value.to_string()), Value::Number)
 }
 
-/// Writes `n` in decimal with at least `width` digits (zeros in front), as `{n:0width$}`
-/// does, without the formatting machinery (a timestamp column prints one per row).
+/// Writes `n` in decimal (`itoa`) with at least `width` digits (zeros in front), as
+/// `{n:0width$}` does, without the formatting machinery (a timestamp column prints one per
+/// row).
 fn push_digits(s: &mut String, n: u32, width: usize) {
-    let mut digits = [b'0'; 10];
-    let mut start = digits.len();
-    let mut v = n;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let len = digits.len() - start;
-    s.extend(std::iter::repeat_n('0', width.saturating_sub(len)));
-    s.extend(digits[start..].iter().map(|&d| char::from(d)));
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(n);
+    s.extend(std::iter::repeat_n('0', width.saturating_sub(digits.len())));
+    s.push_str(digits);
 }
 
 /// An instant as Go's `time.Time.String()` prints a UTC time, the form the original's
