@@ -41,8 +41,16 @@ impl Dbs {
 
     /// A database-per-tenant router whose databases (registry and tenants) all start with a
     /// fresh name, dropped at the end of the test.
+    ///
+    /// The router keeps the first 20 characters of a prefix (so tenant database names stay
+    /// under MongoDB's 64 bytes): the name is `rpt_` and 16 random hex digits, unique within
+    /// those 20. A `fresh_name` (`rpt_` and a UUIDv7) is not: its first 16 digits are mostly
+    /// the millisecond, so two routers made in one millisecond shared their tenant databases
+    /// (and one test saw another's deadlines).
     pub fn router(&self) -> MongoTenantRouter {
-        let prefix = self.fresh_name();
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        let prefix = format!("rpt_{}", &random[..16]);
+        self.names.lock().expect("names lock").push(prefix.clone());
         MongoTenantRouter::new(
             self.client.clone(),
             &prefix,
