@@ -19,6 +19,7 @@
 mod analysis;
 mod ast;
 mod cleanup;
+mod data;
 mod decimal;
 mod escape;
 pub mod filters;
@@ -86,7 +87,7 @@ impl Pongo2Engine {
     fn render_inner(
         &self,
         source: &str,
-        data: &serde_json::Value,
+        data: &data::Json<'_>,
         limits: &RenderLimits,
         record: bool,
     ) -> (Result<String, RenderError>, MappedFields) {
@@ -114,7 +115,7 @@ impl Pongo2Engine {
         limits: &RenderLimits,
     ) -> RecordedRender {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.render_inner(source, data, limits, true)
+            self.render_inner(source, &data::Json::from_value(data), limits, true)
         }));
         let (result, reads) = outcome.unwrap_or_else(|_| {
             (
@@ -155,13 +156,35 @@ impl TemplateEngine for Pongo2Engine {
         data: &serde_json::Value,
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
-        catch_unwind(AssertUnwindSafe(|| {
-            self.render_inner(source, data, limits, false).0
-        }))
-        .unwrap_or_else(|_| {
-            Err(RenderError::Evaluation(
-                "template engine bug (panic)".into(),
-            ))
+        guarded(|| {
+            self.render_inner(source, &data::Json::from_value(data), limits, false)
+                .0
         })
     }
+
+    /// Renders over the context's JSON text read in place: strings and member names without
+    /// escapes are borrowed from `context`, a row is one vector of members (no value tree of
+    /// owned strings and hashed maps). Never panics.
+    fn render_json(
+        &self,
+        source: &str,
+        context: &[u8],
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        guarded(|| {
+            let data = data::Json::parse(context).map_err(|e| {
+                RenderError::Evaluation(format!("the render context is not JSON: {e}"))
+            })?;
+            self.render_inner(source, &data, limits, false).0
+        })
+    }
+}
+
+/// Runs a render; a panic (an engine bug) becomes an evaluation error.
+fn guarded(render: impl FnOnce() -> Result<String, RenderError>) -> Result<String, RenderError> {
+    catch_unwind(AssertUnwindSafe(render)).unwrap_or_else(|_| {
+        Err(RenderError::Evaluation(
+            "template engine bug (panic)".into(),
+        ))
+    })
 }

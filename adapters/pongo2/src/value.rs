@@ -10,8 +10,7 @@ use crate::limits::Tracked;
 use std::borrow::Cow;
 use std::rc::Rc;
 
-pub type Json = serde_json::Value;
-pub type JsonMap = serde_json::Map<String, Json>;
+pub use crate::data::{Json, JsonMap};
 
 /// Where a data value sits in the `{ds: {table: [rows]}}` tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,20 +38,6 @@ impl<'a> Origin<'a> {
             Origin::Table(ds, t) => Origin::Row(ds, t),
             _ => Origin::None,
         }
-    }
-}
-
-/// Objects with at most this many members are searched by comparing keys in order: for a data
-/// row's few columns that is faster than hashing the key (the map's SipHash), and reading row
-/// fields is most of a large report's render.
-const SCAN_MEMBERS: usize = 8;
-
-/// `map`'s member `key` (see [`SCAN_MEMBERS`]).
-fn data_entry<'m>(map: &'m JsonMap, key: &str) -> Option<(&'m String, &'m Json)> {
-    if map.len() <= SCAN_MEMBERS {
-        map.iter().find(|(k, _)| k.as_str() == key)
-    } else {
-        map.get_key_value(key)
     }
 }
 
@@ -88,7 +73,7 @@ impl Text<'_> {
 #[derive(Debug, Clone)]
 pub enum ListV<'a> {
     Data {
-        items: &'a [Json],
+        items: &'a [Json<'a>],
         origin: Origin<'a>,
     },
     Owned(Rc<Tracked<Vec<Value<'a>>>>, ListKind),
@@ -97,7 +82,7 @@ pub enum ListV<'a> {
 /// A map created by the template: entries (sorted by key) over an optional data map.
 #[derive(Debug)]
 pub struct OwnedMap<'a> {
-    pub base: Option<&'a JsonMap>,
+    pub base: Option<&'a JsonMap<'a>>,
     pub entries: Vec<(Rc<str>, Value<'a>)>,
     pub origin: Origin<'a>,
     /// Field names the template adds to rows (`dia`, `signed`): never data reads.
@@ -108,7 +93,7 @@ pub struct OwnedMap<'a> {
 #[derive(Debug, Clone)]
 pub enum MapV<'a> {
     Data {
-        map: &'a JsonMap,
+        map: &'a JsonMap<'a>,
         origin: Origin<'a>,
     },
     Owned(Rc<Tracked<OwnedMap<'a>>>),
@@ -159,7 +144,7 @@ impl<'a> Value<'a> {
     }
 
     /// Wraps a JSON value of the data.
-    pub fn from_json(j: &'a Json, origin: Origin<'a>) -> Self {
+    pub fn from_json(j: &'a Json<'a>, origin: Origin<'a>) -> Self {
         match j {
             Json::Null => Value::Nil,
             Json::Bool(b) => Value::Bool(*b),
@@ -174,7 +159,7 @@ impl<'a> Value<'a> {
             }
             Json::String(s) => match gotime::parse_go_string(s) {
                 Some(t) if origin == Origin::None => Value::Time(Rc::new(t)),
-                _ => Value::str(s),
+                _ => Value::str(s.as_ref()),
             },
             Json::Array(items) => Value::List(ListV::Data { items, origin }),
             Json::Object(map) => Value::Map(MapV::Data { map, origin }),
@@ -408,11 +393,7 @@ impl<'a> MapV<'a> {
             MapV::Owned(m) => {
                 let extra = match m.base {
                     Some(b) => {
-                        m.entries
-                            .iter()
-                            .filter(|(k, _)| !b.contains_key(&**k))
-                            .count()
-                            + b.len()
+                        m.entries.iter().filter(|(k, _)| !b.contains_key(k)).count() + b.len()
                     }
                     None => 0,
                 };
@@ -436,14 +417,14 @@ impl<'a> MapV<'a> {
     pub fn get(&self, key: &str) -> Option<Value<'a>> {
         match self {
             MapV::Data { map, origin } => {
-                let (k, j) = data_entry(map, key)?;
+                let (k, j) = map.get_key_value(key)?;
                 Some(Value::from_json(j, origin.child(k)))
             }
             MapV::Owned(m) => {
                 if let Ok(i) = m.entries.binary_search_by(|(k, _)| (**k).cmp(key)) {
                     return m.entries.get(i).map(|(_, v)| v.clone());
                 }
-                let (k, j) = data_entry(m.base?, key)?;
+                let (k, j) = m.base?.get_key_value(key)?;
                 Some(Value::from_json(j, m.origin.child(k)))
             }
         }
@@ -455,12 +436,7 @@ impl<'a> MapV<'a> {
             MapV::Data { map, origin } => {
                 let mut v: Vec<(Cow<'a, str>, Value<'a>)> = map
                     .iter()
-                    .map(|(k, j)| {
-                        (
-                            Cow::Borrowed(k.as_str()),
-                            Value::from_json(j, origin.child(k)),
-                        )
-                    })
+                    .map(|(k, j)| (Cow::Borrowed(k), Value::from_json(j, origin.child(k))))
                     .collect();
                 v.sort_by(|a, b| a.0.cmp(&b.0));
                 v
@@ -472,15 +448,9 @@ impl<'a> MapV<'a> {
                     .map(|(k, val)| (Cow::Owned(k.to_string()), val.clone()))
                     .collect();
                 if let Some(base) = m.base {
-                    for (k, j) in base {
-                        if m.entries
-                            .binary_search_by(|(e, _)| (**e).cmp(k.as_str()))
-                            .is_err()
-                        {
-                            v.push((
-                                Cow::Borrowed(k.as_str()),
-                                Value::from_json(j, m.origin.child(k)),
-                            ));
+                    for (k, j) in base.iter() {
+                        if m.entries.binary_search_by(|(e, _)| (**e).cmp(k)).is_err() {
+                            v.push((Cow::Borrowed(k), Value::from_json(j, m.origin.child(k))));
                         }
                     }
                 }
@@ -513,7 +483,10 @@ mod tests {
 
     #[test]
     fn data_times_become_times() {
-        let j = serde_json::json!({"d": {"t": [{"at": "2025-06-01 10:00:00 +0000 UTC"}]}});
+        let text = br#"{"d": {"t": [{"at": "2025-06-01 10:00:00 +0000 UTC"}]}}"#;
+        let Ok(Json::Object(j)) = Json::parse(text) else {
+            panic!()
+        };
         let Some(Json::Object(ds)) = j.get("d") else {
             panic!()
         };

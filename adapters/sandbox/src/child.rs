@@ -98,11 +98,11 @@ fn serve(
         expect(kind, SOURCE)?;
         String::from_utf8(bytes).map_err(io::Error::other)?
     };
+    // The context's JSON text; the engine reads it on its own thread.
     let data = if header.op == Op::Render {
         let (kind, bytes) = protocol::read_frame(&mut input, limits.memory_bytes)?;
         expect(kind, DATA)?;
-        let value = crate::context::parse(&bytes).map_err(io::Error::other)?;
-        Some(value)
+        Some(bytes)
     } else {
         None
     };
@@ -119,7 +119,7 @@ fn serve(
                         .map_err(|e| RenderError::Evaluation(e.to_string()))
                 }),
                 Some(data) => engine
-                    .render(&source, data, &render_limits)
+                    .render_json(&source, data, &render_limits)
                     .map(|html| {
                         if sanitize {
                             sanitizer.sanitize(&html).into_bytes()

@@ -19,7 +19,6 @@
 //! memory limit refused → `MemoryLimit`; a stack overflow, a signal, an unexpected exit →
 //! `Crashed`.
 pub mod child;
-mod context;
 mod limits;
 mod pool;
 pub mod protocol;

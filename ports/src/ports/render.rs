@@ -88,6 +88,20 @@ pub trait TemplateEngine: Send + Sync {
         data: &serde_json::Value,
         limits: &RenderLimits,
     ) -> Result<String, RenderError>;
+    /// Renders `source` with the context given as its JSON text (see
+    /// [`RenderContext`](super::RenderContext)). MUST give what [`render`](Self::render) gives
+    /// for the parsed text, and [`RenderError::Evaluation`] when `context` is not JSON. The
+    /// default parses the text into a `serde_json::Value`; an engine may read it in place.
+    fn render_json(
+        &self,
+        source: &str,
+        context: &[u8],
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        let data: serde_json::Value = serde_json::from_slice(context)
+            .map_err(|e| RenderError::Evaluation(format!("the render context is not JSON: {e}")))?;
+        self.render(source, &data, limits)
+    }
 }
 
 /// Why an HTML → PDF conversion failed. Texts are for logs only.

@@ -60,7 +60,7 @@ pub(crate) fn eval_err(msg: impl Into<String>) -> RenderError {
 /// Renders one template once.
 pub(crate) struct Renderer<'a> {
     pub(crate) tpl: &'a Template,
-    data: &'a Json,
+    data: &'a Json<'a>,
     pub(crate) budget: Budget,
     frames: Vec<Frame<'a>>,
     generation: u64,
@@ -77,7 +77,7 @@ pub(crate) struct Renderer<'a> {
 impl<'a> Renderer<'a> {
     pub(crate) fn new(
         tpl: &'a Template,
-        data: &'a Json,
+        data: &'a Json<'a>,
         limits: &RenderLimits,
         now: GoTime,
         record: bool,
@@ -593,11 +593,13 @@ impl<'a> Renderer<'a> {
     fn print(&mut self, e: ExprId) -> R<()> {
         let v = self.eval(e)?;
         if self.autoescape && v.is_string() && !v.is_safe() && !self.safe_applied(e) {
-            let s = html_escape(v.as_str().unwrap_or_default()).into_owned();
-            return self.write(&s);
+            return self.write(&html_escape(v.as_str().unwrap_or_default()));
         }
-        let s = v.to_go_string().into_owned();
-        self.write(&s)
+        if let Value::Int(i) = v {
+            // The common integer column, printed without a String.
+            return self.write(itoa::Buffer::new().format(i));
+        }
+        self.write(&v.to_go_string())
     }
 
     #[allow(clippy::too_many_arguments)]
