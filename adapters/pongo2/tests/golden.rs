@@ -96,6 +96,15 @@ fn golden_corpus() {
             }
         };
         let rec = engine.render_recording(&tpl, &data, &limits);
+        // The sandbox hands the context over as text, read in place: the same render.
+        let text = std::fs::read(case.join("data.json")).unwrap_or_else(|_| b"{}".to_vec());
+        let in_place = engine.render_json(&tpl, &text, &limits);
+        if in_place != rec.result {
+            failures.push(format!(
+                "{name}: read in place it renders {in_place:?}, from the value {:?}",
+                rec.result
+            ));
+        }
         for (ds, tables) in &rec.reads {
             for (t, fields) in tables {
                 for f in fields {
@@ -237,6 +246,19 @@ fn the_readme_examples_are_the_golden_case() {
             (t, e),
             "README row {}",
             row[0]
+        );
+    }
+}
+
+/// A context that is not JSON text is an evaluation error, never a panic.
+#[test]
+fn a_context_that_is_not_json_is_refused() {
+    let engine = Pongo2Engine::with_clock(Arc::new(Fixed));
+    for text in [&b""[..], b"{", b"\xff", b"{\"a\":1} x"] {
+        let r = engine.render_json("{{ a }}", text, &RenderLimits::default());
+        assert!(
+            matches!(&r, Err(reporter_ports::ports::RenderError::Evaluation(m)) if m.contains("not JSON")),
+            "{text:?}: {r:?}"
         );
     }
 }
