@@ -172,9 +172,7 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            let data = data::Json::parse(context).map_err(|e| {
-                RenderError::Evaluation(format!("the render context is not JSON: {e}"))
-            })?;
+            let data = data::Json::parse(context).map_err(RenderError::context_not_json)?;
             self.render_inner(source, &data, limits, false).0
         })
     }

@@ -64,6 +64,13 @@ pub enum RenderError {
     Crashed(String),
 }
 
+impl RenderError {
+    /// The error of a render context that is not JSON text ([`TemplateEngine::render_json`]).
+    pub fn context_not_json(e: impl std::fmt::Display) -> Self {
+        RenderError::Evaluation(format!("the render context is not JSON: {e}"))
+    }
+}
+
 /// What a template reads, found by parsing it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TemplateAnalysis {
@@ -98,8 +105,8 @@ pub trait TemplateEngine: Send + Sync {
         context: &[u8],
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
-        let data: serde_json::Value = serde_json::from_slice(context)
-            .map_err(|e| RenderError::Evaluation(format!("the render context is not JSON: {e}")))?;
+        let data: serde_json::Value =
+            serde_json::from_slice(context).map_err(RenderError::context_not_json)?;
         self.render(source, &data, limits)
     }
 }
@@ -126,4 +133,43 @@ pub trait PdfRenderer: Send + Sync {
     async fn render(&self, html: &str) -> Result<Vec<u8>, PdfError>;
     /// Readiness probe.
     async fn check(&self) -> Result<(), PdfError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RenderError, RenderLimits, TemplateAnalysis, TemplateEngine};
+
+    /// Renders its context back as JSON text.
+    struct Echo;
+
+    impl TemplateEngine for Echo {
+        fn analyze(&self, _: &str, _: &RenderLimits) -> Result<TemplateAnalysis, RenderError> {
+            Ok(TemplateAnalysis::default())
+        }
+
+        fn render(
+            &self,
+            _: &str,
+            data: &serde_json::Value,
+            _: &RenderLimits,
+        ) -> Result<String, RenderError> {
+            Ok(data.to_string())
+        }
+    }
+
+    #[test]
+    fn the_default_render_json_renders_the_parsed_text() {
+        let limits = RenderLimits::default();
+        let text = br#"{"ds":{"t":[{"b":1,"a":"x"}]}}"#;
+        assert_eq!(
+            Echo.render_json("", text, &limits),
+            Echo.render("", &serde_json::from_slice(text).expect("json"), &limits)
+        );
+        for bad in [&b""[..], b"{", b"[1,]"] {
+            assert!(matches!(
+                Echo.render_json("", bad, &limits),
+                Err(RenderError::Evaluation(m)) if m.contains("not JSON")
+            ));
+        }
+    }
 }
