@@ -51,7 +51,7 @@ impl<'a> JsonMap<'a> {
             .windows(2)
             .any(|w| members[w[0]].0 == members[w[1]].0)
         {
-            members = merge_repeats(members, &sorted);
+            merge_repeats(&mut members, &sorted);
             sorted = sorted_indices(&members);
         }
         if members.len() <= SCAN_MEMBERS {
@@ -115,34 +115,27 @@ fn merge_repeats_small(members: &mut Vec<(Cow<'_, str>, Json<'_>)>) {
     }
 }
 
-/// Merges repeated names (first place, last value), given the indices sorted by name.
-fn merge_repeats<'a>(
-    members: Vec<(Cow<'a, str>, Json<'a>)>,
-    sorted: &[usize],
-) -> Vec<(Cow<'a, str>, Json<'a>)> {
-    // For each position: the position whose value it takes, or None when it is dropped.
-    let mut source: Vec<Option<usize>> = (0..members.len()).map(Some).collect();
+/// Merges repeated names in place (first place, last value), given the indices sorted by name
+/// (stably: a name's first place comes first in its group, its last last).
+fn merge_repeats(members: &mut Vec<(Cow<'_, str>, Json<'_>)>, sorted: &[usize]) {
+    let mut dropped = vec![false; members.len()];
+    let mut moves = Vec::new();
     for group in sorted.chunk_by(|&a, &b| members[a].0 == members[b].0) {
-        if let (Some(&first), Some(&last)) = (group.first(), group.last()) {
-            for &dropped in &group[1..] {
-                source[dropped] = None;
+        if let [first, .., last] = *group {
+            moves.push((first, last));
+            for &d in &group[1..] {
+                dropped[d] = true;
             }
-            source[first] = Some(last);
         }
     }
-    let mut values: Vec<Option<Json<'a>>> = Vec::with_capacity(members.len());
-    let mut names = Vec::with_capacity(members.len());
-    for (k, v) in members {
-        names.push(k);
-        values.push(Some(v));
+    for (first, last) in moves {
+        members[first].1 = std::mem::replace(&mut members[last].1, Json::Null);
     }
-    let mut merged = Vec::with_capacity(names.len());
-    for (i, name) in names.into_iter().enumerate() {
-        if let Some(Some(v)) = source[i].map(|from| values[from].take()) {
-            merged.push((name, v));
-        }
-    }
-    merged
+    let mut at = 0;
+    members.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
 }
 
 impl<'a> Json<'a> {
