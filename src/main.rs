@@ -6,6 +6,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // A template sandbox child runs no async runtime: it confines itself, answers, exits.
     if let Some(Command::TemplateSandbox { args }) = &cli.command {
+        reporter::heap::configure_sandbox_child();
         return reporter::wiring::template_sandbox_child(args);
     }
     // Before any thread: large buffers stay out of the allocator's arenas (see `heap`).
