@@ -13,6 +13,7 @@ mod deadlines;
 mod deep_json;
 pub mod dto;
 pub mod error;
+mod front;
 pub mod gate;
 pub mod head_limit;
 pub mod headers;
@@ -41,7 +42,7 @@ use middleware::Edge;
 use poem::endpoint::make_sync;
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
-use poem::{EndpointExt, IntoResponse, Response, Route, handler};
+use poem::{EndpointExt, IntoEndpoint, IntoResponse, Response, Route, handler};
 use poem_openapi::OpenApiService;
 use std::sync::Arc;
 
@@ -103,13 +104,14 @@ fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
         .body(render(&registry))
 }
 
-/// `routes` with the published spec (`/openapi.json`, `/openapi.yaml`) and Swagger UI
-/// (`/swagger/`), showing the deployment's parameter limits.
-fn with_spec_routes(routes: Route, limits: spec::ParamLimits) -> Route {
+/// The published spec (`/openapi.json`, `/openapi.yaml`) showing the deployment's parameter
+/// limits, Swagger UI (`/swagger/`) and the Prometheus metrics (`/metrics`).
+fn ops_routes(limits: spec::ParamLimits) -> Route {
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
     let yaml = spec::yaml_with(limits);
-    routes
+    Route::new()
+        .at("/metrics", prometheus_metrics)
         .at(
             "/openapi.json",
             make_sync(move |_| {
@@ -159,14 +161,16 @@ pub fn endpoint(
     let limits = spec::ParamLimits {
         max_page_limit: app.settings().max_page_limit,
     };
-    let routes = with_spec_routes(Route::new().nest("/", service), limits)
-        .at("/metrics", prometheus_metrics)
-        .with(shared::Shared {
-            app: app.clone(),
-            readiness: Arc::new(setup.readiness),
-            streaming: Arc::new(setup.streaming),
-            registry: Arc::new(setup.registry),
-        });
+    let routes = front::Front {
+        api: service.into_endpoint(),
+        ops: ops_routes(limits),
+    }
+    .with(shared::Shared {
+        app: app.clone(),
+        readiness: Arc::new(setup.readiness),
+        streaming: Arc::new(setup.streaming),
+        registry: Arc::new(setup.registry),
+    });
     let idempotency = Idempotency {
         store: app.ports().idempotency.clone(),
         clock: app.ports().clock.clone(),

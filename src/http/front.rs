@@ -1,0 +1,59 @@
+//! The outermost router: the published spec, Swagger UI and `/metrics` on one side, the API
+//! operations on the other, told apart by the path. A `Route` with the API nested at `/` did
+//! the same, but rebuilt every request's URI and crossed two more boxed endpoints on the way
+//! to an operation.
+use poem::{Endpoint, IntoResponse, Request, Response, Route};
+
+/// Routes `/openapi.json`, `/openapi.yaml`, `/metrics` and `/swagger…` to `ops`, every other
+/// path to `api` (which answers 404 for the paths it does not know).
+pub(super) struct Front<A> {
+    pub(super) api: A,
+    pub(super) ops: Route,
+}
+
+/// Whether `path` belongs to [`Front::ops`].
+fn is_ops(path: &str) -> bool {
+    matches!(
+        path,
+        "/openapi.json" | "/openapi.yaml" | "/metrics" | "/swagger"
+    ) || path.starts_with("/swagger/")
+}
+
+impl<A: Endpoint> Endpoint for Front<A> {
+    type Output = Response;
+
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        if is_ops(req.uri().path()) {
+            self.ops.call(req).await
+        } else {
+            self.api.call(req).await.map(IntoResponse::into_response)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ops_paths_are_told_from_api_paths() {
+        for p in [
+            "/openapi.json",
+            "/openapi.yaml",
+            "/metrics",
+            "/swagger",
+            "/swagger/",
+            "/swagger/x",
+        ] {
+            assert!(super::is_ops(p), "{p}");
+        }
+        for p in [
+            "/",
+            "/v1/templates",
+            "/health",
+            "/metrics/",
+            "/openapi.json/x",
+            "/swaggerx",
+        ] {
+            assert!(!super::is_ops(p), "{p}");
+        }
+    }
+}
