@@ -1,49 +1,78 @@
 //! The render context as a JSON tree that borrows from the text it was parsed from.
 //!
-//! A string or member name without escapes is a slice of the text, an object is one vector of
-//! members in the text's order: parsing a table row costs one allocation (its members), where
-//! `serde_json::Value` makes one per cell, one per member name and a hashed map per row. The
-//! tree reads like `serde_json::Value` with `preserve_order` (the order the service sees):
-//! members in order of first appearance, a repeated name keeping its last value.
+//! A string or member name without escapes is a slice of the text; arrays, the members of an
+//! object and the few strings that had escapes live in a [`JsonArena`] that is freed at once
+//! with the tree. Parsing a table row costs no allocation of its own (its members are moved
+//! from a shared stack into the arena), and dropping the tree costs no walk over it, where
+//! `serde_json::Value` makes one allocation per cell, one per member name and a hashed map per
+//! row, and frees each. The tree reads like `serde_json::Value` with `preserve_order` (the
+//! order the service sees): members in order of first appearance, a repeated name keeping its
+//! last value.
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
-use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
+use typed_arena::Arena;
 
 /// Objects with at most this many members are searched by comparing names in order (a data
 /// row's few columns: faster than any index); larger ones by binary search over their
 /// members sorted by name.
 const SCAN_MEMBERS: usize = 8;
 
-/// A JSON value borrowed from its text where it can be.
+/// A JSON value borrowed from its text and its arena.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Json<'a> {
     Null,
     Bool(bool),
     Number(Number),
-    String(Cow<'a, str>),
-    Array(Vec<Json<'a>>),
+    String(&'a str),
+    Array(&'a [Json<'a>]),
     Object(JsonMap<'a>),
 }
 
+/// An object member: its name and value.
+pub type Member<'a> = (&'a str, Json<'a>);
+
 /// A JSON object: members in order of first appearance, names unique.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct JsonMap<'a> {
-    members: Vec<(Cow<'a, str>, Json<'a>)>,
+    members: &'a [Member<'a>],
     /// Indices of `members` sorted by name; empty up to [`SCAN_MEMBERS`] members.
-    sorted: Vec<usize>,
+    sorted: &'a [usize],
+}
+
+/// Where a tree's arrays, object members, name indices and the strings that had escapes live. Nothing in
+/// a tree needs dropping but those strings, so dropping the arena frees its few chunks and
+/// walks nothing else. Its memory comes from the global allocator: a context too large for a
+/// sandbox child's memory bound fails there as any other allocation does.
+#[derive(Default)]
+pub struct JsonArena<'a> {
+    items: Arena<Json<'a>>,
+    members: Arena<Member<'a>>,
+    indices: Arena<usize>,
+    strings: Arena<String>,
+}
+
+impl<'a> JsonArena<'a> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `s` as a string of the arena's lifetime (one that had escapes in the text).
+    fn string(&'a self, s: String) -> &'a str {
+        self.strings.alloc(s).as_str()
+    }
 }
 
 impl<'a> JsonMap<'a> {
     /// The object of `members` in their order; a repeated name keeps its first place and its
     /// last value (as `serde_json::Map` with `preserve_order`).
-    pub fn from_members(mut members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {
+    pub fn from_members(mut members: Vec<Member<'a>>, arena: &'a JsonArena<'a>) -> Self {
         if members.len() <= SCAN_MEMBERS {
             merge_repeats_small(&mut members);
             return Self {
-                members,
-                sorted: Vec::new(),
+                members: arena.members.alloc_extend(members),
+                sorted: &[],
             };
         }
         let mut sorted = sorted_indices(&members);
@@ -57,7 +86,25 @@ impl<'a> JsonMap<'a> {
         if members.len() <= SCAN_MEMBERS {
             sorted.clear();
         }
-        Self { members, sorted }
+        Self {
+            members: arena.members.alloc_extend(members),
+            sorted: arena.indices.alloc_extend(sorted),
+        }
+    }
+
+    /// The object of the members of `stack` from `start` on (taken off the stack): a row's
+    /// few members with distinct names go straight into the arena.
+    fn from_stack(stack: &mut Vec<Member<'a>>, start: usize, arena: &'a JsonArena<'a>) -> Self {
+        let Some(new) = stack.get(start..) else {
+            return Self::default();
+        };
+        if new.len() > SCAN_MEMBERS || has_repeats(new) {
+            return Self::from_members(stack.drain(start..).collect(), arena);
+        }
+        Self {
+            members: arena.members.alloc_extend(stack.drain(start..)),
+            sorted: &[],
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -65,21 +112,22 @@ impl<'a> JsonMap<'a> {
     }
 
     /// The member named `key`, with its name borrowed from the map.
-    pub fn get_key_value(&self, key: &str) -> Option<(&str, &Json<'a>)> {
+    pub fn get_key_value(&self, key: &str) -> Option<(&'a str, &'a Json<'a>)> {
+        let members: &'a [Member<'a>] = self.members;
         let i = if self.sorted.is_empty() {
-            self.members.iter().position(|(k, _)| k == key)?
+            members.iter().position(|(k, _)| *k == key)?
         } else {
             let at = self
                 .sorted
-                .binary_search_by(|&i| self.members[i].0.as_ref().cmp(key))
+                .binary_search_by(|&i| members[i].0.cmp(key))
                 .ok()?;
             self.sorted[at]
         };
-        self.members.get(i).map(|(k, v)| (k.as_ref(), v))
+        members.get(i).map(|(k, v)| (*k, v))
     }
 
     #[cfg(test)]
-    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+    pub fn get(&self, key: &str) -> Option<&'a Json<'a>> {
         self.get_key_value(key).map(|(_, v)| v)
     }
 
@@ -88,20 +136,29 @@ impl<'a> JsonMap<'a> {
     }
 
     /// The members in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
-        self.members.iter().map(|(k, v)| (k.as_ref(), v))
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a Json<'a>)> + use<'a> {
+        let members: &'a [Member<'a>] = self.members;
+        members.iter().map(|(k, v)| (*k, v))
     }
 }
 
-fn sorted_indices(members: &[(Cow<'_, str>, Json<'_>)]) -> Vec<usize> {
+/// Whether a few members repeat a name.
+fn has_repeats(members: &[Member<'_>]) -> bool {
+    members
+        .iter()
+        .enumerate()
+        .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen == k))
+}
+
+fn sorted_indices(members: &[Member<'_>]) -> Vec<usize> {
     let mut sorted: Vec<usize> = (0..members.len()).collect();
     // Stable: equal names stay in the order they appeared.
-    sorted.sort_by(|&a, &b| members[a].0.cmp(&members[b].0));
+    sorted.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
     sorted
 }
 
 /// Merges repeated names of a few members in place (first place, last value).
-fn merge_repeats_small(members: &mut Vec<(Cow<'_, str>, Json<'_>)>) {
+fn merge_repeats_small(members: &mut Vec<Member<'_>>) {
     let mut i = 1;
     while i < members.len() {
         let (before, rest) = members.split_at_mut(i);
@@ -117,7 +174,7 @@ fn merge_repeats_small(members: &mut Vec<(Cow<'_, str>, Json<'_>)>) {
 
 /// Merges repeated names in place (first place, last value), given the indices sorted by name
 /// (stably: a name's first place comes first in its group, its last last).
-fn merge_repeats(members: &mut Vec<(Cow<'_, str>, Json<'_>)>, sorted: &[usize]) {
+fn merge_repeats(members: &mut Vec<Member<'_>>, sorted: &[usize]) {
     let mut dropped = vec![false; members.len()];
     let mut moves = Vec::new();
     for group in sorted.chunk_by(|&a, &b| members[a].0 == members[b].0) {
@@ -141,7 +198,7 @@ fn merge_repeats(members: &mut Vec<(Cow<'_, str>, Json<'_>)>, sorted: &[usize]) 
 impl<'a> Json<'a> {
     /// Borrows a `serde_json::Value` (contexts handed over as a value: tests, in-process
     /// renders). Iterative: a value nested thousands deep does not exhaust the stack.
-    pub fn from_value(root: &'a serde_json::Value) -> Self {
+    pub fn from_value(root: &'a serde_json::Value, arena: &'a JsonArena<'a>) -> Self {
         let mut open: Vec<Open<'a>> = Vec::new();
         let mut next = root;
         loop {
@@ -170,7 +227,7 @@ impl<'a> Json<'a> {
                     next = child;
                     break;
                 }
-                done = open.pop().map(Open::finish);
+                done = open.pop().map(|o| o.finish(arena));
             }
         }
     }
@@ -180,18 +237,26 @@ impl<'a> Json<'a> {
         match v {
             serde_json::Value::Bool(b) => Json::Bool(*b),
             serde_json::Value::Number(n) => Json::Number(n.clone()),
-            serde_json::Value::String(s) => Json::String(Cow::Borrowed(s)),
+            serde_json::Value::String(s) => Json::String(s),
             _ => Json::Null,
         }
     }
 
     /// Parses one JSON value (whitespace around it allowed) with serde_json's grammar and
-    /// nesting limit. MUST give the tree [`Json::from_value`] gives of
+    /// nesting limit, into `arena`. MUST give the tree [`Json::from_value`] gives of
     /// `serde_json::from_slice(text)`, and refuse what it refuses.
-    pub fn parse(text: &'a [u8]) -> serde_json::Result<Self> {
-        let mut de = serde_json::Deserializer::from_slice(text);
+    pub fn parse(text: &'a [u8], arena: &'a JsonArena<'a>) -> serde_json::Result<Self> {
+        // Validated once as a whole (a JSON text with a byte sequence that is not UTF-8 is
+        // refused either way): the parser then skips the check of every string it reads.
+        let text = std::str::from_utf8(text).map_err(serde::de::Error::custom)?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let build = Build {
+            arena,
+            items: RefCell::default(),
+            members: RefCell::default(),
+        };
         let hint = Cell::new(0);
-        let value = Shaped(&hint).deserialize(&mut de)?;
+        let value = Shaped(&hint, &build).deserialize(&mut de)?;
         de.end()?;
         Ok(value)
     }
@@ -201,11 +266,7 @@ impl<'a> Json<'a> {
 /// those done.
 enum Open<'a> {
     Array(std::slice::Iter<'a, serde_json::Value>, Vec<Json<'a>>),
-    Object(
-        serde_json::map::Iter<'a>,
-        Option<&'a str>,
-        Vec<(Cow<'a, str>, Json<'a>)>,
-    ),
+    Object(serde_json::map::Iter<'a>, Option<&'a str>, Vec<Member<'a>>),
 }
 
 impl<'a> Open<'a> {
@@ -219,7 +280,7 @@ impl<'a> Open<'a> {
             }
             Open::Object(rest, name, out) => {
                 if let (Some(v), Some(k)) = (done, name.take()) {
-                    out.push((Cow::Borrowed(k), v));
+                    out.push((k, v));
                 }
                 let (k, v) = rest.next()?;
                 *name = Some(k.as_str());
@@ -228,129 +289,154 @@ impl<'a> Open<'a> {
         }
     }
 
-    fn finish(self) -> Json<'a> {
+    fn finish(self, arena: &'a JsonArena<'a>) -> Json<'a> {
         match self {
-            Open::Array(_, items) => Json::Array(items),
-            Open::Object(_, _, members) => Json::Object(JsonMap::from_members(members)),
+            Open::Array(_, items) => Json::Array(arena.items.alloc_extend(items)),
+            Open::Object(_, _, members) => Json::Object(JsonMap::from_members(members, arena)),
         }
     }
 }
 
-/// A value whose object (if it is one) is made with room for `.0` members, and records its
-/// member count there for the next sibling (the rows of a table share their columns).
-struct Shaped<'h>(&'h Cell<usize>);
+/// The state of one parse: the arena, and the stacks that hold the elements of the arrays
+/// and the members of the objects still open (each container takes its own off the top when
+/// it closes, in one move into the arena).
+struct Build<'a> {
+    arena: &'a JsonArena<'a>,
+    items: RefCell<Vec<Json<'a>>>,
+    members: RefCell<Vec<Member<'a>>>,
+}
 
-impl<'de> DeserializeSeed<'de> for Shaped<'_> {
-    type Value = Json<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+/// A value; the member count of an object is recorded in `.0` (the rows of a table share
+/// their columns), which sizes the next sibling's room on the stack.
+struct Shaped<'h, 'a>(&'h Cell<usize>, &'h Build<'a>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Shaped<'_, 'a> {
+    type Value = Json<'a>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'a>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Shaped<'_> {
-    type Value = Json<'de>;
+impl<'de: 'a, 'a> Visitor<'de> for Shaped<'_, 'a> {
+    type Value = Json<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'a>, E> {
         Ok(Json::Bool(v))
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'a>, E> {
         Ok(Json::Number(v.into()))
     }
 
-    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'a>, E> {
         Ok(Json::Number(v.into()))
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'a>, E> {
         Ok(Number::from_f64(v).map_or(Json::Null, Json::Number))
     }
 
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Borrowed(v)))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'a>, E> {
+        Ok(Json::String(v))
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(v.to_owned())))
+    fn visit_str<E>(self, v: &str) -> Result<Json<'a>, E> {
+        Ok(Json::String(self.1.arena.string(v.to_owned())))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(v)))
+    fn visit_string<E>(self, v: String) -> Result<Json<'a>, E> {
+        Ok(Json::String(self.1.arena.string(v)))
     }
 
-    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+    fn visit_unit<E>(self) -> Result<Json<'a>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+    fn visit_none<E>(self) -> Result<Json<'a>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'a>, D::Error> {
         self.deserialize(d)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'a>, A::Error> {
+        let build = self.1;
+        let start = build.items.borrow().len();
         // The siblings of this array share one hint.
         let hint = Cell::new(0);
-        while let Some(v) = seq.next_element_seed(Shaped(&hint))? {
-            items.push(v);
+        while let Some(v) = seq.next_element_seed(Shaped(&hint, build))? {
+            build.items.borrow_mut().push(v);
         }
-        Ok(Json::Array(items))
+        let mut items = build.items.borrow_mut();
+        let at = start.min(items.len());
+        Ok(Json::Array(
+            build.arena.items.alloc_extend(items.drain(at..)),
+        ))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut members = Vec::with_capacity(self.0.get());
-        while let Some(key) = map.next_key_seed(Name)? {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'a>, A::Error> {
+        let build = self.1;
+        let start = {
+            let mut members = build.members.borrow_mut();
+            members.reserve(self.0.get());
+            members.len()
+        };
+        while let Some(key) = map.next_key_seed(Name(build.arena))? {
             // The values of this object are not siblings of one shape: each starts from none.
             let none = Cell::new(0);
-            members.push((key, map.next_value_seed(Shaped(&none))?));
+            let value = map.next_value_seed(Shaped(&none, build))?;
+            // Pushed after its value: the value's own members are off the stack by then.
+            build.members.borrow_mut().push((key, value));
         }
-        self.0.set(members.len());
-        Ok(Json::Object(JsonMap::from_members(members)))
+        let mut members = build.members.borrow_mut();
+        self.0.set(members.len().saturating_sub(start));
+        Ok(Json::Object(JsonMap::from_stack(
+            &mut members,
+            start,
+            build.arena,
+        )))
     }
 }
 
-/// A member name, borrowed when it has no escapes.
-struct Name;
+/// A member name, borrowed from the text when it has no escapes, else kept in the arena.
+struct Name<'a>(&'a JsonArena<'a>);
 
-impl<'de> DeserializeSeed<'de> for Name {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Name<'a> {
+    type Value = &'a str;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'a str, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for Name {
-    type Value = Cow<'de, str>;
+impl<'de: 'a, 'a> Visitor<'de> for Name<'a> {
+    type Value = &'a str;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a member name")
     }
 
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(v))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<&'a str, E> {
+        Ok(v)
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v.to_owned()))
+    fn visit_str<E>(self, v: &str) -> Result<&'a str, E> {
+        Ok(self.0.string(v.to_owned()))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v))
+    fn visit_string<E>(self, v: String) -> Result<&'a str, E> {
+        Ok(self.0.string(v))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Json, SCAN_MEMBERS};
+    use super::{Json, JsonArena, SCAN_MEMBERS};
     use proptest::prelude::*;
-    use std::borrow::Cow;
 
     /// The tree of `text` as serde_json reads it.
     fn theirs(text: &str) -> serde_json::Value {
@@ -375,8 +461,9 @@ mod tests {
             "3",
         ] {
             let value = theirs(text);
-            let ours = Json::parse(text.as_bytes()).expect(text);
-            assert_eq!(ours, Json::from_value(&value), "{text}");
+            let (arena, theirs_arena) = (JsonArena::new(), JsonArena::new());
+            let ours = Json::parse(text.as_bytes(), &arena).expect(text);
+            assert_eq!(ours, Json::from_value(&value, &theirs_arena), "{text}");
             if let (Json::Object(o), serde_json::Value::Object(v)) = (&ours, &value) {
                 assert!(
                     o.iter().map(|(k, _)| k).eq(v.keys().map(String::as_str)),
@@ -396,14 +483,15 @@ mod tests {
                 serde_json::Value::Object(std::iter::once(("a".to_owned(), v)).collect())
             };
         }
-        let mut at = &Json::from_value(&v);
+        let arena = JsonArena::new();
+        let mut at = &Json::from_value(&v, &arena);
         let mut depth = 0;
         loop {
             at = match at {
                 Json::Array(items) if items.len() == 1 => &items[0],
                 Json::Object(map) if map.len() == 1 => map.iter().next().expect("one").1,
                 Json::String(s) => {
-                    assert_eq!(s, "leaf");
+                    assert_eq!(*s, "leaf");
                     break;
                 }
                 other => panic!("unexpected {other:?} at {depth}"),
@@ -416,14 +504,24 @@ mod tests {
     #[test]
     fn unescaped_text_is_borrowed() {
         let text = br#"{"plain":"abc","esc\u0041":"x\ny"}"#;
-        let Json::Object(map) = Json::parse(text).expect("parses") else {
+        let arena = JsonArena::new();
+        let Json::Object(map) = Json::parse(text, &arena).expect("parses") else {
             panic!("an object")
         };
-        assert!(matches!(
-            map.get("plain"),
-            Some(Json::String(Cow::Borrowed("abc")))
-        ));
-        assert!(matches!(map.get("escA"), Some(Json::String(Cow::Owned(s))) if s == "x\ny"));
+        let Some(Json::String(plain)) = map.get("plain") else {
+            panic!("a string")
+        };
+        assert_eq!(*plain, "abc");
+        assert!(
+            text.as_ptr_range().contains(&plain.as_ptr()),
+            "borrowed from the text"
+        );
+        assert!(matches!(map.get("escA"), Some(Json::String(s)) if *s == "x\ny"));
+        assert_eq!(
+            arena.strings.len(),
+            2,
+            "the name and the value with escapes"
+        );
     }
 
     #[test]
@@ -438,7 +536,10 @@ mod tests {
             "01",
             "{1:2}",
         ] {
-            assert!(Json::parse(text.as_bytes()).is_err(), "{text:?}");
+            assert!(
+                Json::parse(text.as_bytes(), &JsonArena::new()).is_err(),
+                "{text:?}"
+            );
             assert!(
                 serde_json::from_str::<serde_json::Value>(text).is_err(),
                 "{text:?}"
@@ -447,7 +548,7 @@ mod tests {
         for depth in [100, 200] {
             let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
             assert_eq!(
-                Json::parse(deep.as_bytes()).is_err(),
+                Json::parse(deep.as_bytes(), &JsonArena::new()).is_err(),
                 serde_json::from_str::<serde_json::Value>(&deep).is_err(),
                 "the same nesting limit at {depth}"
             );
@@ -467,7 +568,8 @@ mod tests {
                 .collect();
             let text = format!("{{{}}}", members.join(","));
             let value = theirs(&text);
-            let Json::Object(ours) = Json::parse(text.as_bytes()).expect("parses") else {
+            let (arena, theirs_arena) = (JsonArena::new(), JsonArena::new());
+            let Json::Object(ours) = Json::parse(text.as_bytes(), &arena).expect("parses") else {
                 panic!("an object")
             };
             let serde_json::Value::Object(map) = &value else { panic!("an object") };
@@ -475,7 +577,10 @@ mod tests {
             prop_assert!(ours.iter().map(|(k, _)| k).eq(map.keys().map(String::as_str)));
             for n in 0..(2 * SCAN_MEMBERS as u8 + 6) {
                 let key = format!("n{n}");
-                prop_assert_eq!(ours.get(&key).cloned(), map.get(&key).map(Json::from_value));
+                prop_assert_eq!(
+                    ours.get(&key).cloned(),
+                    map.get(&key).map(|v| Json::from_value(v, &theirs_arena))
+                );
                 prop_assert_eq!(ours.contains_key(&key), map.contains_key(&key));
             }
         }

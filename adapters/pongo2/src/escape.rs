@@ -20,9 +20,16 @@ pub fn escaped_len(s: &str) -> usize {
     s.bytes().map(|b| entity(b).map_or(1, str::len)).sum()
 }
 
+/// Strings up to this length are checked byte by byte: cheaper than setting up two vector
+/// searches for a table cell.
+const SHORT: usize = 64;
+
 /// Whether `s` holds a byte to escape (SIMD search: most values hold none).
 fn needs_escaping(s: &str) -> bool {
     let b = s.as_bytes();
+    if b.len() <= SHORT {
+        return b.iter().any(|&c| entity(c).is_some());
+    }
     memchr::memchr3(b'&', b'<', b'>', b).is_some() || memchr::memchr2(b'"', b'\'', b).is_some()
 }
 

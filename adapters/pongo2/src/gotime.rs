@@ -4,14 +4,18 @@
 use chrono::{
     DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike, Utc,
 };
+use std::borrow::Cow;
 
 /// An instant with the zone it is shown in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoTime {
     pub(crate) dt: DateTime<FixedOffset>,
-    /// The zone abbreviation (`UTC`); `None` for a fabricated zone, shown as its offset.
-    pub(crate) zone: Option<Box<str>>,
+    /// The zone abbreviation (`UTC`, borrowed: no allocation for the common zone); `None`
+    /// for a fabricated zone, shown as its offset.
+    pub(crate) zone: Option<Cow<'static, str>>,
 }
+
+const UTC: &str = "UTC";
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -42,7 +46,7 @@ impl GoTime {
     pub fn utc(dt: DateTime<Utc>) -> Self {
         Self {
             dt: dt.fixed_offset(),
-            zone: Some("UTC".into()),
+            zone: Some(Cow::Borrowed(UTC)),
         }
     }
 
@@ -61,13 +65,13 @@ impl GoTime {
         (self.dt.timestamp(), self.dt.timestamp_subsec_nanos())
     }
 
-    fn zone_name(&self) -> String {
+    fn zone_name(&self) -> Cow<'_, str> {
         match &self.zone {
-            Some(z) => z.to_string(),
+            Some(z) => Cow::Borrowed(z),
             None => {
                 let off = self.dt.offset().fix().local_minus_utc();
                 let (sign, off) = if off < 0 { ('-', -off) } else { ('+', off) };
-                format!("{sign}{:02}{:02}", off / 3600, off / 60 % 60)
+                Cow::Owned(format!("{sign}{:02}{:02}", off / 3600, off / 60 % 60))
             }
         }
     }
@@ -75,6 +79,8 @@ impl GoTime {
     /// Formats with a Go layout (reference time `Mon Jan 2 15:04:05 MST 2006`).
     pub fn format(&self, layout: &str) -> String {
         let mut out = String::with_capacity(layout.len() + 16);
+        // The wall-clock fields in the shown zone, computed once for every token.
+        let local = self.dt.naive_local();
         let b = layout.as_bytes();
         let mut i = 0;
         let mut lit_start = 0;
@@ -84,7 +90,7 @@ impl GoTime {
                 continue;
             };
             out.push_str(layout.get(lit_start..i).unwrap_or_default());
-            self.push_token(&mut out, tok);
+            self.push_token(&mut out, &local, tok);
             i += len;
             lit_start = i;
         }
@@ -92,9 +98,8 @@ impl GoTime {
         out
     }
 
-    fn push_token(&self, out: &mut String, tok: Std) {
-        let d = &self.dt;
-        let off = d.offset().fix().local_minus_utc();
+    fn push_token(&self, out: &mut String, d: &NaiveDateTime, tok: Std) {
+        let off = self.dt.offset().fix().local_minus_utc();
         match tok {
             Std::LongMonth => out.push_str(MONTHS.get(d.month0() as usize).copied().unwrap_or("")),
             Std::Month => out.push_str(
@@ -135,19 +140,22 @@ impl GoTime {
             Std::Iso(kind) => push_offset(out, off, kind, true),
             Std::Num(kind) => push_offset(out, off, kind, false),
             Std::Frac { digits, trim, sep } => {
-                let nanos = d.nanosecond() % 1_000_000_000;
-                let all = format!("{nanos:09}");
-                let mut s = all.get(..digits.min(9)).unwrap_or("").to_string();
+                let mut all = String::with_capacity(9);
+                push_num(
+                    &mut all,
+                    (d.nanosecond() % 1_000_000_000).into(),
+                    9,
+                    Fill::Zero,
+                );
+                let mut s = all.get(..digits.min(9)).unwrap_or("");
                 if trim {
-                    while s.ends_with('0') {
-                        s.pop();
-                    }
+                    s = s.trim_end_matches('0');
                     if s.is_empty() {
                         return;
                     }
                 }
                 out.push(sep);
-                out.push_str(&s);
+                out.push_str(s);
             }
         }
     }
@@ -424,7 +432,11 @@ pub fn parse_go_string(s: &str) -> Option<GoTime> {
     let numeric = zone.starts_with('+') || zone.starts_with('-');
     Some(GoTime {
         dt,
-        zone: if numeric { None } else { Some(zone.into()) },
+        zone: match zone {
+            _ if numeric => None,
+            UTC => Some(Cow::Borrowed(UTC)),
+            other => Some(Cow::Owned(other.to_owned())),
+        },
     })
 }
 
@@ -477,7 +489,7 @@ fn parse_rfc3339(s: &str) -> Option<GoTime> {
     let utc_zone = s.ends_with('Z') || dt.offset().local_minus_utc() == 0;
     Some(GoTime {
         dt,
-        zone: if utc_zone { Some("UTC".into()) } else { None },
+        zone: utc_zone.then_some(Cow::Borrowed(UTC)),
     })
 }
 

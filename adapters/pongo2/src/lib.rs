@@ -115,7 +115,8 @@ impl Pongo2Engine {
         limits: &RenderLimits,
     ) -> RecordedRender {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.render_inner(source, &data::Json::from_value(data), limits, true)
+            let arena = data::JsonArena::new();
+            self.render_inner(source, &data::Json::from_value(data, &arena), limits, true)
         }));
         let (result, reads) = outcome.unwrap_or_else(|_| {
             (
@@ -157,7 +158,8 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            self.render_inner(source, &data::Json::from_value(data), limits, false)
+            let arena = data::JsonArena::new();
+            self.render_inner(source, &data::Json::from_value(data, &arena), limits, false)
                 .0
         })
     }
@@ -172,7 +174,8 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            let data = data::Json::parse(context).map_err(RenderError::context_not_json)?;
+            let arena = data::JsonArena::new();
+            let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
             self.render_inner(source, &data, limits, false).0
         })
     }

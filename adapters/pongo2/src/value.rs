@@ -159,7 +159,7 @@ impl<'a> Value<'a> {
             }
             Json::String(s) => match gotime::parse_go_string(s) {
                 Some(t) if origin == Origin::None => Value::Time(Rc::new(t)),
-                _ => Value::str(s.as_ref()),
+                _ => Value::str(s),
             },
             Json::Array(items) => Value::List(ListV::Data { items, origin }),
             Json::Object(map) => Value::Map(MapV::Data { map, origin }),
@@ -484,7 +484,8 @@ mod tests {
     #[test]
     fn data_times_become_times() {
         let text = br#"{"d": {"t": [{"at": "2025-06-01 10:00:00 +0000 UTC"}]}}"#;
-        let Ok(Json::Object(j)) = Json::parse(text) else {
+        let arena = crate::data::JsonArena::new();
+        let Ok(Json::Object(j)) = Json::parse(text, &arena) else {
             panic!()
         };
         let Some(Json::Object(ds)) = j.get("d") else {

@@ -126,10 +126,14 @@ pub(super) fn date<'a>(
     strings: bool,
 ) -> R<Value<'a>> {
     let name = if strings { "date" } else { "time" };
+    let parsed;
     let t = match v {
-        Value::Time(t) => (**t).clone(),
-        Value::Str(s, _) if strings => crate::gotime::parse_loose(s.as_str())
-            .ok_or_else(|| err(name, format!("cannot parse {:?} as date", s.as_str())))?,
+        Value::Time(t) => &**t,
+        Value::Str(s, _) if strings => {
+            parsed = crate::gotime::parse_loose(s.as_str())
+                .ok_or_else(|| err(name, format!("cannot parse {:?} as date", s.as_str())))?;
+            &parsed
+        }
         _ if strings => {
             return Err(err(name, "filter input must be time.Time or date string"));
         }

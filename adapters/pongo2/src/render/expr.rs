@@ -14,6 +14,14 @@ impl<'a> Renderer<'a> {
     /// Whether the `safe` filter applies to `id` (Pongo2's `FilterApplied("safe")`: a filter
     /// chain containing `safe`, or both sides of an operator).
     pub(crate) fn safe_applied(&self, id: ExprId) -> bool {
+        // Most printed expressions are a variable or one filter chain: no stack for those.
+        match self.tpl.expr(id) {
+            Some(Expr::Filtered { filters, .. }) => {
+                return filters.iter().any(|f| &*f.name == "safe");
+            }
+            Some(Expr::Bin { .. } | Expr::Unary { .. }) => {}
+            _ => return false,
+        }
         let mut stack = vec![id];
         let mut steps = 0usize;
         while let Some(id) = stack.pop() {
