@@ -22,8 +22,16 @@ impl RawConfig {
             300,
             30,
         );
+        let token_cache_size = c.number(
+            "AUTH_TOKEN_CACHE_SIZE",
+            &self.auth_token_cache_size,
+            0u64,
+            1_000_000,
+            4096,
+        );
         AuthSettings {
             enabled: auth_enabled,
+            token_cache_size,
             key,
             issuer: self
                 .auth_jwt_issuer

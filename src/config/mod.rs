@@ -72,6 +72,10 @@ pub struct RawConfig {
     /// Clock skew tolerated on `exp`/`nbf`, in seconds (0-300).
     #[arg(long, env = "AUTH_JWT_LEEWAY_SECONDS", default_value = "30")]
     pub auth_jwt_leeway_seconds: String,
+    /// Verified bearer tokens kept so that the same token is not verified again (0-1000000;
+    /// 0 verifies every request).
+    #[arg(long, env = "AUTH_TOKEN_CACHE_SIZE", default_value = "4096")]
+    pub auth_token_cache_size: String,
     /// Isolate every record, file and event by the token's `tenant_id` claim.
     #[arg(long, env = "MULTI_TENANT_ENABLED", default_value = "false")]
     pub multi_tenant_enabled: String,
@@ -440,6 +444,8 @@ pub struct AuthSettings {
     pub audience: Option<String>,
     /// Leeway in seconds.
     pub leeway_seconds: u64,
+    /// Verified tokens kept (0: every request is verified).
+    pub token_cache_size: u64,
 }
 
 /// Tenancy mode.
@@ -811,6 +817,7 @@ impl RawConfig {
             auth_jwt_issuer: None,
             auth_jwt_audience: None,
             auth_jwt_leeway_seconds: "30".into(),
+            auth_token_cache_size: "4096".into(),
             multi_tenant_enabled: "false".into(),
             default_tenant_id: "default".into(),
             max_pagination_limit: "100".into(),

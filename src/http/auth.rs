@@ -6,6 +6,7 @@
 use crate::app::{AppError, Caller, Code};
 use crate::config::{AuthKey, AuthSettings, Tenancy};
 use crate::http::error::ApiError;
+use crate::http::token_cache::TokenCache;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use poem::Request;
 use poem_openapi::registry::{MetaSecurityScheme, Registry};
@@ -163,6 +164,8 @@ enum Mode {
 pub struct Authenticator {
     mode: Mode,
     tenancy: Tenancy,
+    /// Tokens verified before (`AUTH_TOKEN_CACHE_SIZE`; `None` when 0 or auth is off).
+    cache: Option<TokenCache>,
 }
 
 /// True when the PEM is an RSA or EC public key jsonwebtoken can use.
@@ -182,6 +185,7 @@ impl Authenticator {
             return Ok(Self {
                 mode: Mode::Disabled,
                 tenancy,
+                cache: None,
             });
         }
         let (key, alg) = match &settings.key {
@@ -217,6 +221,7 @@ impl Authenticator {
                 validation: Box::new(validation),
             },
             tenancy,
+            cache: TokenCache::new(settings.token_cache_size, settings.leeway_seconds),
         })
     }
 
@@ -225,9 +230,26 @@ impl Authenticator {
         matches!(self.mode, Mode::Jwt { .. })
     }
 
+    /// Verifies an `Authorization` header value; a token verified before and not expired is
+    /// taken from the cache without a second verification (see `token_cache`).
+    pub fn verify_shared(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthFailure> {
+        let (Mode::Jwt { .. }, Some(cache)) = (&self.mode, &self.cache) else {
+            return self.verify(header).map(Arc::new);
+        };
+        let token = bearer_token(header)?;
+        let now = jsonwebtoken::get_current_timestamp();
+        if let Some(principal) = cache.get(token, now) {
+            return Ok(principal);
+        }
+        let (principal, exp) = self.verify_token(token)?;
+        let principal = Arc::new(principal);
+        cache.insert(token, principal.clone(), exp);
+        Ok(principal)
+    }
+
     /// Verifies an `Authorization` header value.
     pub fn verify(&self, header: Option<&str>) -> Result<Principal, AuthFailure> {
-        let key_and_validation = match &self.mode {
+        match &self.mode {
             Mode::Disabled => {
                 let tenant = match &self.tenancy {
                     Tenancy::Single(t) => t.clone(),
@@ -235,24 +257,21 @@ impl Authenticator {
                         return Err(AuthFailure("multi-tenant mode needs authentication".into()));
                     }
                 };
-                return Ok(Principal {
+                Ok(Principal {
                     subject: "anonymous".into(),
                     tenant,
                     scopes: Scopes::all(),
-                });
+                })
             }
-            Mode::Jwt { key, validation } => (key, validation),
+            Mode::Jwt { .. } => self.verify_token(bearer_token(header)?).map(|(p, _)| p),
+        }
+    }
+
+    /// Verifies a bearer token: the principal and the token's `exp`.
+    fn verify_token(&self, token: &str) -> Result<(Principal, u64), AuthFailure> {
+        let Mode::Jwt { key, validation } = &self.mode else {
+            return Err(AuthFailure("authentication is off".into()));
         };
-        let header = header.ok_or_else(|| {
-            AuthFailure("missing Authorization header; send 'Authorization: Bearer <JWT>'".into())
-        })?;
-        let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| AuthFailure("the Authorization header must be 'Bearer <JWT>'".into()))?;
-        let (key, validation) = key_and_validation;
         let data = jsonwebtoken::decode::<Claims>(token, key, validation).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind as K;
             let why = match e.kind() {
@@ -268,6 +287,8 @@ impl Authenticator {
             AuthFailure(why.into())
         })?;
         let claims = data.claims;
+        // jsonwebtoken accepted it as an unsigned number of seconds.
+        let exp = u64::try_from(claims.exp).unwrap_or_default();
         let tenant = match &self.tenancy {
             Tenancy::Single(t) => t.clone(),
             Tenancy::Multi => {
@@ -287,12 +308,26 @@ impl Authenticator {
             .split_whitespace()
             .filter_map(Scope::parse)
             .collect();
-        Ok(Principal {
+        let principal = Principal {
             subject: claims.sub.unwrap_or_else(|| "unknown".into()),
             tenant,
             scopes,
-        })
+        };
+        Ok((principal, exp))
     }
+}
+
+/// The token of an `Authorization: Bearer <JWT>` header value.
+fn bearer_token(header: Option<&str>) -> Result<&str, AuthFailure> {
+    let header = header.ok_or_else(|| {
+        AuthFailure("missing Authorization header; send 'Authorization: Bearer <JWT>'".into())
+    })?;
+    header
+        .strip_prefix("Bearer ")
+        .or_else(|| header.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| AuthFailure("the Authorization header must be 'Bearer <JWT>'".into()))
 }
 
 /// Mints an HS256 token (the development token of `serve`, and tests).
@@ -318,7 +353,7 @@ pub fn authenticate(auth: &Authenticator, req: &mut Request) {
             .headers()
             .get(poem::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        let outcome = auth.verify(header).map(Arc::new);
+        let outcome = auth.verify_shared(header);
         req.extensions_mut().insert(AuthOutcome(outcome));
     }
 }
@@ -388,5 +423,94 @@ impl<'a> ApiExtractor<'a> for Auth {
             ))
             .into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &[u8] = b"unit-test-secret-unit-test-secret-0123";
+
+    fn authenticator(token_cache_size: u64) -> Authenticator {
+        let settings = AuthSettings {
+            enabled: true,
+            key: AuthKey::Secret(SECRET.to_vec()),
+            issuer: None,
+            audience: None,
+            leeway_seconds: 30,
+            token_cache_size,
+        };
+        let tenant = TenantId::parse("default").expect("a tenant id");
+        Authenticator::new(&settings, Tenancy::Single(tenant), None).expect("an authenticator")
+    }
+
+    fn bearer(exp_from_now: i64) -> String {
+        let claims = Claims {
+            sub: Some("alice".into()),
+            exp: chrono::Utc::now().timestamp() + exp_from_now,
+            scope: Some("templates:read".into()),
+            tenant_id: None,
+            iss: None,
+            aud: None,
+        };
+        format!("Bearer {}", mint_hs256(SECRET, &claims).expect("a token"))
+    }
+
+    #[test]
+    fn a_verified_token_is_taken_from_the_cache() {
+        let auth = authenticator(16);
+        let header = bearer(3600);
+        let first = auth.verify_shared(Some(&header)).expect("valid");
+        let again = auth.verify_shared(Some(&header)).expect("valid");
+        assert!(Arc::ptr_eq(&first, &again), "the second use is a cache hit");
+        assert_eq!(first.subject, "alice");
+        assert!(first.scopes.contains(Scope::TemplatesRead));
+        assert!(!first.scopes.contains(Scope::TemplatesWrite));
+    }
+
+    #[test]
+    fn an_altered_token_misses_the_cache_and_is_refused() {
+        let auth = authenticator(16);
+        let header = bearer(3600);
+        auth.verify_shared(Some(&header)).expect("valid");
+        let mut altered = header.clone();
+        let last = altered.pop().expect("a signature");
+        altered.push(if last == 'A' { 'B' } else { 'A' });
+        let refused = auth.verify_shared(Some(&altered)).expect_err("altered");
+        assert!(
+            refused.0.contains("signature") || refused.0.contains("malformed"),
+            "{refused}"
+        );
+        let header_prefix = &header[..header.len() - 10];
+        assert!(auth.verify_shared(Some(header_prefix)).is_err());
+    }
+
+    #[test]
+    fn an_expired_token_is_refused_every_time() {
+        let auth = authenticator(16);
+        let header = bearer(-3600);
+        for _ in 0..2 {
+            let refused = auth.verify_shared(Some(&header)).expect_err("expired");
+            assert_eq!(refused.0, "the token has expired");
+        }
+    }
+
+    #[test]
+    fn a_missing_or_malformed_header_is_refused_with_the_cache_on() {
+        let auth = authenticator(16);
+        assert!(auth.verify_shared(None).is_err());
+        assert!(auth.verify_shared(Some("Basic abc")).is_err());
+        assert!(auth.verify_shared(Some("Bearer ")).is_err());
+    }
+
+    #[test]
+    fn with_the_cache_off_every_use_is_verified() {
+        let auth = authenticator(0);
+        let header = bearer(3600);
+        let first = auth.verify_shared(Some(&header)).expect("valid");
+        let again = auth.verify_shared(Some(&header)).expect("valid");
+        assert!(!Arc::ptr_eq(&first, &again), "verified twice");
+        assert_eq!(first, again);
     }
 }

@@ -30,6 +30,7 @@ pub mod streaming;
 mod tags;
 mod templates;
 pub mod text;
+pub mod token_cache;
 
 pub use ops::{Probe, Readiness};
 
