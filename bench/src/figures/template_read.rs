@@ -54,14 +54,18 @@ fn bare(ctx: &Ctx, body: &std::path::Path, jwt: bool) -> anyhow::Result<Server> 
     Server::spawn(c, addr)
 }
 
-/// One round: (Reporter, bare + JWT, bare) runs.
+/// One round: (Reporter, bare + JWT, bare, Reporter verifying every request) runs. The last
+/// Reporter runs with `AUTH_TOKEN_CACHE_SIZE=0`, the same work per request as the baseline
+/// with the JWT check (which verifies every request).
 fn measure(
     ctx: &Ctx,
     reporter_first: bool,
     secs: u64,
-) -> anyhow::Result<[super::serve::WrkRun; 3]> {
+) -> anyhow::Result<[super::serve::WrkRun; 4]> {
     let serve = Server::reporter(ctx, &[])?;
+    let uncached = Server::reporter(ctx, &[("AUTH_TOKEN_CACHE_SIZE", "0".into())])?;
     let id = upload(&serve, "accounts.csv.tpl", TEMPLATE, "csv")?;
+    let uncached_id = upload(&uncached, "accounts.csv.tpl", TEMPLATE, "csv")?;
     let path = format!("/v1/templates/{id}");
     let (status, body) = serve.call("GET", &path, None, b"")?;
     anyhow::ensure!(status == 200, "GET {path}: {status}");
@@ -79,15 +83,19 @@ fn measure(
         token()?
     );
     let run = |s: &Server| wrk(ctx, &script, &format!("http://{}{path}", s.addr), secs);
-    let (r, j, b) = if reporter_first {
+    let uncached_path = format!("http://{}/v1/templates/{uncached_id}", uncached.addr);
+    let run_uncached = || wrk(ctx, &script, &uncached_path, secs);
+    let (r, j, b, u) = if reporter_first {
         let r = run(&serve)?;
-        (r, run(&with_jwt)?, run(&without)?)
+        let u = run_uncached()?;
+        (r, run(&with_jwt)?, run(&without)?, u)
     } else {
         let b = run(&without)?;
         let j = run(&with_jwt)?;
-        (run(&serve)?, j, b)
+        let u = run_uncached()?;
+        (run(&serve)?, j, b, u)
     };
-    Ok([r, j, b])
+    Ok([r, j, b, u])
 }
 
 #[async_trait]
@@ -99,7 +107,7 @@ impl Figure for TemplateRead {
     async fn round(&mut self, ctx: &Ctx, reporter_first: bool) -> anyhow::Result<Vec<Sample>> {
         let secs = if ctx.quick { 3 } else { 10 };
         // Server processes and load runs of several seconds: block this worker thread.
-        let [r, j, b] = tokio::task::block_in_place(|| measure(ctx, reporter_first, secs))?;
+        let [r, j, b, u] = tokio::task::block_in_place(|| measure(ctx, reporter_first, secs))?;
         Ok(vec![
             Sample {
                 row: "P3 GET /v1/templates/{id} throughput vs bare poem + JWT".into(),
@@ -115,6 +123,14 @@ impl Figure for TemplateRead {
                 reporter: r.rps,
                 baseline: b.rps,
                 baseline_name: "bare poem",
+                target: None,
+            },
+            Sample {
+                row: "P3 GET /v1/templates/{id} throughput vs bare poem + JWT, token cache off (AUTH_TOKEN_CACHE_SIZE=0)".into(),
+                unit: "req/s",
+                reporter: u.rps,
+                baseline: j.rps,
+                baseline_name: "bare poem + HS256",
                 target: None,
             },
             Sample {
