@@ -27,6 +27,11 @@ TIMEOUT="${CHAOS_TIMEOUT:-90}"
 
 log() { echo "chaos-broker: $*" >&2; }
 
+if ((DIST_PORT < 1 || DIST_PORT > 65535)); then
+    log "ERROR: distribution port $DIST_PORT is not a port (set CHAOS_RABBITMQ_DIST_PORT)"
+    exit 2
+fi
+
 node_env() {
     export RABBITMQ_NODENAME="$NODE"
     export RABBITMQ_DIST_PORT="$DIST_PORT"

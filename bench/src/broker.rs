@@ -25,6 +25,9 @@ pub struct Broker {
 #[derive(Clone)]
 pub struct Handle {
     port: u16,
+    /// Erlang distribution port: free too (the script's default, AMQP port + 20,000, is no
+    /// port at all for an AMQP port above 45,535).
+    dist_port: u16,
     node: String,
     script: PathBuf,
 }
@@ -40,10 +43,15 @@ impl Broker {
     /// Starts the node.
     pub fn start(repo: &std::path::Path) -> anyhow::Result<Self> {
         let port = free_port();
+        let mut dist_port = free_port();
+        while dist_port == port {
+            dist_port = free_port();
+        }
         let b = Self {
             uri: format!("amqp://guest:guest@127.0.0.1:{port}/%2f"),
             h: Handle {
                 port,
+                dist_port,
                 node: format!("reporter-bench-{}@localhost", std::process::id()),
                 script: repo.join("scripts/chaos-broker.sh"),
             },
@@ -73,6 +81,7 @@ impl Handle {
             .arg(&self.script)
             .args(args)
             .env("CHAOS_RABBITMQ_PORT", self.port.to_string())
+            .env("CHAOS_RABBITMQ_DIST_PORT", self.dist_port.to_string())
             .env("CHAOS_RABBITMQ_NODE", &self.node)
             .output()
             .context("running scripts/chaos-broker.sh")?;
