@@ -77,7 +77,16 @@ impl CatchUp {
         blocking_ctl(ctx, false).await?;
         let back = Instant::now();
         let run = Self::measure(ctx, &queue, n, back).await?;
-        let left = app.ports().outbox.stats(chrono::Utc::now()).await?;
+        // The last events can reach the consumer before their confirms are marked in the
+        // outbox: give the marks a bounded moment.
+        let settled = Instant::now() + Duration::from_secs(10);
+        let left = loop {
+            let left = app.ports().outbox.stats(chrono::Utc::now()).await?;
+            if left.pending == 0 || Instant::now() >= settled {
+                break left;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         anyhow::ensure!(left.pending == 0, "outbox not drained: {left:?}");
         Ok(run)
     }
