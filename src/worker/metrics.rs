@@ -1,6 +1,6 @@
 //! Worker metrics: jobs received and settled, job duration, reports by terminal status.
 use super::pipeline::JobOutcome;
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
 use reporter_ports::report::ReportStatus;
 use std::time::Duration;
 
@@ -20,11 +20,17 @@ pub struct WorkerMetrics {
     jobs: IntCounterVec,
     duration: HistogramVec,
     reports: IntCounterVec,
+    streams: IntCounterVec,
+    streamed_rows: IntCounter,
 }
+
+/// How a streamed render ended, as `reporter_render_streams_total` labels it.
+pub const STREAM_OUTCOMES: [&str; 2] = ["streamed", "rendered_again"];
 
 impl WorkerMetrics {
     /// Registers `reporter_jobs_received_total{redelivered}`, `reporter_jobs_total{outcome}`,
-    /// `reporter_job_duration_seconds{outcome}` and `reporter_reports_generated_total{status}`.
+    /// `reporter_job_duration_seconds{outcome}`, `reporter_reports_generated_total{status}`,
+    /// `reporter_render_streams_total{outcome}` and `reporter_render_streamed_rows_total`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let received = IntCounterVec::new(
             Opts::new(
@@ -60,6 +66,24 @@ impl WorkerMetrics {
             ),
             &["status"],
         )?;
+        let streams = IntCounterVec::new(
+            Opts::new(
+                "reporter_render_streams_total",
+                "Renders that took a table as a stream, by outcome: streamed (its rows reached \
+                 the render as they arrived), rendered_again (its query failed part-way: the \
+                 report was rendered again without that section)",
+            ),
+            &["outcome"],
+        )?;
+        let streamed_rows = IntCounter::new(
+            "reporter_render_streamed_rows_total",
+            "Rows that reached a render as a stream (never held whole in the context)",
+        )?;
+        registry.register(Box::new(streams.clone()))?;
+        registry.register(Box::new(streamed_rows.clone()))?;
+        for outcome in STREAM_OUTCOMES {
+            streams.with_label_values(&[outcome]);
+        }
         for c in [&received, &jobs, &reports] {
             registry.register(Box::new(c.clone()))?;
         }
@@ -84,7 +108,20 @@ impl WorkerMetrics {
             jobs,
             duration,
             reports,
+            streams,
+            streamed_rows,
         })
+    }
+
+    /// Counts a streamed render whose `rows` all went to it.
+    pub(super) fn streamed(&self, rows: u64) {
+        self.streams.with_label_values(&["streamed"]).inc();
+        self.streamed_rows.inc_by(rows);
+    }
+
+    /// Counts a streamed render abandoned because its table's query failed part-way.
+    pub(super) fn rendered_again(&self) {
+        self.streams.with_label_values(&["rendered_again"]).inc();
     }
 
     /// Counts one received job.

@@ -11,6 +11,7 @@
 mod metrics;
 mod ownership;
 mod pipeline;
+mod streamed;
 
 pub use crate::app::Generation;
 pub use metrics::WorkerMetrics;

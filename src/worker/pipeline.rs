@@ -5,7 +5,7 @@ use futures_util::StreamExt;
 use reporter_ports::StoreError;
 use reporter_ports::ports::{
     DataSourceError, JobDelivery, JsonSection, RenderContext, RenderError, RenderJob, Row, RowSink,
-    RunnerError, SectionJson, TableJson, TableQuery,
+    RunnerError, SectionJson, StreamPlan, TableJson, TableQuery,
 };
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
@@ -175,46 +175,84 @@ impl Worker {
     /// read, the sandbox could not start a process). A render over its time bound is
     /// `report_generation_timeout`; over its memory bound, crashed or failed,
     /// `report_generation_failed`.
+    ///
+    /// When the runner streams, the render starts first and names the table it takes as a
+    /// stream (`StreamPlan`): every other table is extracted into the context, then that
+    /// table's rows go to the render as they arrive (see [`super::streamed`]).
     async fn generate(&self, report: &Report) -> Result<Generation, String> {
         let (template, source) = match self.template_source(report).await? {
             Ok(found) => found,
             Err(failed) => return Ok(failed),
         };
-        let phase = Instant::now();
-        let (data, sections) = self.extract(report, &template.mapped_fields).await;
-        let extract_ms = phase.elapsed().as_millis() as u64;
-        let context_bytes = data.len();
-        let ok = sections.values().filter(|s| s.ok).count();
-        if !sections.is_empty() && ok == 0 {
-            tracing::warn!("every section failed; no artifact");
-            return Ok(Generation::Failed {
-                code: ReportErrorCode::ReportGenerationFailed,
-                sections,
-            });
+        let source: Arc<str> = Arc::from(source);
+        let sanitize = matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf);
+        let started = self
+            .runner
+            .start_render(source.clone(), self.settings.render, sanitize)
+            .await;
+        let rendered = match started {
+            Ok(Some(session)) => self.render_streamed(report, &template, &source, session).await,
+            Ok(None) => {
+                let phase = Instant::now();
+                let (extracted, sections) = self.extract(report, &template.mapped_fields, None).await;
+                let extract_ms = phase.elapsed().as_millis() as u64;
+                self.render_whole(&source, extracted, sections, sanitize, extract_ms)
+                    .await
+            }
+            Err(e) => render_failure(e, BTreeMap::new()),
+        };
+        match rendered? {
+            Rendered::Text(text, sections, phases) => {
+                self.convert(report, text, sections, phases).await
+            }
+            Rendered::Failed(generation) => Ok(generation),
         }
+    }
+
+    /// Renders the extracted sections in one request (the context holds every table).
+    pub(super) async fn render_whole(
+        &self,
+        source: &Arc<str>,
+        extracted: Vec<(String, JsonSection)>,
+        sections: BTreeMap<String, SectionOutcome>,
+        sanitize_html: bool,
+        extract_ms: u64,
+    ) -> Result<Rendered, String> {
+        if let Some(failed) = all_failed(&sections) {
+            return Ok(Rendered::Failed(failed));
+        }
+        let data = RenderContext::from_sections(extracted);
+        let context_bytes = data.len();
         let job = RenderJob {
-            source: Arc::from(source),
+            source: source.clone(),
             data,
             limits: self.settings.render,
-            sanitize_html: matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf),
+            sanitize_html,
         };
         let phase = Instant::now();
-        let text = match self.runner.render(job).await {
-            Ok(t) => t,
-            Err(RunnerError::Unavailable(e)) => {
-                return Err(format!("template sandbox unavailable: {e}"));
-            }
-            Err(RunnerError::Template(e)) => {
-                tracing::warn!(error = %e, "render failed");
-                let code = if e == RenderError::Timeout {
-                    ReportErrorCode::ReportGenerationTimeout
-                } else {
-                    ReportErrorCode::ReportGenerationFailed
-                };
-                return Ok(Generation::Failed { code, sections });
-            }
-        };
-        let render_ms = phase.elapsed().as_millis() as u64;
+        match self.runner.render(job).await {
+            Ok(text) => Ok(Rendered::Text(
+                text,
+                sections,
+                Phases {
+                    extract_ms,
+                    context_bytes,
+                    render_ms: phase.elapsed().as_millis() as u64,
+                    streamed_rows: None,
+                },
+            )),
+            Err(e) => render_failure(e, sections),
+        }
+    }
+
+    /// Converts the rendered text into the artifact (PDF for the pdf format).
+    async fn convert(
+        &self,
+        report: &Report,
+        text: String,
+        sections: BTreeMap<String, SectionOutcome>,
+        phases: Phases,
+    ) -> Result<Generation, String> {
         let phase = Instant::now();
         let bytes = if report.output_format == OutputFormat::Pdf {
             match self.pdf.render(&text).await {
@@ -231,9 +269,10 @@ impl Worker {
             Bytes::from(text.into_bytes())
         };
         tracing::info!(
-            extract_ms,
-            context_bytes,
-            render_ms,
+            extract_ms = phases.extract_ms,
+            context_bytes = phases.context_bytes,
+            render_ms = phases.render_ms,
+            streamed_rows = phases.streamed_rows,
             convert_ms = phase.elapsed().as_millis() as u64,
             artifact_bytes = bytes.len(),
             "report generated"
@@ -280,12 +319,14 @@ impl Worker {
     }
 
     /// One section per data source; a section fails as a whole if any of its tables fails.
-    /// The context lists the sections that succeeded by name, as JSON text written once.
-    async fn extract(
+    /// The sections that succeeded, by name, as JSON text written once; the `streamed` table
+    /// is not queried but written empty (its rows go to the render as a stream).
+    pub(super) async fn extract(
         &self,
         report: &Report,
         mapped: &reporter_ports::template::MappedFields,
-    ) -> (RenderContext, BTreeMap<String, SectionOutcome>) {
+        streamed: Option<&StreamPlan>,
+    ) -> (Vec<(String, JsonSection)>, BTreeMap<String, SectionOutcome>) {
         let mut tasks = Vec::new();
         for (ds, tables) in mapped {
             let ds = ds.clone();
@@ -293,8 +334,12 @@ impl Worker {
             let source = self.app.catalog().get(&ds);
             let filters = report.filters.get(&ds).cloned().unwrap_or_default();
             let settings = self.settings.clone();
+            let skip = streamed
+                .filter(|p| p.data_source == ds)
+                .map(|p| p.table.clone());
             tasks.push(async move {
-                let result = extract_section(&ds, source, tables, filters, &settings).await;
+                let result =
+                    extract_section(&ds, source, tables, filters, &settings, skip.as_deref()).await;
                 (ds, result)
             });
         }
@@ -315,7 +360,7 @@ impl Worker {
                 extracted.push((ds, json));
             }
         }
-        (RenderContext::from_sections(extracted), sections)
+        (extracted, sections)
     }
 
     /// Records the generation through the application (artifact, terminal status, event).
@@ -349,40 +394,113 @@ async fn extract_section(
         std::collections::BTreeMap<String, reporter_ports::report::FilterCondition>,
     >,
     settings: &super::WorkerSettings,
+    streamed: Option<&str>,
 ) -> SectionResult {
     let source = source.ok_or(SectionError::NotConfigured)?;
     let mut section = SectionJson::new();
     let mut bytes = 0usize;
     for (table, fields) in tables {
-        let q = TableQuery {
-            fields: fields.into_iter().collect(),
-            filters: filters.get(&table).cloned().unwrap_or_default(),
-            max_rows: settings.max_rows,
-            table,
-        };
+        if streamed == Some(table.as_str()) {
+            section.table(&table);
+            continue;
+        }
+        let q = table_query(table, fields, &filters, settings);
         let mut sink = SectionRows {
             rows: section.table(&q.table),
             bytes: &mut bytes,
             max: settings.max_section_bytes,
         };
-        let streamed =
+        let done =
             tokio::time::timeout(settings.query_timeout, source.query_into(&q, &mut sink)).await;
-        match streamed {
-            Err(_) | Ok(Err(DataSourceError::Timeout)) => return Err(SectionError::Timeout),
-            Ok(Err(DataSourceError::Unavailable(e))) => {
-                tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
-                return Err(SectionError::Unavailable);
-            }
-            Ok(Err(DataSourceError::RowLimit(_))) => return Err(SectionError::RowLimit),
-            Ok(Err(DataSourceError::TooLarge(_))) => return Err(SectionError::TooLarge),
-            Ok(Err(e)) => {
-                tracing::warn!(data_source = %ds, error = %e, "section query failed");
-                return Err(SectionError::QueryFailed);
-            }
-            Ok(Ok(())) => {}
-        }
+        section_error(ds, done.unwrap_or(Err(DataSourceError::Timeout)))?;
     }
     Ok(section.finish())
+}
+
+/// The query of one table of a section: its mapped fields, the report's filters on it.
+pub(super) fn table_query(
+    table: String,
+    fields: std::collections::BTreeSet<String>,
+    filters: &std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, reporter_ports::report::FilterCondition>,
+    >,
+    settings: &super::WorkerSettings,
+) -> TableQuery {
+    TableQuery {
+        fields: fields.into_iter().collect(),
+        filters: filters.get(&table).cloned().unwrap_or_default(),
+        max_rows: settings.max_rows,
+        table,
+    }
+}
+
+/// The section error of a failed query (a query over its deadline answers `Timeout`).
+pub(super) fn section_error(ds: &str, done: Result<(), DataSourceError>) -> Result<(), SectionError> {
+    match done {
+        Ok(()) => Ok(()),
+        Err(DataSourceError::Timeout) => Err(SectionError::Timeout),
+        Err(DataSourceError::Unavailable(e)) => {
+            tracing::warn!(data_source = %ds, error = %e, "section source unavailable");
+            Err(SectionError::Unavailable)
+        }
+        Err(DataSourceError::RowLimit(_)) => Err(SectionError::RowLimit),
+        Err(DataSourceError::TooLarge(_)) => Err(SectionError::TooLarge),
+        Err(e) => {
+            tracing::warn!(data_source = %ds, error = %e, "section query failed");
+            Err(SectionError::QueryFailed)
+        }
+    }
+}
+
+/// A render's outcome before conversion.
+pub(super) enum Rendered {
+    /// The output, the sections' outcomes and the timings.
+    Text(String, BTreeMap<String, SectionOutcome>, Phases),
+    /// No output: the generation failed.
+    Failed(Generation),
+}
+
+/// How long the phases of a generation took (the `report generated` log line).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Phases {
+    pub extract_ms: u64,
+    pub context_bytes: usize,
+    pub render_ms: u64,
+    /// Rows of the table the render took as a stream.
+    pub streamed_rows: Option<u64>,
+}
+
+/// `Failed` when every section failed (no artifact is rendered then).
+pub(super) fn all_failed(sections: &BTreeMap<String, SectionOutcome>) -> Option<Generation> {
+    if sections.is_empty() || sections.values().any(|s| s.ok) {
+        return None;
+    }
+    tracing::warn!("every section failed; no artifact");
+    Some(Generation::Failed {
+        code: ReportErrorCode::ReportGenerationFailed,
+        sections: sections.clone(),
+    })
+}
+
+/// What a failed render means: the sandbox unavailable is transient (`Err`: retry); a
+/// template error fails the generation (over its time bound: `report_generation_timeout`).
+pub(super) fn render_failure(
+    e: RunnerError,
+    sections: BTreeMap<String, SectionOutcome>,
+) -> Result<Rendered, String> {
+    match e {
+        RunnerError::Unavailable(e) => Err(format!("template sandbox unavailable: {e}")),
+        RunnerError::Template(e) => {
+            tracing::warn!(error = %e, "render failed");
+            let code = if e == RenderError::Timeout {
+                ReportErrorCode::ReportGenerationTimeout
+            } else {
+                ReportErrorCode::ReportGenerationFailed
+            };
+            Ok(Rendered::Failed(Generation::Failed { code, sections }))
+        }
+    }
 }
 
 /// Writes a table's rows into its section as they arrive. MUST stop the query with

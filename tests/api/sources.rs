@@ -72,6 +72,128 @@ async fn postgresql_source_end_to_end() {
     pg.remove().await;
 }
 
+/// The value of the metric line starting with `series` (0 when absent).
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// A table read once by a `for` reaches the render as a stream: the same artifact as the
+/// whole-context render, counted in `/metrics`. A streamed table that fails part-way (its row
+/// limit) is taken back: the report is rendered again from the other sections, Partial, with
+/// none of the rows that had already reached the first render.
+#[tokio::test]
+async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_back() {
+    let Some(pg) = ScratchPostgres::create("reporter_stream").await else {
+        return;
+    };
+    pg.client
+        .batch_execute(
+            "CREATE TABLE ledger (id int PRIMARY KEY, label text, amount numeric(12,2), booked_on date);
+             INSERT INTO ledger SELECT g, 'row <' || g || '>', g * 1.5, DATE '2024-01-01' + g % 400
+               FROM generate_series(1, 6000) g;
+             CREATE TABLE notes (id int, note text); INSERT INTO notes VALUES (1, 'hello');",
+        )
+        .await
+        .unwrap();
+    let mut env = pg.source_env("PG");
+    env.extend(pg.source_env("AUX"));
+    let t = start_with(Options {
+        env,
+        tweak: Some(|r| r.engine_max_rows = "5000".into()),
+        ..Default::default()
+    })
+    .await;
+    let streamed = "{{ aux.notes.0.note }}\n{% for r in pg.ledger %}{{ forloop.Counter }}={{ r.id }}:{{ r.label }}:{{ r.amount }}:{{ r.booked_on|date:\"02/01/2006\" }};{% empty %}none{% endfor %}";
+    // One more mention of the table: it is then given whole in the context.
+    let whole = format!("{streamed}{{% if pg.ledger %}}{{% endif %}}");
+    let first_4000 = json!({"pg": {"ledger": {"id": {"between": [1, 4000]}}}});
+    let before = t.metrics().await;
+    let got = generate(&t, streamed, first_4000.clone()).await;
+    assert_eq!(got, generate(&t, &whole, first_4000).await);
+    assert!(got.starts_with("hello\n1=1:row &lt;1&gt;:1.5:02/01/2024;2=2:row &lt;2&gt;:3:03/01/2024;"), "{}", &got[..200]);
+    assert!(got.ends_with(";4000=4000:row &lt;4000&gt;:6000:01/01/2024;"), "{}", &got[got.len() - 200..]);
+    let after = t.metrics().await;
+    let streams = r#"reporter_render_streams_total{outcome="streamed"}"#;
+    assert_eq!(metric(&after, streams) - metric(&before, streams), 1.0, "only the first template streams");
+    let rows = "reporter_render_streamed_rows_total";
+    assert_eq!(metric(&after, rows) - metric(&before, rows), 4000.0);
+    // No row matches: the empty block, as with the whole context.
+    let none = json!({"pg": {"ledger": {"id": {"gt": [9999]}}}});
+    assert_eq!(generate(&t, streamed, none).await, "hello\nnone");
+    // 6,000 rows past the limit of 5,000: chunks have reached the render when the limit stops
+    // the query.
+    let tpl = t.upload_template("txt", streamed).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Partial", "{r}");
+    assert_eq!(
+        r["metadata"]["sections"]["pg"],
+        json!({"ok": false, "error_code": "row_limit_exceeded"})
+    );
+    assert_eq!(r["metadata"]["sections"]["aux"], json!({"ok": true}));
+    let stored = t
+        .app
+        .ports()
+        .storage
+        .get(&format!("reports/{tpl}/{id}.txt"))
+        .await
+        .unwrap()
+        .expect("partial artifact");
+    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "hello\nnone");
+    let again = r#"reporter_render_streams_total{outcome="rendered_again"}"#;
+    assert_eq!(metric(&t.metrics().await, again) - metric(&after, again), 1.0);
+    drop(t);
+    pg.remove().await;
+}
+
+/// A render slower than the query's deadline holds the streamed query back past it: the
+/// report is then rendered again from a whole context (a slow template is not a slow source),
+/// and finishes with every row.
+#[tokio::test]
+async fn a_render_slower_than_the_query_deadline_is_rendered_again_whole() {
+    let Some(pg) = ScratchPostgres::create("reporter_slow_render").await else {
+        return;
+    };
+    pg.client
+        .batch_execute(
+            "CREATE TABLE ledger (id int PRIMARY KEY, label text);
+             INSERT INTO ledger SELECT g, repeat('x', 40) FROM generate_series(1, 20000) g;",
+        )
+        .await
+        .unwrap();
+    let t = start_with(Options {
+        env: pg.source_env("PG"),
+        tweak: Some(|r| r.engine_query_timeout_sec = "1".into()),
+        ..Default::default()
+    })
+    .await;
+    let before = t.metrics().await;
+    let spin = "y".repeat(400);
+    let tpl = format!(
+        "{{% for r in pg.ledger %}}{{% for c in \"{spin}\" %}}{{% endfor %}}{{{{ r.id }}}}{{{{ r.label|slice:\":0\" }}}};{{% endfor %}}"
+    );
+    let started = std::time::Instant::now();
+    let got = generate(&t, &tpl, json!({})).await;
+    let want: String = (1..=20000).map(|i| format!("{i};")).collect();
+    assert_eq!(got, want);
+    let again = r#"reporter_render_streams_total{outcome="rendered_again"}"#;
+    let after = t.metrics().await;
+    // 8 M loop iterations take seconds in a debug build, and 1.2 MB of rows do not fit in the
+    // pipe to the render: the first render held its query back past the 1 s deadline.
+    let streamed = r#"reporter_render_streams_total{outcome="streamed"}"#;
+    reporter_contract::figure!(
+        "slow streamed render: {:?}, rendered again: {}, streamed: {}",
+        started.elapsed(),
+        metric(&after, again) - metric(&before, again),
+        metric(&after, streamed) - metric(&before, streamed)
+    );
+    assert_eq!(metric(&after, again) - metric(&before, again), 1.0);
+    drop(t);
+    pg.remove().await;
+}
+
 #[tokio::test]
 async fn mongodb_source_end_to_end() {
     let Some(uri) = reporter_contract::services::service_url("MONGODB_URI", "MongoDB") else {
@@ -108,6 +230,9 @@ async fn mongodb_source_end_to_end() {
         generate(&t, tpl, json!({"crm": {"entries": {"id": {"gte": [2]}}}})).await,
         "2 B 3.25\n3 A 1\ntotal=4.25"
     );
+    // Read once by a `for`, the collection streams into the render (cursor order).
+    let streamed = "{% for e in crm.entries %}{{ e.id }} {{ e.account }};{% endfor %}";
+    assert_eq!(generate(&t, streamed, json!({})).await, "1 A;2 B;3 A;");
     drop(t);
     let _ = client.database(&db).drop().await;
 }

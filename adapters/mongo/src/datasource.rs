@@ -312,6 +312,9 @@ impl DataSource for MongoDataSource {
                 .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
                 .collect::<Row>();
             sink.push(row)?;
+            if let Some(ready) = sink.ready() {
+                ready.await?;
+            }
         }
         Ok(())
     }

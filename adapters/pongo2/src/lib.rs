@@ -30,10 +30,13 @@ mod limits;
 mod lorem;
 mod parser;
 mod render;
+mod stream_plan;
 mod value;
 
 use reporter_ports::clock::{Clock, SystemClock};
-use reporter_ports::ports::{RenderError, RenderLimits, TemplateAnalysis, TemplateEngine};
+use reporter_ports::ports::{
+    RenderError, RenderLimits, RowFeed, StreamPlan, TemplateAnalysis, TemplateEngine,
+};
 use reporter_ports::template::MappedFields;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -90,6 +93,7 @@ impl Pongo2Engine {
         data: &data::Json<'_>,
         limits: &RenderLimits,
         record: bool,
+        feed: Option<&mut dyn RowFeed>,
     ) -> (Result<String, RenderError>, MappedFields) {
         let _memory = limits::MemoryScope::enter();
         let tpl = match Self::parse(source, limits) {
@@ -98,6 +102,9 @@ impl Pongo2Engine {
         };
         let now = gotime::GoTime::utc(self.clock.now());
         let mut r = render::Renderer::new(&tpl, data, limits, now, record);
+        if let (Some(feed), Some(stream)) = (feed, stream_plan::plan(&tpl)) {
+            r = r.with_stream(stream, feed);
+        }
         let result = r.run().map(|raw| cleanup::clean(&raw));
         let mut reads = MappedFields::new();
         for (ds, t, f) in r.reads.take().unwrap_or_default() {
@@ -116,7 +123,13 @@ impl Pongo2Engine {
     ) -> RecordedRender {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let arena = data::JsonArena::new();
-            self.render_inner(source, &data::Json::from_value(data, &arena), limits, true)
+            self.render_inner(
+                source,
+                &data::Json::from_value(data, &arena),
+                limits,
+                true,
+                None,
+            )
         }));
         let (result, reads) = outcome.unwrap_or_else(|_| {
             (
@@ -159,8 +172,14 @@ impl TemplateEngine for Pongo2Engine {
     ) -> Result<String, RenderError> {
         guarded(|| {
             let arena = data::JsonArena::new();
-            self.render_inner(source, &data::Json::from_value(data, &arena), limits, false)
-                .0
+            self.render_inner(
+                source,
+                &data::Json::from_value(data, &arena),
+                limits,
+                false,
+                None,
+            )
+            .0
         })
     }
 
@@ -176,7 +195,40 @@ impl TemplateEngine for Pongo2Engine {
         guarded(|| {
             let arena = data::JsonArena::new();
             let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
-            self.render_inner(source, &data, limits, false).0
+            self.render_inner(source, &data, limits, false, None).0
+        })
+    }
+
+    /// The table of the first `{% for %}` that can take it as a stream (see the engine's
+    /// `stream_plan` module for the rules). [`RenderError::Syntax`] as `analyze` gives it.
+    fn stream_plan(
+        &self,
+        source: &str,
+        limits: &RenderLimits,
+    ) -> Result<Option<StreamPlan>, RenderError> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let tpl = Self::parse(source, limits)?;
+            Ok(stream_plan::plan(&tpl).map(|s| StreamPlan {
+                data_source: s.ds.to_owned(),
+                table: s.table.to_owned(),
+            }))
+        }))
+        .unwrap_or_else(|_| Err(RenderError::Syntax("template engine bug (panic)".into())))
+    }
+
+    /// Renders over the context read in place, the planned table's rows read from `feed`
+    /// when its loop runs, each chunk freed once its rows have run. Never panics.
+    fn render_json_streamed(
+        &self,
+        source: &str,
+        context: &[u8],
+        feed: &mut dyn RowFeed,
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        guarded(|| {
+            let arena = data::JsonArena::new();
+            let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
+            self.render_inner(source, &data, limits, false, Some(feed)).0
         })
     }
 }

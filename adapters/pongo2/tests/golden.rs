@@ -262,3 +262,189 @@ fn a_context_that_is_not_json_is_refused() {
         );
     }
 }
+
+/// Rows handed over in chunks of `size` (a streamed render's feed).
+struct ChunkFeed {
+    chunks: std::collections::VecDeque<Vec<u8>>,
+    ended: bool,
+}
+
+impl ChunkFeed {
+    fn new(rows: &[serde_json::Value], size: usize) -> Self {
+        Self {
+            chunks: rows
+                .chunks(size)
+                .map(|c| serde_json::to_vec(c).unwrap())
+                .collect(),
+            ended: false,
+        }
+    }
+}
+
+impl reporter_ports::ports::RowFeed for ChunkFeed {
+    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, reporter_ports::ports::RenderError> {
+        assert!(!self.ended, "the feed was read past its end");
+        let next = self.chunks.pop_front();
+        self.ended = next.is_none();
+        Ok(next)
+    }
+}
+
+/// Every case whose template streams a table renders the same when that table's rows come
+/// from a feed (in chunks of one, two and many rows) as when they are in the context.
+#[test]
+fn golden_corpus_streamed_renders_the_same() {
+    let engine = Pongo2Engine::with_clock(Arc::new(Fixed));
+    let limits = RenderLimits::default();
+    let mut streamed = Vec::new();
+    let mut failures = Vec::new();
+    for case in cases() {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let tpl = std::fs::read_to_string(case.join("template.tpl")).unwrap();
+        let Ok(Some(plan)) = engine.stream_plan(&tpl, &limits) else {
+            continue;
+        };
+        let text = std::fs::read(case.join("data.json")).unwrap_or_else(|_| b"{}".to_vec());
+        let whole = engine.render_json(&tpl, &text, &limits);
+        let mut data: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        let rows = match data
+            .get_mut(&plan.data_source)
+            .and_then(|d| d.get_mut(&plan.table))
+        {
+            Some(t) => match std::mem::replace(t, serde_json::json!([])) {
+                serde_json::Value::Array(rows) => rows,
+                other => {
+                    // Not a list: the streamed render must see the same value.
+                    *t = other;
+                    continue;
+                }
+            },
+            None => Vec::new(),
+        };
+        let context = serde_json::to_vec(&data).unwrap();
+        for size in [1, 2, 1000] {
+            let mut feed = ChunkFeed::new(&rows, size);
+            let got = engine.render_json_streamed(&tpl, &context, &mut feed, &limits);
+            if got != whole {
+                failures.push(format!(
+                    "{name} (chunks of {size}): streamed {got:?}\n  whole {whole:?}"
+                ));
+            }
+        }
+        streamed.push(name);
+    }
+    reporter_contract::figure!("{} golden cases stream a table: {streamed:?}", streamed.len());
+    assert!(
+        streamed.len() >= 5,
+        "only {} cases stream a table: {streamed:?}",
+        streamed.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Row semantics under streaming: each template streams `bank.accounts` and must render
+/// exactly as with the rows in the context (field types, dates, nesting, escaping, the
+/// original's helpers and filters on rows, loop state, macros and tags inside the loop).
+#[test]
+fn streamed_rows_read_as_context_rows() {
+    let engine = Pongo2Engine::with_clock(Arc::new(Fixed));
+    let limits = RenderLimits::default();
+    let rows = serde_json::json!([
+        {"id": 1, "holder": "Ana <b>&", "balance": 10.50, "debt": -3, "opened": "2024-01-02T03:04:05Z",
+         "day": "2024-01-02", "tags": ["a", "b"], "meta": {"k": "v", "n": 2}, "none": null, "flag": true,
+         "big": 12345678901234567890u64, "small": 0.000001},
+        {"id": 2, "holder": "Bia", "balance": 1e21, "debt": 0, "opened": "2024-02-03T00:00:00+02:00",
+         "day": "2024-02-03", "tags": [], "meta": {}, "none": null, "flag": false, "big": 1, "small": 1.5},
+        {"id": 3, "holder": "Bia", "balance": 7, "debt": 4.25, "opened": "not a date",
+         "day": "", "tags": ["c"], "meta": {"k": "w"}, "none": null, "flag": true, "big": -1, "small": 2}
+    ]);
+    let other = serde_json::json!([{"code": "x", "n": 1}, {"code": "y", "n": 2}]);
+    let templates = [
+        "{% for a in bank.accounts %}{{ a.id }};{{ a.holder }};{{ a.balance }};{{ a.debt }};{{ a.opened }};{{ a.day }};{{ a.tags }};{{ a.meta }};{{ a.none }};{{ a.flag }};{{ a.big }};{{ a.small }}\n{% endfor %}",
+        "{% for a in bank.accounts %}{{ a }}|{{ a.meta.k }}|{{ a.tags.0 }}|{{ a.tags|length }}|{{ a|length }}\n{% endfor %}",
+        "{% for a in bank.accounts %}{{ a.opened|date:\"2006-01-02 15:04\" }} {{ a.day|date:\"02/01/2006\" }} {{ a.balance|floatformat:2 }} {{ a.holder|upper|safe }} {{ a.holder|escape }}\n{% endfor %}",
+        "{% for a in bank.accounts %}{{ forloop.Counter }}/{{ forloop.Counter0 }}/{{ forloop.First }} {% cycle \"odd\" \"even\" %} {% ifchanged a.holder %}new {{ a.holder }}{% endifchanged %}\n{% empty %}none{% endfor %}",
+        "{% macro row(x) %}<{{ x.id }}:{{ x.holder }}>{% endmacro %}{% for a in bank.accounts %}{{ row(a) }}{% for t in a.tags %}[{{ t }}{{ forloop.Parentloop.Counter }}]{% endfor %}{% endfor %}",
+        "{% for o in bank.other %}{{ o.code }}{% endfor %}|{% for a in bank.accounts %}{% set last = a.holder %}{% if a.balance > 8 %}{{ a.id }}{% elif a.flag %}f{% else %}-{% endif %}{% endfor %}|{{ last }}|{{ bank.other|length }}",
+        "{% for a in bank.accounts %}{% with h = a.holder %}{{ h|lower }}{% endwith %} {{ a.balance + a.debt }} {{ a.id * 2 }} {% if \"a\" in a.tags %}has a{% endif %} {% if a.none %}x{% else %}nil{% endif %} {{ a.meta|length }}\n{% endfor %}",
+        "{% for a in bank.accounts %}{% for k, v in a.meta %}{{ k }}={{ v }},{% endfor %};{% endfor %}",
+        "{% autoescape off %}{% for a in bank.accounts %}{{ a.holder }}{% endfor %}{% endautoescape %}{% filter upper %}{% for o in bank.other %}{{ o.code }}{% endfor %}{% endfilter %}",
+        "{% if bank.other %}{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% endif %}",
+        "{% for a in bank.accounts %}{% counter \"c\" %}{% endfor %}{% counter_show \"c\" %}",
+        "{% for a in bank.accounts %}{{ a.day|add_day:1 }}{% endfor %}",
+    ];
+    let mut failures = Vec::new();
+    for tpl in templates {
+        match engine.stream_plan(tpl, &limits) {
+            Ok(Some(p)) if p.data_source == "bank" && p.table == "accounts" => {}
+            other => {
+                failures.push(format!("{tpl}: plan {other:?}, expected bank.accounts"));
+                continue;
+            }
+        }
+        let whole = serde_json::json!({"bank": {"accounts": rows, "other": other}});
+        let whole = engine.render_json(tpl, &serde_json::to_vec(&whole).unwrap(), &limits);
+        let context = serde_json::json!({"bank": {"accounts": [], "other": other}});
+        let context = serde_json::to_vec(&context).unwrap();
+        for size in [1, 2, 5] {
+            let mut feed = ChunkFeed::new(rows.as_array().unwrap(), size);
+            let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
+            if got != whole {
+                failures.push(format!("{tpl} (chunks of {size}):\n  streamed {got:?}\n  whole    {whole:?}"));
+            }
+        }
+        // No rows at all (and a data source the context lacks) read as an empty table.
+        let mut feed = ChunkFeed::new(&[], 1);
+        let empty = serde_json::json!({"bank": {"accounts": [], "other": other}});
+        let want = engine.render_json(tpl, &serde_json::to_vec(&empty).unwrap(), &limits);
+        let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
+        if got != want {
+            failures.push(format!("{tpl} (no rows): streamed {got:?}, whole {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Templates that need a table whole never stream it.
+#[test]
+fn tables_a_template_needs_whole_are_not_streamed() {
+    let engine = Pongo2Engine::new();
+    let limits = RenderLimits::default();
+    for tpl in [
+        "{% for a in bank.accounts %}{{ forloop.Last }}{% endfor %}",
+        "{% for a in bank.accounts %}{{ forloop.Revcounter }}{% endfor %}",
+        "{% for a in bank.accounts %}{{ forloop.Parentloop.Revcounter0 }}{% endfor %}",
+        "{% for a in bank.accounts %}{% with f = forloop %}{{ f.Last }}{% endwith %}{% endfor %}",
+        "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{{ bank.accounts|length }}",
+        "{% for a in bank.accounts %}{% endfor %}{% for a in bank.accounts %}{% endfor %}",
+        "{% for a in bank.accounts reversed %}{{ a.id }}{% endfor %}",
+        "{% for a in bank.accounts sorted %}{{ a.id }}{% endfor %}",
+        "{% for x in bank.other %}{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% endfor %}{{ bank.other.0 }}",
+        "{% macro m() %}{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% endmacro %}{{ m() }}",
+        "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{{ bank }}",
+        "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{{ bank[\"accounts\"] }}",
+        "{% set bank = 1 %}{% for a in bank.accounts %}{{ a.id }}{% endfor %}",
+        "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% calc bank.accounts.0.id + 1 %}",
+        "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% sum_by bank.accounts by \"id\" %}",
+        "{% for a in bank.accounts|slice:\":2\" %}{{ a.id }}{% endfor %}",
+        "{% for a in bank.accounts %}{% calc forloop.Counter * 2 %}{% endfor %}",
+    ] {
+        assert_eq!(
+            engine.stream_plan(tpl, &limits),
+            Ok(None),
+            "{tpl} must not stream"
+        );
+    }
+    assert_eq!(
+        engine.stream_plan("{% for a in x.y %}{% endfor %}{% for b in bank.accounts %}{% endfor %}", &limits),
+        Ok(Some(reporter_ports::ports::StreamPlan {
+            data_source: "x".into(),
+            table: "y".into()
+        })),
+        "the first streamable table in the text"
+    );
+    assert!(matches!(
+        engine.stream_plan("{% for a in %}", &limits),
+        Err(reporter_ports::ports::RenderError::Syntax(_))
+    ));
+}

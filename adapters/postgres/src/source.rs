@@ -386,6 +386,9 @@ async fn stream_rows(
         }
         // The wire row is freed before the next one is read.
         drop(row);
+        if let Some(ready) = sink.ready() {
+            ready.await.map_err(Stop::Early)?;
+        }
     }
     Ok(())
 }

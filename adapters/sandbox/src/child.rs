@@ -1,9 +1,10 @@
 //! The child side: confine this process, answer one request, exit.
 use crate::limits::ChildLimits;
 use crate::protocol::{
-    self, DATA, ERROR, HEADER, HELLO, Hello, OK, Op, RequestHeader, SOURCE, VERSION, WireError,
+    self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PLAN, ROWS, RequestHeader, SOURCE,
+    VERSION, WireError,
 };
-use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, TemplateEngine};
+use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
 use rustix::process::{Resource, Rlimit, setrlimit};
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
@@ -84,10 +85,10 @@ fn serve(
     sanitizer: &dyn HtmlSanitizer,
     limits: &ChildLimits,
 ) -> io::Result<()> {
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(io::stdout());
     let hello = serde_json::to_vec(&Hello { version: VERSION }).map_err(io::Error::other)?;
     protocol::write_frame(&mut out, HELLO, &hello)?;
-    let mut input = BufReader::new(io::stdin().lock());
+    let mut input = BufReader::new(io::stdin());
     let header: RequestHeader = {
         let (kind, bytes) = protocol::read_frame(&mut input, MAX_HEADER)?;
         expect(kind, HEADER)?;
@@ -98,48 +99,26 @@ fn serve(
         expect(kind, SOURCE)?;
         String::from_utf8(bytes).map_err(io::Error::other)?
     };
-    // The context's JSON text; the engine reads it on its own thread.
-    let data = if header.op == Op::Render {
-        let (kind, bytes) = protocol::read_frame(&mut input, limits.memory_bytes)?;
-        expect(kind, DATA)?;
-        Some(bytes)
-    } else {
-        None
+    let request = Request {
+        engine,
+        sanitizer,
+        limits,
+        header: &header,
+        source: &source,
     };
-    let render_limits = RenderLimits::from(header.limits);
-    let sanitize = header.sanitize_html;
-    let max_output = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
+    // The engine (parse, context, rows, render) runs on a thread of its own with a bounded
+    // stack; it reads the rest of the input itself.
     let answer = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("template".into())
             .stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX))
-            .spawn_scoped(scope, || match &data {
-                None => engine.analyze(&source, &render_limits).and_then(|a| {
-                    serde_json::to_vec(&a.mapped_fields)
-                        .map_err(|e| RenderError::Evaluation(e.to_string()))
-                }),
-                Some(data) => engine
-                    .render_json(&source, data, &render_limits)
-                    .map(|html| {
-                        if sanitize {
-                            sanitizer.sanitize(&html).into_bytes()
-                        } else {
-                            html.into_bytes()
-                        }
-                    })
-                    .and_then(|bytes| {
-                        if bytes.len() > max_output {
-                            Err(RenderError::OutputTooLarge(max_output))
-                        } else {
-                            Ok(bytes)
-                        }
-                    }),
-            })
+            .spawn_scoped(scope, || request.answer(&mut input, &mut out))
             .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| Err(RenderError::Crashed("the engine panicked".into())))
+                t.join().unwrap_or_else(|_| {
+                    Ok(Err(RenderError::Crashed("the engine panicked".into())))
+                })
             })
-    })?;
+    })??;
     match answer {
         Ok(bytes) => protocol::write_frame(&mut out, OK, &bytes)?,
         Err(e) => {
@@ -148,6 +127,93 @@ fn serve(
         }
     }
     out.flush()
+}
+
+/// One request, once its header and source are read.
+struct Request<'r> {
+    engine: &'r dyn TemplateEngine,
+    sanitizer: &'r dyn HtmlSanitizer,
+    limits: &'r ChildLimits,
+    header: &'r RequestHeader,
+    source: &'r str,
+}
+
+type Input = BufReader<io::Stdin>;
+type Output = BufWriter<io::Stdout>;
+
+impl Request<'_> {
+    /// The answer: `Err` of the outer result is a protocol failure (no answer is written).
+    fn answer(&self, input: &mut Input, out: &mut Output) -> io::Result<Result<Vec<u8>, RenderError>> {
+        let render_limits = RenderLimits::from(self.header.limits);
+        if self.header.op == Op::Analyze {
+            return Ok(self.engine.analyze(self.source, &render_limits).and_then(|a| {
+                serde_json::to_vec(&a.mapped_fields)
+                    .map_err(|e| RenderError::Evaluation(e.to_string()))
+            }));
+        }
+        let planned = if self.header.stream {
+            let plan = match self.engine.stream_plan(self.source, &render_limits) {
+                Ok(plan) => plan,
+                Err(e) => return Ok(Err(e)),
+            };
+            let json = serde_json::to_vec(&plan).map_err(io::Error::other)?;
+            protocol::write_frame(out, PLAN, &json)?;
+            plan.is_some()
+        } else {
+            false
+        };
+        let data = {
+            let (kind, bytes) = protocol::read_frame(input, self.limits.memory_bytes)?;
+            expect(kind, DATA)?;
+            bytes
+        };
+        let rendered = if planned {
+            let mut feed = FrameFeed {
+                input,
+                max: self.limits.memory_bytes,
+            };
+            self.engine
+                .render_json_streamed(self.source, &data, &mut feed, &render_limits)
+        } else {
+            self.engine.render_json(self.source, &data, &render_limits)
+        };
+        drop(data);
+        Ok(rendered.and_then(|html| self.finish(html)))
+    }
+
+    /// Sanitizes when asked and checks the output bound.
+    fn finish(&self, html: String) -> Result<Vec<u8>, RenderError> {
+        let bytes = if self.header.sanitize_html {
+            self.sanitizer.sanitize(&html).into_bytes()
+        } else {
+            html.into_bytes()
+        };
+        let max_output = usize::try_from(self.limits.max_output_bytes).unwrap_or(usize::MAX);
+        if bytes.len() > max_output {
+            return Err(RenderError::OutputTooLarge(max_output));
+        }
+        Ok(bytes)
+    }
+}
+
+/// The streamed table's rows, read from the parent's [`ROWS`] frames until [`END`].
+struct FrameFeed<'i> {
+    input: &'i mut Input,
+    max: u64,
+}
+
+impl RowFeed for FrameFeed<'_> {
+    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, RenderError> {
+        match protocol::read_frame(self.input, self.max) {
+            Ok((ROWS, bytes)) => Ok(Some(bytes)),
+            Ok((END, _)) => Ok(None),
+            Ok((kind, _)) => Err(RenderError::Crashed(format!(
+                "expected rows, got frame '{}'",
+                kind as char
+            ))),
+            Err(e) => Err(RenderError::Crashed(format!("the rows did not arrive: {e}"))),
+        }
+    }
 }
 
 fn expect(kind: u8, want: u8) -> io::Result<()> {

@@ -23,7 +23,8 @@ mod limits;
 mod pool;
 pub mod protocol;
 mod runner;
+mod session;
 
 pub use limits::ChildLimits;
-pub use pool::{PoolConfig, ProcessPool};
+pub use pool::{PoolConfig, ProcessPool, Session};
 pub use runner::ProcessTemplateRunner;

@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout, timeout_at};
+
+pub use crate::session::Session;
 
 /// Bytes of a child's stderr kept to explain its death.
 const STDERR_TAIL: usize = 16 * 1024;
@@ -67,9 +69,9 @@ impl std::fmt::Debug for ProcessPool {
     }
 }
 
-struct Inner {
-    config: PoolConfig,
-    slots: Semaphore,
+pub(crate) struct Inner {
+    pub(crate) config: PoolConfig,
+    slots: Arc<Semaphore>,
     idle: Mutex<Vec<Warm>>,
     refilling: AtomicUsize,
     spawner: Mutex<Option<mpsc::Sender<SpawnRequest>>>,
@@ -78,11 +80,11 @@ struct Inner {
 type SpawnRequest = oneshot::Sender<std::io::Result<Child>>;
 
 /// A started child, not yet used.
-struct Warm {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
-    stderr: JoinHandle<String>,
+pub(crate) struct Warm {
+    pub(crate) child: Child,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: JoinHandle<String>,
 }
 
 impl ProcessPool {
@@ -91,7 +93,7 @@ impl ProcessPool {
         let size = config.size.max(1);
         Self {
             inner: Arc::new(Inner {
-                slots: Semaphore::new(size),
+                slots: Arc::new(Semaphore::new(size)),
                 config: PoolConfig { size, ..config },
                 idle: Mutex::new(Vec::new()),
                 refilling: AtomicUsize::new(0),
@@ -138,9 +140,36 @@ impl ProcessPool {
         source: &[u8],
         data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
+        let _permit = self.acquire().await?;
+        let header = serde_json::to_vec(header)
+            .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
+        let warm = self.ready_child().await?;
+        self.inner.exchange(warm, &header, source, data).await
+    }
+
+    /// Starts a streamed render (`header.stream`): sends the header and source to a fresh
+    /// child and reads its plan. The session holds the slot and the child until it is
+    /// finished or dropped (dropping kills the child).
+    ///
+    /// MUST fail as [`run`](Self::run) does; a template that does not parse answers its
+    /// error here.
+    pub async fn start(
+        &self,
+        header: &RequestHeader,
+        source: &[u8],
+    ) -> Result<Session, RunnerError> {
+        let permit = self.acquire().await?;
+        let header = serde_json::to_vec(header)
+            .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
+        let warm = self.ready_child().await?;
+        Session::start(self.inner.clone(), permit, warm, &header, source).await
+    }
+
+    /// A slot, within the queue bound.
+    async fn acquire(&self) -> Result<OwnedSemaphorePermit, RunnerError> {
         let inner = &self.inner;
-        let acquire = inner.slots.acquire();
-        let _permit = match inner.config.queue_timeout {
+        let acquire = inner.slots.clone().acquire_owned();
+        match inner.config.queue_timeout {
             Some(t) => timeout(t, acquire).await.map_err(|_| {
                 RunnerError::Unavailable(format!(
                     "every {} sandbox slot stayed busy for {t:?}",
@@ -149,9 +178,12 @@ impl ProcessPool {
             })?,
             None => acquire.await,
         }
-        .map_err(|_| RunnerError::Unavailable("the sandbox pool is closed".into()))?;
-        let header = serde_json::to_vec(header)
-            .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
+        .map_err(|_| RunnerError::Unavailable("the sandbox pool is closed".into()))
+    }
+
+    /// A child that said hello: a waiting one, or a fresh one.
+    async fn ready_child(&self) -> Result<Warm, RunnerError> {
+        let inner = &self.inner;
         let mut last_error = String::new();
         // Waiting children may have died (killed from outside): skip them, then one fresh one.
         for _ in 0..inner.config.size + 1 {
@@ -171,7 +203,7 @@ impl ProcessPool {
                 Ok(Ok(())) if matches!(warm.child.try_wait(), Ok(Some(_))) => {
                     last_error = "died while waiting".into();
                 }
-                Ok(Ok(())) => return inner.exchange(warm, &header, source, data).await,
+                Ok(Ok(())) => return Ok(warm),
                 Ok(Err(e)) => last_error = e,
                 Err(_) => last_error = "did not start in time".into(),
             }
@@ -303,7 +335,7 @@ impl Inner {
         data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
         let deadline = Instant::now() + self.config.wall_timeout;
-        let max_answer = self.config.max_output_bytes.saturating_add(1024 * 1024);
+        let max_answer = self.max_answer();
         let stdin = &mut warm.stdin;
         let stdout = &mut warm.stdout;
         let talk = async {
@@ -314,19 +346,34 @@ impl Inner {
             }
             protocol::read_frame_async(stdout, max_answer).await
         };
-        let answer = timeout_at(deadline, talk).await;
+        let answer = timeout_at(deadline, talk).await.ok();
+        self.settle(&mut warm.child, warm.stderr, answer).await
+    }
+
+    /// The largest answer frame a child may send.
+    pub(crate) fn max_answer(&self) -> u64 {
+        self.config.max_output_bytes.saturating_add(1024 * 1024)
+    }
+
+    /// Reads a child's answer: `None` when the deadline passed first (the child is killed).
+    pub(crate) async fn settle(
+        &self,
+        child: &mut Child,
+        stderr: JoinHandle<String>,
+        answer: Option<std::io::Result<(u8, Vec<u8>)>>,
+    ) -> Result<Vec<u8>, RunnerError> {
         let name = self.config.name;
         match answer {
-            Ok(Ok((OK, bytes))) => Ok(bytes),
-            Ok(Ok((ERROR, bytes))) => {
+            Some(Ok((OK, bytes))) => Ok(bytes),
+            Some(Ok((ERROR, bytes))) => {
                 let e: WireError = serde_json::from_slice(&bytes).map_err(|e| {
                     RenderError::Crashed(format!("unreadable error from the child: {e}"))
                 })?;
                 Err(RenderError::from(e).into())
             }
-            Err(_) => {
-                let _ = warm.child.start_kill();
-                let _ = warm.child.wait().await;
+            None => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
                 tracing::warn!(
                     pool = name,
                     timeout = ?self.config.wall_timeout,
@@ -334,20 +381,20 @@ impl Inner {
                 );
                 Err(RenderError::Timeout.into())
             }
-            Ok(other) => {
+            Some(other) => {
                 let detail = match other {
                     Ok((kind, _)) => format!("unexpected frame '{}'", kind as char),
                     Err(e) => e.to_string(),
                 };
-                let status = match timeout(EXIT_GRACE, warm.child.wait()).await {
+                let status = match timeout(EXIT_GRACE, child.wait()).await {
                     Ok(Ok(s)) => Some(s),
                     _ => {
-                        let _ = warm.child.start_kill();
-                        let _ = warm.child.wait().await;
+                        let _ = child.start_kill();
+                        let _ = child.wait().await;
                         None
                     }
                 };
-                let stderr = stderr_tail(warm.stderr).await;
+                let stderr = stderr_tail(stderr).await;
                 let error = classify(status, &stderr, self.config.memory_bytes, &detail);
                 tracing::warn!(pool = name, error = %error, ?status, %stderr, "a sandbox child died; it is replaced");
                 Err(error.into())

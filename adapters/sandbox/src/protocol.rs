@@ -3,8 +3,14 @@
 //! A frame is one kind byte, the payload length as a little-endian `u64`, then the payload.
 //! Per child, exactly one exchange:
 //! - child → parent: [`HELLO`] (JSON [`Hello`]) as soon as the child has confined itself;
-//! - parent → child: [`HEADER`] (JSON [`RequestHeader`]), [`SOURCE`] (the template, UTF-8),
-//!   and for a render [`DATA`] (the context as JSON);
+//! - parent → child: [`HEADER`] (JSON [`RequestHeader`]), [`SOURCE`] (the template, UTF-8);
+//! - for a streamed render (`stream` in the header), child → parent: [`PLAN`] (JSON
+//!   `Option<StreamPlan>`: the table the template takes as a stream), or [`ERROR`] when the
+//!   template does not parse;
+//! - for a render, parent → child: [`DATA`] (the context as JSON); for a streamed render with
+//!   a plan, then [`ROWS`] frames (each a JSON array of the planned table's rows) and one
+//!   [`END`]; the child reads them while it renders and may answer before the last (the
+//!   parent then stops sending);
 //! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes) or
 //!   [`ERROR`] (JSON [`WireError`]); then the child exits.
 use reporter_ports::ports::{RenderError, RenderLimits};
@@ -20,6 +26,12 @@ pub const HEADER: u8 = b'Q';
 pub const SOURCE: u8 = b'S';
 /// Render context.
 pub const DATA: u8 = b'D';
+/// The streamed table of a streamed render.
+pub const PLAN: u8 = b'P';
+/// A chunk of the streamed table's rows.
+pub const ROWS: u8 = b'R';
+/// The streamed table's rows are all sent.
+pub const END: u8 = b'Z';
 /// Success.
 pub const OK: u8 = b'O';
 /// Failure.
@@ -33,7 +45,7 @@ pub struct Hello {
 }
 
 /// Version of this protocol; a child speaking another one is refused.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The operation of a request.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -93,6 +105,9 @@ pub struct RequestHeader {
     pub limits: WireLimits,
     /// Sanitize the rendered HTML before answering.
     pub sanitize_html: bool,
+    /// A render that takes its planned table as a stream (answers [`PLAN`] first).
+    #[serde(default)]
+    pub stream: bool,
 }
 
 /// [`RenderError`] on the wire.

@@ -2,8 +2,10 @@
 use crate::pool::ProcessPool;
 use crate::protocol::{Op, RequestHeader};
 use async_trait::async_trait;
+use crate::pool::Session;
 use reporter_ports::ports::{
-    RenderError, RenderJob, RenderLimits, RunnerError, TemplateAnalysis, TemplateRunner,
+    RenderContext, RenderError, RenderJob, RenderLimits, RenderSession, RunnerError, StreamPlan,
+    TemplateAnalysis, TemplateRunner,
 };
 use reporter_ports::template::MappedFields;
 use std::sync::Arc;
@@ -54,6 +56,7 @@ impl TemplateRunner for ProcessTemplateRunner {
             op: Op::Analyze,
             limits: limits.into(),
             sanitize_html: false,
+            stream: false,
         };
         let bytes = self.parse.run(&header, source.as_bytes(), None).await?;
         let mapped_fields: MappedFields = blocking(move || {
@@ -70,17 +73,63 @@ impl TemplateRunner for ProcessTemplateRunner {
             op: Op::Render,
             limits: job.limits.into(),
             sanitize_html: job.sanitize_html,
+            stream: false,
         };
         let bytes = self
             .render
             .run(&header, job.source.as_bytes(), Some(&job.data))
             .await?;
         drop(job);
-        blocking(move || {
-            String::from_utf8(bytes).map_err(|_| {
-                RunnerError::Template(RenderError::Evaluation("output is not UTF-8".into()))
-            })
+        utf8(bytes).await
+    }
+
+    /// A streamed render in a child of the render pool ([`StreamedRender`]).
+    async fn start_render(
+        &self,
+        source: Arc<str>,
+        limits: RenderLimits,
+        sanitize_html: bool,
+    ) -> Result<Option<Box<dyn RenderSession>>, RunnerError> {
+        let header = RequestHeader {
+            op: Op::Render,
+            limits: limits.into(),
+            sanitize_html,
+            stream: true,
+        };
+        let session = self.render.start(&header, source.as_bytes()).await?;
+        Ok(Some(Box::new(StreamedRender(session))))
+    }
+}
+
+/// The output's UTF-8 check, on the blocking thread pool.
+async fn utf8(bytes: Vec<u8>) -> Result<String, RunnerError> {
+    blocking(move || {
+        String::from_utf8(bytes).map_err(|_| {
+            RunnerError::Template(RenderError::Evaluation("output is not UTF-8".into()))
         })
-        .await
+    })
+    .await
+}
+
+/// [`RenderSession`] on a sandbox [`Session`].
+#[derive(Debug)]
+struct StreamedRender(Session);
+
+#[async_trait]
+impl RenderSession for StreamedRender {
+    fn plan(&self) -> Option<&StreamPlan> {
+        self.0.plan()
+    }
+
+    async fn send_context(&mut self, context: &RenderContext) -> Result<(), RunnerError> {
+        self.0.send_context(context).await
+    }
+
+    async fn send_rows(&mut self, chunk: &[u8]) -> Result<bool, RunnerError> {
+        self.0.send_rows(chunk).await
+    }
+
+    async fn finish(self: Box<Self>) -> Result<String, RunnerError> {
+        utf8(self.0.finish().await?).await
     }
 }

@@ -2,7 +2,8 @@
 //! pool stays usable and replaces its children, the OS bounds hold.
 use reporter_adapter_sandbox::{PoolConfig, ProcessPool, ProcessTemplateRunner};
 use reporter_ports::ports::{
-    RenderContext, RenderError, RenderJob, RenderLimits, RunnerError, TemplateRunner,
+    RenderContext, RenderError, RenderJob, RenderLimits, RenderSession, RunnerError, StreamPlan,
+    TemplateRunner,
 };
 use std::time::{Duration, Instant};
 
@@ -238,4 +239,116 @@ async fn children_die_with_the_pool() {
         !pids.iter().any(|p| alive(*p)),
         "children outlived their pool"
     );
+}
+
+async fn start(r: &ProcessTemplateRunner, source: &str) -> Box<dyn RenderSession> {
+    r.start_render(source.into(), RenderLimits::default(), false)
+        .await
+        .unwrap()
+        .expect("the sandbox runner streams")
+}
+
+fn ctx() -> RenderContext {
+    RenderContext::from_value(&serde_json::json!({"ds": {"t": []}}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_render_takes_its_rows_while_it_runs() {
+    let r = runner();
+    let mut s = start(&r, "stream").await;
+    assert_eq!(
+        s.plan(),
+        Some(&StreamPlan {
+            data_source: "ds".into(),
+            table: "t".into()
+        })
+    );
+    s.send_context(&ctx()).await.unwrap();
+    assert!(s.send_rows(br#"[{"a":1}]"#).await.unwrap());
+    assert!(s.send_rows(br#"[{"a":2},{"a":3}]"#).await.unwrap());
+    assert_eq!(
+        s.finish().await.unwrap(),
+        "{\"ds\":{\"t\":[]}}\n[{\"a\":1}]\n[{\"a\":2},{\"a\":3}]"
+    );
+    // A template without a plan renders from the context alone.
+    let mut s = start(&r, "echo:plain").await;
+    assert_eq!(s.plan(), None);
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(s.finish().await.unwrap(), "plain");
+    // A template that does not parse fails at the start.
+    let e = r
+        .start_render("syntax".into(), RenderLimits::default(), false)
+        .await
+        .unwrap_err();
+    assert_eq!(template(e), RenderError::Syntax("scripted".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_render_that_answers_before_the_last_row_stops_the_rows_without_a_deadlock() {
+    let r = runner();
+    // The answer (900 kB) is larger than the pipe: the child can only finish writing it if the
+    // parent reads it while it still sends rows.
+    let mut s = start(&r, "stream-big:900000").await;
+    s.send_context(&ctx()).await.unwrap();
+    let chunk = format!("[{}]", vec![r#"{"a":"xxxxxxxxxxxxxxxx"}"#; 2000].join(","));
+    let started = Instant::now();
+    let mut sent = 0;
+    while s.send_rows(chunk.as_bytes()).await.unwrap() {
+        sent += 1;
+        assert!(sent < 10_000, "the rows were taken although the render had answered");
+    }
+    assert_eq!(s.finish().await.unwrap().len(), 900_000);
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    let mut s = start(&r, "stream-early").await;
+    s.send_context(&ctx()).await.unwrap();
+    let mut more = true;
+    for _ in 0..10_000 {
+        more = s.send_rows(chunk.as_bytes()).await.unwrap();
+        if !more {
+            break;
+        }
+    }
+    assert!(!more);
+    assert!(s.finish().await.unwrap().starts_with("early [{\"a\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_render_fails_times_out_and_is_abandoned_cleanly() {
+    let r = runner();
+    let mut s = start(&r, "stream-fail").await;
+    s.send_context(&ctx()).await.unwrap();
+    while s.send_rows(b"[{}]").await.unwrap() {}
+    assert_eq!(template(s.finish().await.unwrap_err()), RenderError::FuelExhausted);
+    // A child that stops reading: the parent's write waits until the deadline, then the child
+    // is killed.
+    let mut config = config("render");
+    config.wall_timeout = Duration::from_millis(800);
+    let r = ProcessTemplateRunner::new(ProcessPool::new(config.clone()), ProcessPool::new(config));
+    let mut s = start(&r, "stream-sleep").await;
+    s.send_context(&ctx()).await.unwrap();
+    let chunk = vec![b'x'; 256 * 1024];
+    let started = Instant::now();
+    let e = loop {
+        match s.send_rows(&chunk).await {
+            Ok(true) => continue,
+            Ok(false) => panic!("the child stopped reading without answering"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(template(e), RenderError::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    drop(s);
+    // Abandoning a session kills its child and frees its slot: both slots serve again.
+    let pool = r.render_pool().clone();
+    for _ in 0..3 {
+        let mut s = start(&r, "stream").await;
+        s.send_context(&ctx()).await.unwrap();
+        drop(s);
+    }
+    let mut a = start(&r, "stream").await;
+    let mut b = start(&r, "stream").await;
+    a.send_context(&ctx()).await.unwrap();
+    b.send_context(&ctx()).await.unwrap();
+    assert!(a.finish().await.is_ok() && b.finish().await.is_ok());
+    assert!(pool.idle_children() <= 2);
 }

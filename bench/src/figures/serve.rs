@@ -50,14 +50,18 @@ impl Server {
     }
 
     /// The release `reporter serve` (state in memory, auth on with [`SECRET`], errors only
-    /// logged) with the extra environment `env`.
+    /// logged unless `BENCH_REPORTER_LOG_LEVEL` says otherwise, e.g. `info` for the phases of
+    /// each report) with the extra environment `env`.
     pub fn reporter(ctx: &Ctx, env: &[(&str, String)]) -> anyhow::Result<Self> {
         let addr = free_addr();
         let mut c = Command::new(&ctx.reporter_bin);
         c.arg("serve")
             .env("SERVER_ADDRESS", &addr)
             .env("AUTH_JWT_SECRET", SECRET)
-            .env("LOG_LEVEL", "error");
+            .env(
+                "LOG_LEVEL",
+                std::env::var("BENCH_REPORTER_LOG_LEVEL").unwrap_or_else(|_| "error".into()),
+            );
         for (k, v) in env {
             c.env(k, v);
         }

@@ -48,6 +48,10 @@ pub enum DataSourceError {
     /// The result held more bytes of values than the source allows (the limit, in bytes).
     #[error("result exceeded {0} bytes")]
     TooLarge(usize),
+    /// The sink stopped taking rows before the last one (its reader has what it needs, or
+    /// failed); not a failure of the source.
+    #[error("the reader of the rows stopped taking them")]
+    Stopped,
 }
 
 /// Takes the rows of a query one at a time ([`DataSource::query_into`]).
@@ -65,7 +69,19 @@ pub trait RowSink: Send {
             .map_err(|e| DataSourceError::Unavailable(format!("a row's JSON did not read: {e}")))?;
         self.push(row)
     }
+
+    /// Waits until the sink takes more rows: a sink that hands rows on (to a render running
+    /// meanwhile) holds the source back here instead of keeping what it cannot pass on yet.
+    /// Sources that read a cursor SHOULD await it after each row they push; an `Err` stops
+    /// the query as a push's does. `None` (the default): ready at once.
+    fn ready(&mut self) -> Option<SinkReady<'_>> {
+        None
+    }
 }
+
+/// What [`RowSink::ready`] waits on.
+pub type SinkReady<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DataSourceError>> + Send + 'a>>;
 
 /// A configured data source.
 #[async_trait]

@@ -11,6 +11,7 @@ mod repositories;
 mod sandbox;
 mod sanitizer;
 mod storage;
+mod streamed;
 mod unit_of_work;
 
 pub use datasource::*;
@@ -24,4 +25,5 @@ pub use repositories::*;
 pub use sandbox::*;
 pub use sanitizer::*;
 pub use storage::*;
+pub use streamed::*;
 pub use unit_of_work::*;

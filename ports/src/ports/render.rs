@@ -109,6 +109,43 @@ pub trait TemplateEngine: Send + Sync {
             serde_json::from_slice(context).map_err(RenderError::context_not_json)?;
         self.render(source, &data, limits)
     }
+    /// The table `source` can take as a stream ([`StreamPlan`](super::StreamPlan)), if any.
+    /// MUST give the same answer for the same source every time. The default streams nothing.
+    fn stream_plan(
+        &self,
+        source: &str,
+        limits: &RenderLimits,
+    ) -> Result<Option<super::StreamPlan>, RenderError> {
+        let _ = (source, limits);
+        Ok(None)
+    }
+    /// Renders like [`render_json`](Self::render_json), the planned table's rows taken from
+    /// `feed` when the template comes to them (`context` holds that table empty). MUST give
+    /// what `render_json` gives over the context with those rows in it, and MUST NOT read
+    /// `feed` past its end. The default reads every chunk into the context first.
+    fn render_json_streamed(
+        &self,
+        source: &str,
+        context: &[u8],
+        feed: &mut dyn super::RowFeed,
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        let Some(plan) = self.stream_plan(source, limits)? else {
+            return self.render_json(source, context, limits);
+        };
+        let mut data: serde_json::Value =
+            serde_json::from_slice(context).map_err(RenderError::context_not_json)?;
+        let mut rows = Vec::new();
+        while let Some(chunk) = feed.next_chunk()? {
+            let chunk: Vec<serde_json::Value> =
+                serde_json::from_slice(&chunk).map_err(RenderError::context_not_json)?;
+            rows.extend(chunk);
+        }
+        if let Some(ds) = data.get_mut(&plan.data_source).and_then(|d| d.as_object_mut()) {
+            ds.insert(plan.table, serde_json::Value::Array(rows));
+        }
+        self.render(source, &data, limits)
+    }
 }
 
 /// Why an HTML → PDF conversion failed. Texts are for logs only.

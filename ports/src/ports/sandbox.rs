@@ -1,5 +1,6 @@
 use super::render::{RenderError, RenderLimits, TemplateAnalysis};
 use super::render_context::RenderContext;
+use super::streamed::RenderSession;
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -51,4 +52,18 @@ pub trait TemplateRunner: Send + Sync {
     ) -> Result<TemplateAnalysis, RunnerError>;
     /// Renders `job` within the render bounds; the output, sanitized when asked.
     async fn render(&self, job: RenderJob) -> Result<String, RunnerError>;
+    /// Starts a render of `source` that takes its planned table as a stream
+    /// ([`RenderSession`]), within the same bounds as [`render`](Self::render) (its
+    /// wall-clock bound counts from the context's arrival). `Ok(None)` when this runner does
+    /// not stream: the caller renders with [`render`](Self::render). The default streams
+    /// nothing.
+    async fn start_render(
+        &self,
+        source: Arc<str>,
+        limits: RenderLimits,
+        sanitize_html: bool,
+    ) -> Result<Option<Box<dyn RenderSession>>, RunnerError> {
+        let _ = (source, limits, sanitize_html);
+        Ok(None)
+    }
 }

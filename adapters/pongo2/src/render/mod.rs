@@ -2,13 +2,14 @@
 mod calc;
 mod custom;
 mod expr;
+mod streamed;
 
 use crate::ast::{AggOp, Block, ExprId, LoremMethod, Node, Template};
 use crate::escape::html_escape;
 use crate::gotime::GoTime;
 use crate::limits::{Budget, Tracked};
 use crate::value::{Func, Json, ListKind, ListV, LoopInfo, MapV, Origin, Text, VALUE_SIZE, Value};
-use reporter_ports::ports::{RenderError, RenderLimits};
+use reporter_ports::ports::{RenderError, RenderLimits, RowFeed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -72,6 +73,10 @@ pub(crate) struct Renderer<'a> {
     rng: u64,
     macro_depth: usize,
     pub(crate) reads: Option<BTreeSet<Read>>,
+    /// The streamed table's loop and where its rows come from ([`Self::with_stream`]);
+    /// the feed is taken when that loop runs.
+    stream: Option<crate::stream_plan::Streamed<'a>>,
+    feed: Option<&'a mut dyn RowFeed>,
 }
 
 impl<'a> Renderer<'a> {
@@ -103,7 +108,21 @@ impl<'a> Renderer<'a> {
             rng: 0x9E37_79B9_7F4A_7C15,
             macro_depth: 0,
             reads: record.then(BTreeSet::new),
+            stream: None,
+            feed: None,
         }
+    }
+
+    /// Takes the rows of `stream`'s table from `feed` when its loop runs (the context holds
+    /// the table empty).
+    pub(crate) fn with_stream(
+        mut self,
+        stream: crate::stream_plan::Streamed<'a>,
+        feed: &'a mut dyn RowFeed,
+    ) -> Self {
+        self.stream = Some(stream);
+        self.feed = Some(feed);
+        self
     }
 
     /// Renders the whole template; returns the raw output (before the clean-up).
@@ -640,6 +659,9 @@ impl<'a> Renderer<'a> {
             parent: parent.clone(),
         });
         self.set_var("forloop", Value::Loop(info));
+        if let Some(stream) = self.stream.filter(|s| s.iter == iter) {
+            return self.exec_for_streamed(stream, key, body, empty, parent);
+        }
         let obj = self.eval(iter)?;
         // (key, value) pairs; value only for maps.
         let mut items: Vec<(Value<'a>, Option<Value<'a>>)> = Vec::new();

@@ -8,12 +8,17 @@
 //! - `spin` loops forever; `sleep` sleeps forever (no CPU);
 //! - `abort` aborts; `exit` exits with code 3 without answering;
 //! - `write` tries to create a file; `env` renders the number of environment variables;
-//! - `big:<n>` renders `n` bytes.
+//! - `big:<n>` renders `n` bytes;
+//! - streamed renders (`stream…` plans `ds.t`): `stream` renders the context and then each
+//!   chunk of rows on a line; `stream-early` answers after the first chunk; `stream-big:<n>`
+//!   answers `n` bytes without reading any row; `stream-fail` fails after the first chunk;
+//!   `stream-sleep` sleeps without reading any row.
 //!
 //! The sanitizer wraps its input in `[sanitized]…`.
 use reporter_adapter_sandbox::ChildLimits;
 use reporter_ports::ports::{
-    HtmlSanitizer, RenderError, RenderLimits, TemplateAnalysis, TemplateEngine,
+    HtmlSanitizer, RenderError, RenderLimits, RowFeed, StreamPlan, TemplateAnalysis,
+    TemplateEngine,
 };
 use std::process::ExitCode;
 
@@ -93,6 +98,48 @@ impl TemplateEngine for Scripted {
             return Ok(data.to_string());
         }
         self.run(source)
+    }
+
+    fn stream_plan(
+        &self,
+        source: &str,
+        _limits: &RenderLimits,
+    ) -> Result<Option<StreamPlan>, RenderError> {
+        if source == "syntax" {
+            return Err(RenderError::Syntax("scripted".into()));
+        }
+        Ok(source.starts_with("stream").then(|| StreamPlan {
+            data_source: "ds".into(),
+            table: "t".into(),
+        }))
+    }
+
+    fn render_json_streamed(
+        &self,
+        source: &str,
+        context: &[u8],
+        feed: &mut dyn RowFeed,
+        limits: &RenderLimits,
+    ) -> Result<String, RenderError> {
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        match source {
+            "stream" => {
+                let mut out = text(context.to_vec());
+                while let Some(chunk) = feed.next_chunk()? {
+                    out.push('\n');
+                    out.push_str(&text(chunk));
+                }
+                Ok(out)
+            }
+            "stream-early" => Ok(format!("early {}", text(feed.next_chunk()?.unwrap_or_default()))),
+            "stream-fail" => {
+                feed.next_chunk()?;
+                Err(RenderError::FuelExhausted)
+            }
+            "stream-sleep" => self.run("sleep"),
+            s if s.starts_with("stream-big:") => self.run(&s["stream-".len()..]),
+            _ => self.render_json(source, context, limits),
+        }
     }
 }
 

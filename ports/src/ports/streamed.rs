@@ -1,0 +1,49 @@
+//! Streamed renders: one table's rows reach the render while it runs, instead of being
+//! written into the context first.
+//!
+//! The engine decides which table a template can take this way ([`StreamPlan`]): a table the
+//! template reads in exactly one place, as the list of a `{% for %}` that runs at most once
+//! and needs neither the row count nor the order reversed or sorted. Everything else the
+//! template reads is in the context as before.
+use super::render::RenderError;
+use super::render_context::RenderContext;
+use super::sandbox::RunnerError;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// The table a render takes as a stream: `data_source.table`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamPlan {
+    /// The data source (the context's top-level name).
+    pub data_source: String,
+    /// The table of that data source.
+    pub table: String,
+}
+
+/// Hands the streamed table's rows to a render, a chunk at a time.
+pub trait RowFeed {
+    /// The next chunk of rows: one JSON array of row objects (`[{…},{…}]`), or `None` once
+    /// every row was given. An `Err` stops the render with that error.
+    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, RenderError>;
+}
+
+/// A render under way whose streamed table ([`Self::plan`]) is still to come.
+///
+/// The order is fixed: [`send_context`](Self::send_context) once, then
+/// [`send_rows`](Self::send_rows) for each chunk of the planned table (none without a plan),
+/// then [`finish`](Self::finish). Dropping a session abandons the render (its process is
+/// killed).
+#[async_trait]
+pub trait RenderSession: Send + std::fmt::Debug {
+    /// The table the render takes as a stream, if any.
+    fn plan(&self) -> Option<&StreamPlan>;
+    /// Sends the context: every section, with the planned table present and empty.
+    async fn send_context(&mut self, context: &RenderContext) -> Result<(), RunnerError>;
+    /// Sends one chunk of the planned table (a JSON array of rows). `Ok(false)` when the
+    /// render no longer takes rows: it finished without reading them all, or failed; its
+    /// answer is [`finish`](Self::finish)'s.
+    async fn send_rows(&mut self, chunk: &[u8]) -> Result<bool, RunnerError>;
+    /// Ends the rows (if the render still takes them) and waits for the output.
+    async fn finish(self: Box<Self>) -> Result<String, RunnerError>;
+}

@@ -1,0 +1,263 @@
+//! Streamed generation: the render runs while the rows of its planned table arrive.
+//!
+//! Order: the render starts and names its table ([`StreamPlan`]); every other table is
+//! extracted into the context (that one written empty); the context is sent; the table's query
+//! runs, each row written into a chunk and each full chunk sent to the render, the source
+//! held back while the render is busy ([`RowSink::ready`]); then the end, and the answer. The
+//! row and byte limits apply as rows pass. If the streamed table's query fails part-way, its
+//! section fails as a whole: the render (which saw part of it) is abandoned and the report is
+//! rendered again from the other sections, as if that section had failed before the render.
+//! A query that passes its deadline while streaming may only have been held back by a slow
+//! render: then every table is extracted again and the report rendered from a whole context.
+use super::{SectionError, Worker};
+use super::pipeline::{Phases, Rendered, render_failure, section_error, table_query};
+use reporter_ports::ports::{
+    DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
+};
+use reporter_ports::report::{Report, SectionOutcome};
+use reporter_ports::template::Template;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes of rows sent to the render at a time.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+impl Worker {
+    /// Renders `report` with `session`, its planned table streamed (see the module docs).
+    pub(super) async fn render_streamed(
+        &self,
+        report: &Report,
+        template: &Template,
+        source: &Arc<str>,
+        mut session: Box<dyn RenderSession>,
+    ) -> Result<Rendered, String> {
+        let mapped = &template.mapped_fields;
+        // A plan is only followed for a table the template maps (the context holds no other).
+        let plan = session.plan().cloned().filter(|p| {
+            mapped
+                .get(&p.data_source)
+                .is_some_and(|t| t.contains_key(&p.table))
+        });
+        let sanitize = matches!(
+            report.output_format,
+            reporter_ports::template::OutputFormat::Html | reporter_ports::template::OutputFormat::Pdf
+        );
+        let phase = Instant::now();
+        let (extracted, mut sections) = self.extract(report, mapped, plan.as_ref()).await;
+        let extract_ms = phase.elapsed().as_millis() as u64;
+        if let Some(failed) = super::pipeline::all_failed(&sections) {
+            return Ok(Rendered::Failed(failed));
+        }
+        let context = reporter_ports::ports::RenderContext::from_sections(extracted.clone());
+        let context_bytes = context.len();
+        let phase = Instant::now();
+        if let Err(e) = session.send_context(&context).await {
+            return render_failure(e, sections);
+        }
+        drop(context);
+        let mut streamed_rows = None;
+        if let Some(plan) = plan.as_ref().filter(|p| sections.get(&p.data_source).is_some_and(|s| s.ok)) {
+            let section_bytes = extracted
+                .iter()
+                .find(|(ds, _)| *ds == plan.data_source)
+                .map_or(0, |(_, json)| json.len());
+            match self.stream_table(report, template, plan, section_bytes, session.as_mut()).await {
+                Streamed::Sent(rows) => {
+                    self.metrics.streamed(rows);
+                    streamed_rows = Some(rows);
+                }
+                Streamed::RenderFailed(e) => return render_failure(e, sections),
+                Streamed::SectionFailed(code) if code == SectionError::Timeout.code() => {
+                    // The query's deadline counts the time the render held it back: a slow
+                    // template is not a slow source. Everything is extracted again into the
+                    // context and rendered whole.
+                    drop(session);
+                    self.metrics.rendered_again();
+                    tracing::warn!(data_source = %plan.data_source, table = %plan.table, "the streamed table's query passed its deadline while the render held it back; rendering again from a whole context");
+                    let phase = Instant::now();
+                    let (extracted, sections) = self.extract(report, mapped, None).await;
+                    let extract_ms = phase.elapsed().as_millis() as u64;
+                    return self
+                        .render_whole(source, extracted, sections, sanitize, extract_ms)
+                        .await;
+                }
+                Streamed::SectionFailed(code) => {
+                    drop(session);
+                    self.metrics.rendered_again();
+                    tracing::warn!(data_source = %plan.data_source, table = %plan.table, code, "the streamed table failed part-way; rendering again without its section");
+                    sections.insert(
+                        plan.data_source.clone(),
+                        SectionOutcome {
+                            ok: false,
+                            error_code: Some(code.to_owned()),
+                        },
+                    );
+                    let rest = extracted
+                        .into_iter()
+                        .filter(|(ds, _)| *ds != plan.data_source)
+                        .collect();
+                    return self
+                        .render_whole(source, rest, sections, sanitize, extract_ms)
+                        .await;
+                }
+            }
+        }
+        match session.finish().await {
+            Ok(text) => Ok(Rendered::Text(
+                text,
+                sections,
+                Phases {
+                    extract_ms,
+                    context_bytes,
+                    render_ms: phase.elapsed().as_millis() as u64,
+                    streamed_rows,
+                },
+            )),
+            Err(e) => render_failure(e, sections),
+        }
+    }
+
+    /// Runs the planned table's query into the render.
+    async fn stream_table(
+        &self,
+        report: &Report,
+        template: &Template,
+        plan: &StreamPlan,
+        section_bytes: usize,
+        session: &mut dyn RenderSession,
+    ) -> Streamed {
+        let ds = &plan.data_source;
+        let Some(source) = self.app.catalog().get(ds) else {
+            return Streamed::SectionFailed(SectionError::NotConfigured.code());
+        };
+        let fields = template
+            .mapped_fields
+            .get(ds)
+            .and_then(|t| t.get(&plan.table))
+            .cloned()
+            .unwrap_or_default();
+        let filters = report.filters.get(ds).cloned().unwrap_or_default();
+        let q = table_query(plan.table.clone(), fields, &filters, &self.settings);
+        let mut sink = StreamRows {
+            chunk: vec![b'['],
+            rows: 0,
+            chunk_rows: 0,
+            bytes: section_bytes,
+            max: self.settings.max_section_bytes,
+            session,
+            stopped: false,
+            failed: None,
+        };
+        let done = tokio::time::timeout(self.settings.query_timeout, async {
+            source.query_into(&q, &mut sink).await?;
+            sink.flush().await
+        })
+        .await
+        .unwrap_or(Err(DataSourceError::Timeout));
+        if let Some(e) = sink.failed.take() {
+            return Streamed::RenderFailed(e);
+        }
+        match done {
+            Ok(()) => Streamed::Sent(sink.rows),
+            Err(DataSourceError::Stopped) if sink.stopped => Streamed::Sent(sink.rows),
+            Err(e) => match section_error(ds, Err(e)) {
+                Err(code) => Streamed::SectionFailed(code.code()),
+                Ok(()) => Streamed::Sent(sink.rows),
+            },
+        }
+    }
+}
+
+/// How the streamed table's query ended.
+enum Streamed {
+    /// Every row was sent (or the render took no more): the count of rows sent.
+    Sent(u64),
+    /// The render failed or could not be reached while rows were sent.
+    RenderFailed(RunnerError),
+    /// The query failed part-way (the section's error code).
+    SectionFailed(&'static str),
+}
+
+/// Writes the streamed table's rows into chunks and sends each full one to the render.
+/// MUST stop the query with `TooLarge` at the first row that takes the section past `max`
+/// bytes, and with `Stopped` once the render takes no more rows.
+struct StreamRows<'s> {
+    /// `[` and the rows of the chunk so far, comma-separated.
+    chunk: Vec<u8>,
+    /// Rows sent so far.
+    rows: u64,
+    chunk_rows: u64,
+    /// Bytes of the section's rows so far (its other tables included).
+    bytes: usize,
+    max: usize,
+    session: &'s mut dyn RenderSession,
+    /// The render answered before the last row.
+    stopped: bool,
+    /// Sending failed (the render's deadline passed, or its process could not be reached).
+    failed: Option<RunnerError>,
+}
+
+impl StreamRows<'_> {
+    fn count(&mut self, bytes: usize) -> Result<(), DataSourceError> {
+        self.bytes += bytes;
+        self.chunk_rows += 1;
+        if self.bytes > self.max {
+            return Err(DataSourceError::TooLarge(self.max));
+        }
+        Ok(())
+    }
+
+    fn separator(&mut self) {
+        if self.chunk_rows > 0 {
+            self.chunk.push(b',');
+        }
+    }
+
+    /// Sends the rows written so far.
+    async fn flush(&mut self) -> Result<(), DataSourceError> {
+        if self.chunk_rows == 0 {
+            return Ok(());
+        }
+        self.chunk.push(b']');
+        let sent = self.session.send_rows(&self.chunk).await;
+        self.rows += self.chunk_rows;
+        self.chunk_rows = 0;
+        self.chunk.clear();
+        self.chunk.push(b'[');
+        match sent {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.stopped = true;
+                Err(DataSourceError::Stopped)
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                Err(DataSourceError::Stopped)
+            }
+        }
+    }
+}
+
+impl RowSink for StreamRows<'_> {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        self.separator();
+        let before = self.chunk.len();
+        // Serializing a JSON map into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.chunk, &row);
+        let bytes = self.chunk.len() - before;
+        self.count(bytes)
+    }
+
+    fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        self.separator();
+        self.chunk.extend_from_slice(json);
+        self.count(json.len())
+    }
+
+    fn ready(&mut self) -> Option<SinkReady<'_>> {
+        if self.chunk.len() < CHUNK_BYTES {
+            return None;
+        }
+        Some(Box::pin(self.flush()))
+    }
+}
