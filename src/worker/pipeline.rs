@@ -191,10 +191,14 @@ impl Worker {
             .start_render(source.clone(), self.settings.render, sanitize)
             .await;
         let rendered = match started {
-            Ok(Some(session)) => self.render_streamed(report, &template, &source, session).await,
+            Ok(Some(session)) => {
+                self.render_streamed(report, &template, &source, session)
+                    .await
+            }
             Ok(None) => {
                 let phase = Instant::now();
-                let (extracted, sections) = self.extract(report, &template.mapped_fields, None).await;
+                let (extracted, sections) =
+                    self.extract(report, &template.mapped_fields, None).await;
                 let extract_ms = phase.elapsed().as_millis() as u64;
                 self.render_whole(&source, extracted, sections, sanitize, extract_ms)
                     .await
@@ -230,19 +234,14 @@ impl Worker {
             sanitize_html,
         };
         let phase = Instant::now();
-        match self.runner.render(job).await {
-            Ok(text) => Ok(Rendered::Text(
-                text,
-                sections,
-                Phases {
-                    extract_ms,
-                    context_bytes,
-                    render_ms: phase.elapsed().as_millis() as u64,
-                    streamed_rows: None,
-                },
-            )),
-            Err(e) => render_failure(e, sections),
-        }
+        let result = self.runner.render(job).await;
+        let phases = Phases {
+            extract_ms,
+            context_bytes,
+            render_ms: phase.elapsed().as_millis() as u64,
+            streamed_rows: None,
+        };
+        rendered(result, sections, phases)
     }
 
     /// Converts the rendered text into the artifact (PDF for the pdf format).
@@ -436,7 +435,10 @@ pub(super) fn table_query(
 }
 
 /// The section error of a failed query (a query over its deadline answers `Timeout`).
-pub(super) fn section_error(ds: &str, done: Result<(), DataSourceError>) -> Result<(), SectionError> {
+pub(super) fn section_error(
+    ds: &str,
+    done: Result<(), DataSourceError>,
+) -> Result<(), SectionError> {
     match done {
         Ok(()) => Ok(()),
         Err(DataSourceError::Timeout) => Err(SectionError::Timeout),
@@ -481,6 +483,18 @@ pub(super) fn all_failed(sections: &BTreeMap<String, SectionOutcome>) -> Option<
         code: ReportErrorCode::ReportGenerationFailed,
         sections: sections.clone(),
     })
+}
+
+/// A render's result with the sections' outcomes and its timings.
+pub(super) fn rendered(
+    result: Result<String, RunnerError>,
+    sections: BTreeMap<String, SectionOutcome>,
+    phases: Phases,
+) -> Result<Rendered, String> {
+    match result {
+        Ok(text) => Ok(Rendered::Text(text, sections, phases)),
+        Err(e) => render_failure(e, sections),
+    }
 }
 
 /// What a failed render means: the sandbox unavailable is transient (`Err`: retry); a

@@ -9,8 +9,8 @@
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
 //! render: then every table is extracted again and the report rendered from a whole context.
+use super::pipeline::{Phases, Rendered, render_failure, rendered, section_error, table_query};
 use super::{SectionError, Worker};
-use super::pipeline::{Phases, Rendered, render_failure, section_error, table_query};
 use reporter_ports::ports::{
     DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
 };
@@ -40,7 +40,8 @@ impl Worker {
         });
         let sanitize = matches!(
             report.output_format,
-            reporter_ports::template::OutputFormat::Html | reporter_ports::template::OutputFormat::Pdf
+            reporter_ports::template::OutputFormat::Html
+                | reporter_ports::template::OutputFormat::Pdf
         );
         let phase = Instant::now();
         let (extracted, mut sections) = self.extract(report, mapped, plan.as_ref()).await;
@@ -56,12 +57,18 @@ impl Worker {
         }
         drop(context);
         let mut streamed_rows = None;
-        if let Some(plan) = plan.as_ref().filter(|p| sections.get(&p.data_source).is_some_and(|s| s.ok)) {
+        if let Some(plan) = plan
+            .as_ref()
+            .filter(|p| sections.get(&p.data_source).is_some_and(|s| s.ok))
+        {
             let section_bytes = extracted
                 .iter()
                 .find(|(ds, _)| *ds == plan.data_source)
                 .map_or(0, |(_, json)| json.len());
-            match self.stream_table(report, template, plan, section_bytes, session.as_mut()).await {
+            match self
+                .stream_table(report, template, plan, section_bytes, session.as_mut())
+                .await
+            {
                 Streamed::Sent(rows) => {
                     self.metrics.streamed(rows);
                     streamed_rows = Some(rows);
@@ -102,19 +109,14 @@ impl Worker {
                 }
             }
         }
-        match session.finish().await {
-            Ok(text) => Ok(Rendered::Text(
-                text,
-                sections,
-                Phases {
-                    extract_ms,
-                    context_bytes,
-                    render_ms: phase.elapsed().as_millis() as u64,
-                    streamed_rows,
-                },
-            )),
-            Err(e) => render_failure(e, sections),
-        }
+        let result = session.finish().await;
+        let phases = Phases {
+            extract_ms,
+            context_bytes,
+            render_ms: phase.elapsed().as_millis() as u64,
+            streamed_rows,
+        };
+        rendered(result, sections, phases)
     }
 
     /// Runs the planned table's query into the render.

@@ -258,15 +258,7 @@ async fn one_source_down_is_partial_and_not_downloadable() {
     )
     .await;
     // The artifact exists, rendered from the section that succeeded.
-    let stored = t
-        .app
-        .ports()
-        .storage
-        .get(&format!("reports/{tpl}/{id}.txt"))
-        .await
-        .unwrap()
-        .expect("partial artifact");
-    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "10.5 ");
+    assert_eq!(t.stored_text(&tpl, &id).await, "10.5 ");
     // The terminal event goes through the outbox: it may follow the status by a poll.
     let mut partial = None;
     for _ in 0..400 {

@@ -112,11 +112,23 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
     let before = t.metrics().await;
     let got = generate(&t, streamed, first_4000.clone()).await;
     assert_eq!(got, generate(&t, &whole, first_4000).await);
-    assert!(got.starts_with("hello\n1=1:row &lt;1&gt;:1.5:02/01/2024;2=2:row &lt;2&gt;:3:03/01/2024;"), "{}", &got[..200]);
-    assert!(got.ends_with(";4000=4000:row &lt;4000&gt;:6000:01/01/2024;"), "{}", &got[got.len() - 200..]);
+    assert!(
+        got.starts_with("hello\n1=1:row &lt;1&gt;:1.5:02/01/2024;2=2:row &lt;2&gt;:3:03/01/2024;"),
+        "{}",
+        &got[..200]
+    );
+    assert!(
+        got.ends_with(";4000=4000:row &lt;4000&gt;:6000:01/01/2024;"),
+        "{}",
+        &got[got.len() - 200..]
+    );
     let after = t.metrics().await;
     let streams = r#"reporter_render_streams_total{outcome="streamed"}"#;
-    assert_eq!(metric(&after, streams) - metric(&before, streams), 1.0, "only the first template streams");
+    assert_eq!(
+        metric(&after, streams) - metric(&before, streams),
+        1.0,
+        "only the first template streams"
+    );
     let rows = "reporter_render_streamed_rows_total";
     assert_eq!(metric(&after, rows) - metric(&before, rows), 4000.0);
     // No row matches: the empty block, as with the whole context.
@@ -133,17 +145,12 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
         json!({"ok": false, "error_code": "row_limit_exceeded"})
     );
     assert_eq!(r["metadata"]["sections"]["aux"], json!({"ok": true}));
-    let stored = t
-        .app
-        .ports()
-        .storage
-        .get(&format!("reports/{tpl}/{id}.txt"))
-        .await
-        .unwrap()
-        .expect("partial artifact");
-    assert_eq!(String::from_utf8(stored.bytes.to_vec()).unwrap(), "hello\nnone");
+    assert_eq!(t.stored_text(&tpl, &id).await, "hello\nnone");
     let again = r#"reporter_render_streams_total{outcome="rendered_again"}"#;
-    assert_eq!(metric(&t.metrics().await, again) - metric(&after, again), 1.0);
+    assert_eq!(
+        metric(&t.metrics().await, again) - metric(&after, again),
+        1.0
+    );
     drop(t);
     pg.remove().await;
 }

@@ -345,6 +345,20 @@ impl TestApp {
         panic!("report {id} never finished");
     }
 
+    /// The text of the artifact stored for report `id` of template `tpl` (`reports/<tpl>/<id>.txt`),
+    /// read from the object storage (a partial report's cannot be downloaded).
+    pub async fn stored_text(&self, tpl: &str, id: &str) -> String {
+        let stored = self
+            .app
+            .ports()
+            .storage
+            .get(&format!("reports/{tpl}/{id}.txt"))
+            .await
+            .expect("object storage")
+            .expect("stored artifact");
+        String::from_utf8(stored.bytes.to_vec()).expect("UTF-8 artifact")
+    }
+
     /// The `/metrics` text.
     pub async fn metrics(&self) -> String {
         self.client

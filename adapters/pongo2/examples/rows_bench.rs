@@ -30,7 +30,10 @@ fn context(rows: usize) -> String {
 fn chunks(rows: usize) -> Vec<Vec<u8>> {
     let whole = context(rows);
     let list: serde_json::Value = serde_json::from_str(&whole).unwrap_or_default();
-    let rows = list["bench"]["ledger"].as_array().cloned().unwrap_or_default();
+    let rows = list["bench"]["ledger"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut out = Vec::new();
     let mut chunk = Vec::new();
     for row in rows {

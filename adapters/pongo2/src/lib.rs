@@ -228,7 +228,8 @@ impl TemplateEngine for Pongo2Engine {
         guarded(|| {
             let arena = data::JsonArena::new();
             let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
-            self.render_inner(source, &data, limits, false, Some(feed)).0
+            self.render_inner(source, &data, limits, false, Some(feed))
+                .0
         })
     }
 }

@@ -41,11 +41,9 @@ pub(crate) fn plan(tpl: &Template) -> Option<Streamed<'_>> {
     let bound = bound_names(tpl);
     let mut candidates = Vec::new();
     once_loops(tpl, &tpl.body, false, &mut candidates);
-    candidates.into_iter().find(|c| {
-        !calc_heads.contains(c.ds)
-            && !bound.contains(c.ds)
-            && only_mention(tpl, c)
-    })
+    candidates
+        .into_iter()
+        .find(|c| !calc_heads.contains(c.ds) && !bound.contains(c.ds) && only_mention(tpl, c))
 }
 
 /// True when `forloop` is read only through attributes that need no row count.
@@ -149,9 +147,7 @@ fn once_loops<'t>(tpl: &'t Template, block: &'t Block, repeats: bool, out: &mut 
 fn only_mention(tpl: &Template, c: &Streamed<'_>) -> bool {
     tpl.exprs.iter().enumerate().all(|(i, e)| match e {
         Expr::Var { head, parts } if &**head == c.ds => match parts.first() {
-            Some(Part::Attr(t)) if &**t == c.table => {
-                u32::try_from(i).is_ok_and(|i| i == c.iter)
-            }
+            Some(Part::Attr(t)) if &**t == c.table => u32::try_from(i).is_ok_and(|i| i == c.iter),
             Some(Part::Attr(_)) => true,
             _ => false,
         },

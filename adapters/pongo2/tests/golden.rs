@@ -333,7 +333,10 @@ fn golden_corpus_streamed_renders_the_same() {
         }
         streamed.push(name);
     }
-    reporter_contract::figure!("{} golden cases stream a table: {streamed:?}", streamed.len());
+    reporter_contract::figure!(
+        "{} golden cases stream a table: {streamed:?}",
+        streamed.len()
+    );
     assert!(
         streamed.len() >= 5,
         "only {} cases stream a table: {streamed:?}",
@@ -390,7 +393,9 @@ fn streamed_rows_read_as_context_rows() {
             let mut feed = ChunkFeed::new(rows.as_array().unwrap(), size);
             let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
             if got != whole {
-                failures.push(format!("{tpl} (chunks of {size}):\n  streamed {got:?}\n  whole    {whole:?}"));
+                failures.push(format!(
+                    "{tpl} (chunks of {size}):\n  streamed {got:?}\n  whole    {whole:?}"
+                ));
             }
         }
         // No rows at all (and a data source the context lacks) read as an empty table.
@@ -436,7 +441,10 @@ fn tables_a_template_needs_whole_are_not_streamed() {
         );
     }
     assert_eq!(
-        engine.stream_plan("{% for a in x.y %}{% endfor %}{% for b in bank.accounts %}{% endfor %}", &limits),
+        engine.stream_plan(
+            "{% for a in x.y %}{% endfor %}{% for b in bank.accounts %}{% endfor %}",
+            &limits
+        ),
         Ok(Some(reporter_ports::ports::StreamPlan {
             data_source: "x".into(),
             table: "y".into()

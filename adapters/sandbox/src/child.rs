@@ -114,9 +114,8 @@ fn serve(
             .stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX))
             .spawn_scoped(scope, || request.answer(&mut input, &mut out))
             .map(|t| {
-                t.join().unwrap_or_else(|_| {
-                    Ok(Err(RenderError::Crashed("the engine panicked".into())))
-                })
+                t.join()
+                    .unwrap_or_else(|_| Ok(Err(RenderError::Crashed("the engine panicked".into()))))
             })
     })??;
     match answer {
@@ -143,13 +142,20 @@ type Output = BufWriter<io::Stdout>;
 
 impl Request<'_> {
     /// The answer: `Err` of the outer result is a protocol failure (no answer is written).
-    fn answer(&self, input: &mut Input, out: &mut Output) -> io::Result<Result<Vec<u8>, RenderError>> {
+    fn answer(
+        &self,
+        input: &mut Input,
+        out: &mut Output,
+    ) -> io::Result<Result<Vec<u8>, RenderError>> {
         let render_limits = RenderLimits::from(self.header.limits);
         if self.header.op == Op::Analyze {
-            return Ok(self.engine.analyze(self.source, &render_limits).and_then(|a| {
-                serde_json::to_vec(&a.mapped_fields)
-                    .map_err(|e| RenderError::Evaluation(e.to_string()))
-            }));
+            return Ok(self
+                .engine
+                .analyze(self.source, &render_limits)
+                .and_then(|a| {
+                    serde_json::to_vec(&a.mapped_fields)
+                        .map_err(|e| RenderError::Evaluation(e.to_string()))
+                }));
         }
         let planned = if self.header.stream {
             let plan = match self.engine.stream_plan(self.source, &render_limits) {
@@ -211,7 +217,9 @@ impl RowFeed for FrameFeed<'_> {
                 "expected rows, got frame '{}'",
                 kind as char
             ))),
-            Err(e) => Err(RenderError::Crashed(format!("the rows did not arrive: {e}"))),
+            Err(e) => Err(RenderError::Crashed(format!(
+                "the rows did not arrive: {e}"
+            ))),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! [`ProcessTemplateRunner`]: the `TemplateRunner` port on two process pools.
 use crate::pool::ProcessPool;
+use crate::pool::Session;
 use crate::protocol::{Op, RequestHeader};
 use async_trait::async_trait;
-use crate::pool::Session;
 use reporter_ports::ports::{
     RenderContext, RenderError, RenderJob, RenderLimits, RenderSession, RunnerError, StreamPlan,
     TemplateAnalysis, TemplateRunner,

@@ -63,8 +63,11 @@ impl Session {
             protocol::read_frame_async(&mut stdout, MAX_PLAN).await
         };
         let plan = match timeout_at(deadline, talk).await {
-            Ok(Ok((PLAN, bytes))) => serde_json::from_slice::<Option<StreamPlan>>(&bytes)
-                .map_err(|e| RenderError::Crashed(format!("unreadable plan from the child: {e}")))?,
+            Ok(Ok((PLAN, bytes))) => {
+                serde_json::from_slice::<Option<StreamPlan>>(&bytes).map_err(|e| {
+                    RenderError::Crashed(format!("unreadable plan from the child: {e}"))
+                })?
+            }
             other => {
                 let answer = other.ok().map(|a| match a {
                     Ok((protocol::OK, _)) => Err(io::Error::other("answered before its plan")),
@@ -128,7 +131,10 @@ impl Session {
             Ok(Err(e)) => Some(Err(io::Error::other(e))),
             Err(_) => None,
         };
-        let stderr = self.stderr.take().unwrap_or_else(|| tokio::spawn(async { String::new() }));
+        let stderr = self
+            .stderr
+            .take()
+            .unwrap_or_else(|| tokio::spawn(async { String::new() }));
         self.inner.settle(&mut self.child, stderr, answer).await
     }
 

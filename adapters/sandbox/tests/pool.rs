@@ -295,10 +295,17 @@ async fn a_render_that_answers_before_the_last_row_stops_the_rows_without_a_dead
     let mut sent = 0;
     while s.send_rows(chunk.as_bytes()).await.unwrap() {
         sent += 1;
-        assert!(sent < 10_000, "the rows were taken although the render had answered");
+        assert!(
+            sent < 10_000,
+            "the rows were taken although the render had answered"
+        );
     }
     assert_eq!(s.finish().await.unwrap().len(), 900_000);
-    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     let mut s = start(&r, "stream-early").await;
     s.send_context(&ctx()).await.unwrap();
     let mut more = true;
@@ -318,7 +325,10 @@ async fn a_streamed_render_fails_times_out_and_is_abandoned_cleanly() {
     let mut s = start(&r, "stream-fail").await;
     s.send_context(&ctx()).await.unwrap();
     while s.send_rows(b"[{}]").await.unwrap() {}
-    assert_eq!(template(s.finish().await.unwrap_err()), RenderError::FuelExhausted);
+    assert_eq!(
+        template(s.finish().await.unwrap_err()),
+        RenderError::FuelExhausted
+    );
     // A child that stops reading: the parent's write waits until the deadline, then the child
     // is killed.
     let mut config = config("render");

@@ -141,7 +141,10 @@ pub trait TemplateEngine: Send + Sync {
                 serde_json::from_slice(&chunk).map_err(RenderError::context_not_json)?;
             rows.extend(chunk);
         }
-        if let Some(ds) = data.get_mut(&plan.data_source).and_then(|d| d.as_object_mut()) {
+        if let Some(ds) = data
+            .get_mut(&plan.data_source)
+            .and_then(|d| d.as_object_mut())
+        {
             ds.insert(plan.table, serde_json::Value::Array(rows));
         }
         self.render(source, &data, limits)

@@ -41,7 +41,11 @@ impl<'a> Renderer<'a> {
             let arena = JsonArena::new();
             let rows = match Json::parse(&chunk, &arena) {
                 Ok(Json::Array(rows)) => rows,
-                Ok(_) => return Err(RenderError::context_not_json("a chunk of rows is not a list")),
+                Ok(_) => {
+                    return Err(RenderError::context_not_json(
+                        "a chunk of rows is not a list",
+                    ));
+                }
                 Err(e) => return Err(RenderError::context_not_json(e)),
             };
             for row in rows {
@@ -90,7 +94,8 @@ impl<'a> Renderer<'a> {
             entries.push((name, self.own_value(json)?));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        self.budget.reserve(entries.len().saturating_mul(ENTRY_BYTES) + 64)?;
+        self.budget
+            .reserve(entries.len().saturating_mul(ENTRY_BYTES) + 64)?;
         let bytes = entries.len().saturating_mul(ENTRY_BYTES) + 64;
         Ok(Value::Map(MapV::Owned(Rc::new(Tracked::adopt(
             OwnedMap {

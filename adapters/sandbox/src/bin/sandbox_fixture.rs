@@ -17,8 +17,7 @@
 //! The sanitizer wraps its input in `[sanitized]…`.
 use reporter_adapter_sandbox::ChildLimits;
 use reporter_ports::ports::{
-    HtmlSanitizer, RenderError, RenderLimits, RowFeed, StreamPlan, TemplateAnalysis,
-    TemplateEngine,
+    HtmlSanitizer, RenderError, RenderLimits, RowFeed, StreamPlan, TemplateAnalysis, TemplateEngine,
 };
 use std::process::ExitCode;
 
@@ -131,7 +130,10 @@ impl TemplateEngine for Scripted {
                 }
                 Ok(out)
             }
-            "stream-early" => Ok(format!("early {}", text(feed.next_chunk()?.unwrap_or_default()))),
+            "stream-early" => Ok(format!(
+                "early {}",
+                text(feed.next_chunk()?.unwrap_or_default())
+            )),
             "stream-fail" => {
                 feed.next_chunk()?;
                 Err(RenderError::FuelExhausted)
