@@ -70,8 +70,10 @@ impl WorkerMetrics {
             Opts::new(
                 "reporter_render_streams_total",
                 "Renders that took a table as a stream, by outcome: streamed (its rows reached \
-                 the render as they arrived), rendered_again (its query failed part-way: the \
-                 report was rendered again without that section)",
+                 the render as they arrived), rendered_again (its query failed part-way, and the \
+                 report was rendered again without that section; or it passed its deadline \
+                 while the render held it back, and the report was rendered again from a whole \
+                 context)",
             ),
             &["outcome"],
         )?;
@@ -113,13 +115,15 @@ impl WorkerMetrics {
         })
     }
 
-    /// Counts a streamed render whose `rows` all went to it.
+    /// Counts a streamed render that took `rows` rows (all of its table's, unless it
+    /// answered before the last).
     pub(super) fn streamed(&self, rows: u64) {
         self.streams.with_label_values(&["streamed"]).inc();
         self.streamed_rows.inc_by(rows);
     }
 
-    /// Counts a streamed render abandoned because its table's query failed part-way.
+    /// Counts a streamed render abandoned for a render of the report again (its table's query
+    /// failed part-way, or passed its deadline).
     pub(super) fn rendered_again(&self) {
         self.streams.with_label_values(&["rendered_again"]).inc();
     }

@@ -17,8 +17,16 @@ use tokio::sync::watch;
 use super::ownership::Alive;
 use crate::app::{Completion, Generation};
 
-/// The tables of one section as JSON text, or why it failed.
-type SectionResult = Result<JsonSection, SectionError>;
+/// The tables of one section as JSON text with the bytes of its rows, or why it failed.
+type SectionResult = Result<(JsonSection, usize), SectionError>;
+
+/// What extraction gives: the sections that succeeded (their JSON text), every section's
+/// outcome, and the bytes of each successful section's rows (what the byte limit counts).
+pub(super) struct Extracted {
+    pub sections: Vec<(String, JsonSection)>,
+    pub outcomes: BTreeMap<String, SectionOutcome>,
+    pub row_bytes: BTreeMap<String, usize>,
+}
 
 /// Why a section (one data source) failed. The code is what the API and events show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,11 +205,19 @@ impl Worker {
             }
             Ok(None) => {
                 let phase = Instant::now();
-                let (extracted, sections) =
-                    self.extract(report, &template.mapped_fields, None).await;
+                let e = self.extract(report, &template.mapped_fields, None).await;
                 let extract_ms = phase.elapsed().as_millis() as u64;
-                self.render_whole(&source, extracted, sections, sanitize, extract_ms)
+                self.render_whole(&source, e.sections, e.outcomes, sanitize, extract_ms)
                     .await
+            }
+            Err(RunnerError::Template(e)) => {
+                // The template fails before any render: the report still says which sections
+                // its data would have come from.
+                let outcomes = self
+                    .extract(report, &template.mapped_fields, None)
+                    .await
+                    .outcomes;
+                render_failure(RunnerError::Template(e), outcomes)
             }
             Err(e) => render_failure(e, BTreeMap::new()),
         };
@@ -325,7 +341,7 @@ impl Worker {
         report: &Report,
         mapped: &reporter_ports::template::MappedFields,
         streamed: Option<&StreamPlan>,
-    ) -> (Vec<(String, JsonSection)>, BTreeMap<String, SectionOutcome>) {
+    ) -> Extracted {
         let mut tasks = Vec::new();
         for (ds, tables) in mapped {
             let ds = ds.clone();
@@ -347,19 +363,23 @@ impl Worker {
             .collect()
             .await;
         results.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut sections = BTreeMap::new();
-        let mut extracted = Vec::new();
+        let mut extracted = Extracted {
+            sections: Vec::new(),
+            outcomes: BTreeMap::new(),
+            row_bytes: BTreeMap::new(),
+        };
         for (ds, r) in results {
             let outcome = SectionOutcome {
                 ok: r.is_ok(),
                 error_code: r.as_ref().err().map(|e| e.code().to_owned()),
             };
-            sections.insert(ds.clone(), outcome);
-            if let Ok(json) = r {
-                extracted.push((ds, json));
+            extracted.outcomes.insert(ds.clone(), outcome);
+            if let Ok((json, bytes)) = r {
+                extracted.row_bytes.insert(ds.clone(), bytes);
+                extracted.sections.push((ds, json));
             }
         }
-        (extracted, sections)
+        extracted
     }
 
     /// Records the generation through the application (artifact, terminal status, event).
@@ -413,7 +433,7 @@ async fn extract_section(
             tokio::time::timeout(settings.query_timeout, source.query_into(&q, &mut sink)).await;
         section_error(ds, done.unwrap_or(Err(DataSourceError::Timeout)))?;
     }
-    Ok(section.finish())
+    Ok((section.finish(), bytes))
 }
 
 /// The query of one table of a section: its mapped fields, the report's filters on it.

@@ -4,7 +4,9 @@
 //! extracted into the context (that one written empty); the context is sent; the table's query
 //! runs, each row written into a chunk and each full chunk sent to the render, the source
 //! held back while the render is busy ([`RowSink::ready`]); then the end, and the answer. The
-//! row and byte limits apply as rows pass. If the streamed table's query fails part-way, its
+//! row and byte limits apply as rows pass, also after the render stopped taking rows (a
+//! template that answers early): the rest is read and counted, not sent, so the section
+//! fails exactly when it would have failed in a whole context. If the query fails part-way, its
 //! section fails as a whole: the render (which saw part of it) is abandoned and the report is
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
@@ -44,7 +46,11 @@ impl Worker {
                 | reporter_ports::template::OutputFormat::Pdf
         );
         let phase = Instant::now();
-        let (extracted, mut sections) = self.extract(report, mapped, plan.as_ref()).await;
+        let super::pipeline::Extracted {
+            sections: extracted,
+            outcomes: mut sections,
+            row_bytes,
+        } = self.extract(report, mapped, plan.as_ref()).await;
         let extract_ms = phase.elapsed().as_millis() as u64;
         if let Some(failed) = super::pipeline::all_failed(&sections) {
             return Ok(Rendered::Failed(failed));
@@ -61,10 +67,7 @@ impl Worker {
             .as_ref()
             .filter(|p| sections.get(&p.data_source).is_some_and(|s| s.ok))
         {
-            let section_bytes = extracted
-                .iter()
-                .find(|(ds, _)| *ds == plan.data_source)
-                .map_or(0, |(_, json)| json.len());
+            let section_bytes = row_bytes.get(&plan.data_source).copied().unwrap_or(0);
             match self
                 .stream_table(report, template, plan, section_bytes, session.as_mut())
                 .await
@@ -82,10 +85,10 @@ impl Worker {
                     self.metrics.rendered_again();
                     tracing::warn!(data_source = %plan.data_source, table = %plan.table, "the streamed table's query passed its deadline while the render held it back; rendering again from a whole context");
                     let phase = Instant::now();
-                    let (extracted, sections) = self.extract(report, mapped, None).await;
+                    let e = self.extract(report, mapped, None).await;
                     let extract_ms = phase.elapsed().as_millis() as u64;
                     return self
-                        .render_whole(source, extracted, sections, sanitize, extract_ms)
+                        .render_whole(source, e.sections, e.outcomes, sanitize, extract_ms)
                         .await;
                 }
                 Streamed::SectionFailed(code) => {
@@ -147,7 +150,7 @@ impl Worker {
             bytes: section_bytes,
             max: self.settings.max_section_bytes,
             session,
-            stopped: false,
+            draining: false,
             failed: None,
         };
         let done = tokio::time::timeout(self.settings.query_timeout, async {
@@ -159,20 +162,17 @@ impl Worker {
         if let Some(e) = sink.failed.take() {
             return Streamed::RenderFailed(e);
         }
-        match done {
+        match section_error(ds, done) {
             Ok(()) => Streamed::Sent(sink.rows),
-            Err(DataSourceError::Stopped) if sink.stopped => Streamed::Sent(sink.rows),
-            Err(e) => match section_error(ds, Err(e)) {
-                Err(code) => Streamed::SectionFailed(code.code()),
-                Ok(()) => Streamed::Sent(sink.rows),
-            },
+            Err(code) => Streamed::SectionFailed(code.code()),
         }
     }
 }
 
 /// How the streamed table's query ended.
 enum Streamed {
-    /// Every row was sent (or the render took no more): the count of rows sent.
+    /// The query ended within its limits: the count of rows the render took (all of them,
+    /// unless it answered before the last).
     Sent(u64),
     /// The render failed or could not be reached while rows were sent.
     RenderFailed(RunnerError),
@@ -182,19 +182,20 @@ enum Streamed {
 
 /// Writes the streamed table's rows into chunks and sends each full one to the render.
 /// MUST stop the query with `TooLarge` at the first row that takes the section past `max`
-/// bytes, and with `Stopped` once the render takes no more rows.
+/// bytes (also once the render takes no more rows: the rest is counted, not sent), and with
+/// `Stopped` when sending failed.
 struct StreamRows<'s> {
     /// `[` and the rows of the chunk so far, comma-separated.
     chunk: Vec<u8>,
-    /// Rows sent so far.
+    /// Rows the render took so far.
     rows: u64,
     chunk_rows: u64,
     /// Bytes of the section's rows so far (its other tables included).
     bytes: usize,
     max: usize,
     session: &'s mut dyn RenderSession,
-    /// The render answered before the last row.
-    stopped: bool,
+    /// The render answered before the last row: the rest is counted, not sent.
+    draining: bool,
     /// Sending failed (the render's deadline passed, or its process could not be reached).
     failed: Option<RunnerError>,
 }
@@ -215,6 +216,15 @@ impl StreamRows<'_> {
         }
     }
 
+    /// Counts a row the render no longer takes.
+    fn drained(&mut self, bytes: usize) -> Result<(), DataSourceError> {
+        self.bytes += bytes;
+        if self.bytes > self.max {
+            return Err(DataSourceError::TooLarge(self.max));
+        }
+        Ok(())
+    }
+
     /// Sends the rows written so far.
     async fn flush(&mut self) -> Result<(), DataSourceError> {
         if self.chunk_rows == 0 {
@@ -222,15 +232,18 @@ impl StreamRows<'_> {
         }
         self.chunk.push(b']');
         let sent = self.session.send_rows(&self.chunk).await;
-        self.rows += self.chunk_rows;
-        self.chunk_rows = 0;
+        let rows = std::mem::take(&mut self.chunk_rows);
         self.chunk.clear();
         self.chunk.push(b'[');
         match sent {
-            Ok(true) => Ok(()),
+            Ok(true) => {
+                self.rows += rows;
+                Ok(())
+            }
             Ok(false) => {
-                self.stopped = true;
-                Err(DataSourceError::Stopped)
+                self.draining = true;
+                self.chunk = Vec::new();
+                Ok(())
             }
             Err(e) => {
                 self.failed = Some(e);
@@ -242,6 +255,10 @@ impl StreamRows<'_> {
 
 impl RowSink for StreamRows<'_> {
     fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        if self.draining {
+            let bytes = serde_json::to_vec(&row).map_or(0, |v| v.len());
+            return self.drained(bytes);
+        }
         self.separator();
         let before = self.chunk.len();
         // Serializing a JSON map into a Vec cannot fail.
@@ -251,13 +268,16 @@ impl RowSink for StreamRows<'_> {
     }
 
     fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        if self.draining {
+            return self.drained(json.len());
+        }
         self.separator();
         self.chunk.extend_from_slice(json);
         self.count(json.len())
     }
 
     fn ready(&mut self) -> Option<SinkReady<'_>> {
-        if self.chunk.len() < CHUNK_BYTES {
+        if self.draining || self.chunk.len() < CHUNK_BYTES {
             return None;
         }
         Some(Box::pin(self.flush()))

@@ -151,6 +151,22 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
         metric(&t.metrics().await, again) - metric(&after, again),
         1.0
     );
+    // A render that answers before reading a row (its loop never runs) does not spare the
+    // table its limits: the rest is counted, and the section fails as in a whole context.
+    let early = "{% if aux.notes.0.note == \"nope\" %}{% for r in pg.ledger %}{{ r.id }}{% endfor %}{% endif %}done";
+    let tpl = t.upload_template("txt", early).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Partial", "{r}");
+    assert_eq!(
+        r["metadata"]["sections"]["pg"],
+        json!({"ok": false, "error_code": "row_limit_exceeded"})
+    );
+    assert_eq!(t.stored_text(&tpl, &id).await, "done");
+    assert_eq!(
+        generate(&t, early, json!({"pg": {"ledger": {"id": {"lte": [10]}}}})).await,
+        "done"
+    );
     drop(t);
     pg.remove().await;
 }

@@ -9,9 +9,10 @@
 //! - every other mention of `ds` names another table (`ds.other…`), none is `ds` alone or
 //!   `ds[…]`, no `calc` text names `ds`, and nothing binds the name `ds` (so no local hides or
 //!   copies it);
-//! - `forloop` is only ever read as `.Counter`, `.Counter0`, `.First` or `.Parentloop`
-//!   (nowhere `.Revcounter`, `.Revcounter0` or `.Last`, which need the row count, nor
-//!   `forloop` alone, nor in a `calc` text).
+//! - `forloop` is only ever read through `.Counter`, `.Counter0` and `.First`, directly or
+//!   after `.Parentloop`s (nowhere `.Revcounter`, `.Revcounter0` or `.Last`, which need the row
+//!   count, nor `forloop` or `forloop.Parentloop` as a value of its own, which could reach
+//!   them through a local, a macro or a filter, nor in a `calc` text).
 //!
 //! Templates that index a table, count it, aggregate it, loop over it twice or in another
 //! order still get it whole in the context. The first streamable table in the text wins.
@@ -46,11 +47,16 @@ pub(crate) fn plan(tpl: &Template) -> Option<Streamed<'_>> {
         .find(|c| !calc_heads.contains(c.ds) && !bound.contains(c.ds) && only_mention(tpl, c))
 }
 
-/// True when `forloop` is read only through attributes that need no row count.
+/// True when `forloop` is read only through attributes that need no row count, and never as
+/// a loop value of its own.
 fn forloop_is_count_free(tpl: &Template) -> bool {
     let vars_ok = tpl.exprs.iter().all(|e| match e {
+        // Ending in `.Parentloop` would hand a loop's information to a local, a macro or a
+        // filter, past this check.
         Expr::Var { head, parts } if &**head == "forloop" => {
-            !parts.is_empty()
+            parts
+                .last()
+                .is_some_and(|p| !matches!(p, Part::Attr(a) if &**a == "Parentloop"))
                 && parts
                     .iter()
                     .all(|p| matches!(p, Part::Attr(a) if COUNT_FREE.contains(&&**a)))

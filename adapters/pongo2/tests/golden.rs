@@ -410,6 +410,23 @@ fn streamed_rows_read_as_context_rows() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Rows that are not objects read as the context reads them (a time-like string stays a
+/// string; a list is a list).
+#[test]
+fn streamed_rows_that_are_not_objects_read_as_context_rows() {
+    let engine = Pongo2Engine::with_clock(Arc::new(Fixed));
+    let limits = RenderLimits::default();
+    let tpl = "{% for a in bank.accounts %}{{ a }}|{{ a.0 }}|{{ a|length }};{% endfor %}";
+    let rows =
+        serde_json::json!(["2024-01-02T03:04:05Z", [1, "2024-01-02T03:04:05Z"], 7, null, {"k": 1}]);
+    let whole = serde_json::json!({"bank": {"accounts": rows}});
+    let want = engine.render_json(tpl, &serde_json::to_vec(&whole).unwrap(), &limits);
+    let context = serde_json::to_vec(&serde_json::json!({"bank": {"accounts": []}})).unwrap();
+    let mut feed = ChunkFeed::new(rows.as_array().unwrap(), 2);
+    let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
+    assert_eq!(got, want);
+}
+
 /// Templates that need a table whole never stream it.
 #[test]
 fn tables_a_template_needs_whole_are_not_streamed() {
@@ -420,6 +437,9 @@ fn tables_a_template_needs_whole_are_not_streamed() {
         "{% for a in bank.accounts %}{{ forloop.Revcounter }}{% endfor %}",
         "{% for a in bank.accounts %}{{ forloop.Parentloop.Revcounter0 }}{% endfor %}",
         "{% for a in bank.accounts %}{% with f = forloop %}{{ f.Last }}{% endwith %}{% endfor %}",
+        "{% for a in bank.accounts %}{% for t in a.tags %}{% with o = forloop.Parentloop %}{{ o.Revcounter }}{% endwith %}{% endfor %}{% endfor %}",
+        "{% for a in bank.accounts %}{% for t in a.tags %}{% set o = forloop.Parentloop %}{{ o.Last }}{% endfor %}{% endfor %}",
+        "{% macro m(l) %}{{ l.Last }}{% endmacro %}{% for a in bank.accounts %}{% for t in a.tags %}{{ m(forloop.Parentloop) }}{% endfor %}{% endfor %}",
         "{% for a in bank.accounts %}{{ a.id }}{% endfor %}{{ bank.accounts|length }}",
         "{% for a in bank.accounts %}{% endfor %}{% for a in bank.accounts %}{% endfor %}",
         "{% for a in bank.accounts reversed %}{{ a.id }}{% endfor %}",

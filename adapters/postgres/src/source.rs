@@ -13,6 +13,7 @@ use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSch
 use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
 use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
@@ -181,6 +182,15 @@ impl PostgresDataSource {
         &self,
         op: impl Future<Output = Result<T, DataSourceError>>,
     ) -> Result<T, DataSourceError> {
+        self.guarded_by(op, is_outage).await
+    }
+
+    /// [`Self::guarded`], with `outage` deciding which errors count against the source.
+    async fn guarded_by<T>(
+        &self,
+        op: impl Future<Output = Result<T, DataSourceError>>,
+        outage: impl FnOnce(&DataSourceError) -> bool,
+    ) -> Result<T, DataSourceError> {
         let Some(permit) = self.breaker.acquire(Instant::now()) else {
             return Err(DataSourceError::Unavailable(format!(
                 "{}: circuit breaker open",
@@ -188,7 +198,7 @@ impl PostgresDataSource {
             )));
         };
         let result = op.await;
-        let failed = result.as_ref().err().is_some_and(is_outage);
+        let failed = result.as_ref().err().is_some_and(outage);
         permit.record(failed, Instant::now());
         if let Err(error) = &result {
             if failed {
@@ -328,12 +338,54 @@ impl DataSource for PostgresDataSource {
         Ok(rows.0)
     }
 
+    /// A timeout of a query whose sink held it back for at least half its deadline (a render
+    /// busy with the rows it already has) is not counted against the source: the deadline
+    /// counts that time, the breaker does not.
     async fn query_into(
         &self,
         query: &TableQuery,
         sink: &mut dyn RowSink,
     ) -> Result<(), DataSourceError> {
-        self.guarded(self.run_query(query, sink)).await
+        let held = AtomicU64::new(0);
+        let mut sink = HeldBack {
+            inner: sink,
+            held: &held,
+        };
+        let half = u64::try_from(self.config.query_timeout.as_micros() / 2).unwrap_or(u64::MAX);
+        let outage = |e: &DataSourceError| {
+            is_outage(e)
+                && !(*e == DataSourceError::Timeout && held.load(Ordering::Relaxed) >= half)
+        };
+        self.guarded_by(self.run_query(query, &mut sink), outage)
+            .await
+    }
+}
+
+/// A sink that adds up how long it held the query back ([`RowSink::ready`] pending), in µs.
+struct HeldBack<'a> {
+    inner: &'a mut dyn RowSink,
+    held: &'a AtomicU64,
+}
+
+impl RowSink for HeldBack<'_> {
+    fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        self.inner.push(row)
+    }
+
+    fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        self.inner.push_json(json)
+    }
+
+    fn ready(&mut self) -> Option<reporter_ports::ports::SinkReady<'_>> {
+        let wait = self.inner.ready()?;
+        let held = self.held;
+        Some(Box::pin(async move {
+            let started = Instant::now();
+            let ready = wait.await;
+            let waited = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            held.fetch_add(waited, Ordering::Relaxed);
+            ready
+        }))
     }
 }
 

@@ -1,16 +1,17 @@
 //! The streamed table's loop (see `stream_plan`): rows arrive from the feed a chunk at a
 //! time; each row becomes a value of its own (owned strings, nothing borrowed from the
 //! chunk), so a chunk is freed once its rows have run and a row once nothing holds it.
+//!
+//! Rows are data, as the context is: neither their parsing nor their copies are charged to
+//! the template's fuel or memory budget (a render that fits its budgets over the context fits
+//! them over the stream); the loop charges its iterations as any loop does.
 use super::{R, Renderer, eval_err};
 use crate::data::{JsonArena, JsonMap};
 use crate::limits::Tracked;
 use crate::stream_plan::Streamed;
-use crate::value::{Json, ListKind, LoopInfo, MapV, Origin, OwnedMap, VALUE_SIZE, Value};
+use crate::value::{Json, ListKind, ListV, LoopInfo, MapV, Origin, OwnedMap, Text, Value};
 use reporter_ports::ports::RenderError;
 use std::rc::Rc;
-
-/// Bytes charged per map entry besides its value (the name's share and the slot).
-const ENTRY_BYTES: usize = VALUE_SIZE + 24;
 
 impl<'a> Renderer<'a> {
     /// Runs `{% for key in <stream> %}` over the rows of the feed, as
@@ -37,7 +38,6 @@ impl<'a> Renderer<'a> {
         let mut names: Vec<Rc<str>> = Vec::new();
         let mut index: i64 = 0;
         while let Some(chunk) = feed.next_chunk()? {
-            self.budget.fuel_bytes(chunk.len())?;
             let arena = JsonArena::new();
             let rows = match Json::parse(&chunk, &arena) {
                 Ok(Json::Array(rows)) => rows,
@@ -73,6 +73,8 @@ impl<'a> Renderer<'a> {
     ) -> R<Value<'a>> {
         match row {
             Json::Object(map) => self.own_map(map, origin, Some(names)),
+            // A row that is a string stays one (read from a table, it is never a time).
+            Json::String(s) => Ok(data_str(s)),
             other => self.own_value(other),
         }
     }
@@ -94,9 +96,6 @@ impl<'a> Renderer<'a> {
             entries.push((name, self.own_value(json)?));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        self.budget
-            .reserve(entries.len().saturating_mul(ENTRY_BYTES) + 64)?;
-        let bytes = entries.len().saturating_mul(ENTRY_BYTES) + 64;
         Ok(Value::Map(MapV::Owned(Rc::new(Tracked::adopt(
             OwnedMap {
                 base: None,
@@ -104,7 +103,7 @@ impl<'a> Renderer<'a> {
                 origin,
                 synthetic: Vec::new(),
             },
-            bytes,
+            0,
         )))))
     }
 
@@ -116,11 +115,14 @@ impl<'a> Renderer<'a> {
                 for item in *items {
                     owned.push(self.own_value(item)?);
                 }
-                self.new_list(owned, ListKind::Any)?
+                Value::List(ListV::Owned(
+                    Rc::new(Tracked::adopt(owned, 0)),
+                    ListKind::Any,
+                ))
             }
             Json::Object(map) => self.own_map(map, Origin::None, None)?,
             scalar => match Value::from_json(scalar, Origin::None) {
-                Value::Str(text, safe) => self.new_str(text.as_str().to_owned(), safe)?,
+                Value::Str(text, _) => data_str(text.as_str()),
                 Value::Nil => Value::Nil,
                 Value::Bool(b) => Value::Bool(b),
                 Value::Int(n) => Value::Int(n),
@@ -130,6 +132,11 @@ impl<'a> Renderer<'a> {
             },
         })
     }
+}
+
+/// A data string as a value of its own (not charged: it is data).
+fn data_str<'a>(s: &str) -> Value<'a> {
+    Value::Str(Text::Owned(Rc::new(Tracked::adopt(s.to_owned(), 0))), false)
 }
 
 /// The `i`-th field name of a row, shared with the rows before when they had it there.
