@@ -15,19 +15,24 @@ async fn generate(t: &TestApp, source: &str, filters: serde_json::Value) -> Stri
     String::from_utf8(resp.0.into_body().into_vec().await.unwrap()).unwrap()
 }
 
+/// A scratch PostgreSQL database with `sql` run in it (`None`: no server; the test skips).
+async fn scratch_pg(name: &str, sql: &str) -> Option<ScratchPostgres> {
+    let pg = ScratchPostgres::create(name).await?;
+    pg.client.batch_execute(sql).await.expect("scratch data");
+    Some(pg)
+}
+
 #[tokio::test]
 async fn postgresql_source_end_to_end() {
-    let Some(pg) = ScratchPostgres::create("reporter_src").await else {
-        return;
-    };
-    pg.client
-        .batch_execute(
-            "CREATE TABLE entries (id int PRIMARY KEY, account text, amount numeric(12,2), booked_on date);
+    let Some(pg) = scratch_pg(
+        "reporter_src",
+        "CREATE TABLE entries (id int PRIMARY KEY, account text, amount numeric(12,2), booked_on date);
              INSERT INTO entries VALUES (1,'A',10.50,'2024-01-05'),(2,'B',3.25,'2024-02-01'),(3,'A',1.00,'2024-03-09');
              CREATE SCHEMA audit; CREATE TABLE audit.events (id int, note text); INSERT INTO audit.events VALUES (7, 'ok');",
-        )
-        .await
-        .unwrap();
+    )
+    .await else {
+        return;
+    };
     let mut env = pg.source_env("PG");
     env.push((
         "DATASOURCE_PG_SCHEMAS".to_owned(),
@@ -85,18 +90,16 @@ fn metric(text: &str, series: &str) -> f64 {
 /// none of the rows that had already reached the first render.
 #[tokio::test]
 async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_back() {
-    let Some(pg) = ScratchPostgres::create("reporter_stream").await else {
-        return;
-    };
-    pg.client
-        .batch_execute(
-            "CREATE TABLE ledger (id int PRIMARY KEY, label text, amount numeric(12,2), booked_on date);
+    let Some(pg) = scratch_pg(
+        "reporter_stream",
+        "CREATE TABLE ledger (id int PRIMARY KEY, label text, amount numeric(12,2), booked_on date);
              INSERT INTO ledger SELECT g, 'row <' || g || '>', g * 1.5, DATE '2024-01-01' + g % 400
                FROM generate_series(1, 6000) g;
              CREATE TABLE notes (id int, note text); INSERT INTO notes VALUES (1, 'hello');",
-        )
-        .await
-        .unwrap();
+    )
+    .await else {
+        return;
+    };
     let mut env = pg.source_env("PG");
     env.extend(pg.source_env("AUX"));
     let t = start_with(Options {
@@ -176,16 +179,15 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
 /// and finishes with every row.
 #[tokio::test]
 async fn a_render_slower_than_the_query_deadline_is_rendered_again_whole() {
-    let Some(pg) = ScratchPostgres::create("reporter_slow_render").await else {
+    let Some(pg) = scratch_pg(
+        "reporter_slow_render",
+        "CREATE TABLE ledger (id int PRIMARY KEY, label text);
+             INSERT INTO ledger SELECT g, repeat('x', 40) FROM generate_series(1, 20000) g;",
+    )
+    .await
+    else {
         return;
     };
-    pg.client
-        .batch_execute(
-            "CREATE TABLE ledger (id int PRIMARY KEY, label text);
-             INSERT INTO ledger SELECT g, repeat('x', 40) FROM generate_series(1, 20000) g;",
-        )
-        .await
-        .unwrap();
     let t = start_with(Options {
         env: pg.source_env("PG"),
         tweak: Some(|r| r.engine_query_timeout_sec = "1".into()),
