@@ -81,12 +81,11 @@ impl WorkerMetrics {
             "reporter_render_streamed_rows_total",
             "Rows that reached a render as a stream (never held whole in the context)",
         )?;
-        registry.register(Box::new(streams.clone()))?;
         registry.register(Box::new(streamed_rows.clone()))?;
         for outcome in STREAM_OUTCOMES {
             streams.with_label_values(&[outcome]);
         }
-        for c in [&received, &jobs, &reports] {
+        for c in [&received, &jobs, &reports, &streams] {
             registry.register(Box::new(c.clone()))?;
         }
         registry.register(Box::new(duration.clone()))?;

@@ -200,14 +200,11 @@ impl Worker {
             .await;
         let rendered = match started {
             Ok(Some(session)) => {
-                self.render_streamed(report, &template, &source, session)
+                self.render_streamed(report, &template, &source, sanitize, session)
                     .await
             }
             Ok(None) => {
-                let phase = Instant::now();
-                let e = self.extract(report, &template.mapped_fields, None).await;
-                let extract_ms = phase.elapsed().as_millis() as u64;
-                self.render_whole(&source, e.sections, e.outcomes, sanitize, extract_ms)
+                self.extract_and_render_whole(report, &template, &source, sanitize)
                     .await
             }
             Err(RunnerError::Template(e)) => {
@@ -227,6 +224,21 @@ impl Worker {
             }
             Rendered::Failed(generation) => Ok(generation),
         }
+    }
+
+    /// Extracts every table into the context, then renders it in one request.
+    pub(super) async fn extract_and_render_whole(
+        &self,
+        report: &Report,
+        template: &Template,
+        source: &Arc<str>,
+        sanitize_html: bool,
+    ) -> Result<Rendered, String> {
+        let phase = Instant::now();
+        let e = self.extract(report, &template.mapped_fields, None).await;
+        let extract_ms = phase.elapsed().as_millis() as u64;
+        self.render_whole(source, e.sections, e.outcomes, sanitize_html, extract_ms)
+            .await
     }
 
     /// Renders the extracted sections in one request (the context holds every table).
@@ -549,12 +561,22 @@ struct SectionRows<'a> {
 impl SectionRows<'_> {
     /// Counts a written row's bytes; MUST stop the query past the section's limit.
     fn count(&mut self, bytes: usize) -> Result<(), DataSourceError> {
-        *self.bytes += bytes;
-        if *self.bytes > self.max {
-            return Err(DataSourceError::TooLarge(self.max));
-        }
-        Ok(())
+        charge_section_bytes(self.bytes, self.max, bytes)
     }
+}
+
+/// Adds a row's `bytes` to its section's `total`; `TooLarge` once the total passes `max`
+/// (the byte limit of a section, whether its rows go to the context or to a render).
+pub(super) fn charge_section_bytes(
+    total: &mut usize,
+    max: usize,
+    bytes: usize,
+) -> Result<(), DataSourceError> {
+    *total += bytes;
+    if *total > max {
+        return Err(DataSourceError::TooLarge(max));
+    }
+    Ok(())
 }
 
 impl RowSink for SectionRows<'_> {

@@ -11,7 +11,9 @@
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
 //! render: then every table is extracted again and the report rendered from a whole context.
-use super::pipeline::{Phases, Rendered, render_failure, rendered, section_error, table_query};
+use super::pipeline::{
+    Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error, table_query,
+};
 use super::{SectionError, Worker};
 use reporter_ports::ports::{
     DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
@@ -31,6 +33,7 @@ impl Worker {
         report: &Report,
         template: &Template,
         source: &Arc<str>,
+        sanitize: bool,
         mut session: Box<dyn RenderSession>,
     ) -> Result<Rendered, String> {
         let mapped = &template.mapped_fields;
@@ -40,11 +43,6 @@ impl Worker {
                 .get(&p.data_source)
                 .is_some_and(|t| t.contains_key(&p.table))
         });
-        let sanitize = matches!(
-            report.output_format,
-            reporter_ports::template::OutputFormat::Html
-                | reporter_ports::template::OutputFormat::Pdf
-        );
         let phase = Instant::now();
         let super::pipeline::Extracted {
             sections: extracted,
@@ -77,21 +75,19 @@ impl Worker {
                     streamed_rows = Some(rows);
                 }
                 Streamed::RenderFailed(e) => return render_failure(e, sections),
-                Streamed::SectionFailed(code) if code == SectionError::Timeout.code() => {
+                Streamed::SectionFailed(SectionError::Timeout) => {
                     // The query's deadline counts the time the render held it back: a slow
                     // template is not a slow source. Everything is extracted again into the
                     // context and rendered whole.
                     drop(session);
                     self.metrics.rendered_again();
                     tracing::warn!(data_source = %plan.data_source, table = %plan.table, "the streamed table's query passed its deadline while the render held it back; rendering again from a whole context");
-                    let phase = Instant::now();
-                    let e = self.extract(report, mapped, None).await;
-                    let extract_ms = phase.elapsed().as_millis() as u64;
                     return self
-                        .render_whole(source, e.sections, e.outcomes, sanitize, extract_ms)
+                        .extract_and_render_whole(report, template, source, sanitize)
                         .await;
                 }
-                Streamed::SectionFailed(code) => {
+                Streamed::SectionFailed(error) => {
+                    let code = error.code();
                     drop(session);
                     self.metrics.rendered_again();
                     tracing::warn!(data_source = %plan.data_source, table = %plan.table, code, "the streamed table failed part-way; rendering again without its section");
@@ -133,7 +129,7 @@ impl Worker {
     ) -> Streamed {
         let ds = &plan.data_source;
         let Some(source) = self.app.catalog().get(ds) else {
-            return Streamed::SectionFailed(SectionError::NotConfigured.code());
+            return Streamed::SectionFailed(SectionError::NotConfigured);
         };
         let fields = template
             .mapped_fields
@@ -164,7 +160,7 @@ impl Worker {
         }
         match section_error(ds, done) {
             Ok(()) => Streamed::Sent(sink.rows),
-            Err(code) => Streamed::SectionFailed(code.code()),
+            Err(error) => Streamed::SectionFailed(error),
         }
     }
 }
@@ -177,7 +173,7 @@ enum Streamed {
     /// The render failed or could not be reached while rows were sent.
     RenderFailed(RunnerError),
     /// The query failed part-way (the section's error code).
-    SectionFailed(&'static str),
+    SectionFailed(SectionError),
 }
 
 /// Writes the streamed table's rows into chunks and sends each full one to the render.
@@ -202,12 +198,8 @@ struct StreamRows<'s> {
 
 impl StreamRows<'_> {
     fn count(&mut self, bytes: usize) -> Result<(), DataSourceError> {
-        self.bytes += bytes;
         self.chunk_rows += 1;
-        if self.bytes > self.max {
-            return Err(DataSourceError::TooLarge(self.max));
-        }
-        Ok(())
+        charge_section_bytes(&mut self.bytes, self.max, bytes)
     }
 
     fn separator(&mut self) {
@@ -218,11 +210,7 @@ impl StreamRows<'_> {
 
     /// Counts a row the render no longer takes.
     fn drained(&mut self, bytes: usize) -> Result<(), DataSourceError> {
-        self.bytes += bytes;
-        if self.bytes > self.max {
-            return Err(DataSourceError::TooLarge(self.max));
-        }
-        Ok(())
+        charge_section_bytes(&mut self.bytes, self.max, bytes)
     }
 
     /// Sends the rows written so far.

@@ -84,6 +84,21 @@ fn metric(text: &str, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Generates `source` over every row of `pg.ledger` (past the row limit): the report must
+/// be Partial, `pg` failed with `row_limit_exceeded` and `aux` ok; its stored artifact.
+async fn over_the_row_limit(t: &TestApp, source: &str) -> String {
+    let tpl = t.upload_template("txt", source).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Partial", "{r}");
+    assert_eq!(
+        r["metadata"]["sections"]["pg"],
+        json!({"ok": false, "error_code": "row_limit_exceeded"})
+    );
+    assert_eq!(r["metadata"]["sections"]["aux"], json!({"ok": true}));
+    t.stored_text(&tpl, &id).await
+}
+
 /// A table read once by a `for` reaches the render as a stream: the same artifact as the
 /// whole-context render, counted in `/metrics`. A streamed table that fails part-way (its row
 /// limit) is taken back: the report is rendered again from the other sections, Partial, with
@@ -139,16 +154,7 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
     assert_eq!(generate(&t, streamed, none).await, "hello\nnone");
     // 6,000 rows past the limit of 5,000: chunks have reached the render when the limit stops
     // the query.
-    let tpl = t.upload_template("txt", streamed).await;
-    let id = t.request_report(&tpl, json!({})).await;
-    let r = t.wait_report(&id, 400).await;
-    assert_eq!(r["status"], "Partial", "{r}");
-    assert_eq!(
-        r["metadata"]["sections"]["pg"],
-        json!({"ok": false, "error_code": "row_limit_exceeded"})
-    );
-    assert_eq!(r["metadata"]["sections"]["aux"], json!({"ok": true}));
-    assert_eq!(t.stored_text(&tpl, &id).await, "hello\nnone");
+    assert_eq!(over_the_row_limit(&t, streamed).await, "hello\nnone");
     let again = r#"reporter_render_streams_total{outcome="rendered_again"}"#;
     assert_eq!(
         metric(&t.metrics().await, again) - metric(&after, again),
@@ -157,15 +163,7 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
     // A render that answers before reading a row (its loop never runs) does not spare the
     // table its limits: the rest is counted, and the section fails as in a whole context.
     let early = "{% if aux.notes.0.note == \"nope\" %}{% for r in pg.ledger %}{{ r.id }}{% endfor %}{% endif %}done";
-    let tpl = t.upload_template("txt", early).await;
-    let id = t.request_report(&tpl, json!({})).await;
-    let r = t.wait_report(&id, 400).await;
-    assert_eq!(r["status"], "Partial", "{r}");
-    assert_eq!(
-        r["metadata"]["sections"]["pg"],
-        json!({"ok": false, "error_code": "row_limit_exceeded"})
-    );
-    assert_eq!(t.stored_text(&tpl, &id).await, "done");
+    assert_eq!(over_the_row_limit(&t, early).await, "done");
     assert_eq!(
         generate(&t, early, json!({"pg": {"ledger": {"id": {"lte": [10]}}}})).await,
         "done"

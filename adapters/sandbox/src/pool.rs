@@ -140,10 +140,7 @@ impl ProcessPool {
         source: &[u8],
         data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
-        let _permit = self.acquire().await?;
-        let header = serde_json::to_vec(header)
-            .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
-        let warm = self.ready_child().await?;
+        let (_permit, header, warm) = self.take_child(header).await?;
         self.inner.exchange(warm, &header, source, data).await
     }
 
@@ -158,11 +155,20 @@ impl ProcessPool {
         header: &RequestHeader,
         source: &[u8],
     ) -> Result<Session, RunnerError> {
+        let (permit, header, warm) = self.take_child(header).await?;
+        Session::start(self.inner.clone(), permit, warm, &header, source).await
+    }
+
+    /// A slot, the request header's bytes and a ready child, for one request.
+    async fn take_child(
+        &self,
+        header: &RequestHeader,
+    ) -> Result<(OwnedSemaphorePermit, Vec<u8>, Warm), RunnerError> {
         let permit = self.acquire().await?;
         let header = serde_json::to_vec(header)
             .map_err(|e| RunnerError::Unavailable(format!("request header: {e}")))?;
         let warm = self.ready_child().await?;
-        Session::start(self.inner.clone(), permit, warm, &header, source).await
+        Ok((permit, header, warm))
     }
 
     /// A slot, within the queue bound.
