@@ -2,7 +2,7 @@
 //!
 //! Order: the render starts and names its table ([`StreamPlan`]); every other table is
 //! extracted into the context (that one written empty); the context is sent; the table's query
-//! runs, each row written into a chunk and each full chunk sent to the render, the source
+//! runs, each row written into a chunk (256 KiB) and each full chunk sent to the render, the source
 //! held back while the render is busy ([`RowSink::ready`]); then the end, and the answer. The
 //! row and byte limits apply as rows pass, also after the render stopped taking rows (a
 //! template that answers early): the rest is read and counted, not sent, so the section
@@ -23,8 +23,10 @@ use reporter_ports::template::Template;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Bytes of rows sent to the render at a time.
-const CHUNK_BYTES: usize = 64 * 1024;
+/// Bytes of rows sent to the render at a time: a few chunks fit in the child's input pipe
+/// (`reporter_adapter_sandbox`'s `PIPE_BYTES`), so the query runs ahead of the render
+/// instead of in step with it.
+const CHUNK_BYTES: usize = 256 * 1024;
 
 impl Worker {
     /// Renders `report` with `session`, its planned table streamed (see the module docs).

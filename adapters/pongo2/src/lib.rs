@@ -30,6 +30,7 @@ mod limits;
 mod lorem;
 mod parser;
 mod render;
+mod rows;
 mod stream_plan;
 mod value;
 

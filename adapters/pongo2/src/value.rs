@@ -7,6 +7,7 @@
 use crate::gofmt;
 use crate::gotime::{self, GoTime};
 use crate::limits::Tracked;
+use crate::rows::{RowChunk, Span};
 use std::borrow::Cow;
 use std::rc::Rc;
 
@@ -58,6 +59,8 @@ pub enum ListKind {
 pub enum Text<'a> {
     Borrowed(&'a str),
     Owned(Rc<Tracked<String>>),
+    /// A string of a streamed row, in its chunk's text.
+    Chunk(Rc<RowChunk<'a>>, Span),
 }
 
 impl Text<'_> {
@@ -65,6 +68,7 @@ impl Text<'_> {
         match self {
             Text::Borrowed(s) => s,
             Text::Owned(s) => s.as_str(),
+            Text::Chunk(c, span) => c.str(*span),
         }
     }
 }
@@ -97,6 +101,12 @@ pub enum MapV<'a> {
         origin: Origin<'a>,
     },
     Owned(Rc<Tracked<OwnedMap<'a>>>),
+    /// A row of a streamed table, in its chunk.
+    Row {
+        chunk: Rc<RowChunk<'a>>,
+        row: usize,
+        origin: Origin<'a>,
+    },
 }
 
 /// The loop information of `{% for %}` (`forloop`).
@@ -403,6 +413,7 @@ impl<'a> MapV<'a> {
                     m.entries.len()
                 }
             }
+            MapV::Row { chunk, row, .. } => chunk.row_len(*row),
         }
     }
 
@@ -410,6 +421,7 @@ impl<'a> MapV<'a> {
         match self {
             MapV::Data { origin, .. } => *origin,
             MapV::Owned(m) => m.origin,
+            MapV::Row { origin, .. } => *origin,
         }
     }
 
@@ -427,6 +439,7 @@ impl<'a> MapV<'a> {
                 let (k, j) = m.base?.get_key_value(key)?;
                 Some(Value::from_json(j, m.origin.child(k)))
             }
+            MapV::Row { chunk, row, .. } => chunk.field(*row, key),
         }
     }
 
@@ -457,7 +470,53 @@ impl<'a> MapV<'a> {
                 v.sort_by(|a, b| a.0.cmp(&b.0));
                 v
             }
+            MapV::Row { chunk, row, .. } => chunk
+                .entries(*row)
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.to_string()), v))
+                .collect(),
         }
+    }
+}
+
+/// A JSON value as `Value::from_json` reads it below a row, with nothing borrowed: strings,
+/// lists and objects copied into values of their own (not charged: they are data).
+pub fn own_json<'a>(json: &Json<'_>) -> Value<'a> {
+    match json {
+        Json::Array(items) => Value::List(ListV::Owned(
+            Rc::new(Tracked::adopt(items.iter().map(own_json).collect(), 0)),
+            ListKind::Any,
+        )),
+        Json::Object(map) => {
+            let mut entries: Vec<(Rc<str>, Value<'a>)> = map
+                .iter()
+                .map(|(name, v)| (Rc::from(name), own_json(v)))
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Map(MapV::Owned(Rc::new(Tracked::adopt(
+                OwnedMap {
+                    base: None,
+                    entries,
+                    origin: Origin::None,
+                    synthetic: Vec::new(),
+                },
+                0,
+            ))))
+        }
+        Json::String(s) => match gotime::parse_go_string(s) {
+            Some(t) => Value::Time(Rc::new(t)),
+            None => Value::Str(
+                Text::Owned(Rc::new(Tracked::adopt((*s).to_owned(), 0))),
+                false,
+            ),
+        },
+        Json::Null => Value::Nil,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(_) => match Value::from_json(json, Origin::None) {
+            Value::Int(i) => Value::Int(i),
+            Value::Float(f) => Value::Float(f),
+            _ => Value::Nil,
+        },
     }
 }
 

@@ -263,10 +263,13 @@ fn a_context_that_is_not_json_is_refused() {
     }
 }
 
-/// Rows handed over in chunks of `size` (a streamed render's feed).
+/// Rows handed over in chunks of `size` (a streamed render's feed); with
+/// [`ChunkFeed::pieces`], it takes the output in pieces of about that many bytes.
 struct ChunkFeed {
     chunks: std::collections::VecDeque<Vec<u8>>,
     ended: bool,
+    piece_bytes: Option<usize>,
+    pieces: Vec<String>,
 }
 
 impl ChunkFeed {
@@ -277,8 +280,43 @@ impl ChunkFeed {
                 .map(|c| serde_json::to_vec(c).unwrap())
                 .collect(),
             ended: false,
+            piece_bytes: None,
+            pieces: Vec::new(),
         }
     }
+
+    fn pieces(mut self, bytes: usize) -> Self {
+        self.piece_bytes = Some(bytes);
+        self
+    }
+
+    /// The streamed render's whole output: the pieces handed out, then the result.
+    fn render(
+        mut self,
+        engine: &Pongo2Engine,
+        tpl: &str,
+        context: &[u8],
+        limits: &RenderLimits,
+    ) -> Result<String, reporter_ports::ports::RenderError> {
+        let rest = engine.render_json_streamed(tpl, context, &mut self, limits)?;
+        Ok(self.pieces.concat() + &rest)
+    }
+}
+
+/// The ways a test feeds `rows`: chunks of 1, 2 and 1000 rows, and output taken in pieces of
+/// about 1 and 40 bytes.
+fn feeds(rows: &[serde_json::Value]) -> Vec<(String, ChunkFeed)> {
+    let mut feeds: Vec<(String, ChunkFeed)> = [1, 2, 1000]
+        .into_iter()
+        .map(|size| (format!("chunks of {size}"), ChunkFeed::new(rows, size)))
+        .collect();
+    for piece in [1, 40] {
+        feeds.push((
+            format!("chunks of 2, output in pieces of {piece}"),
+            ChunkFeed::new(rows, 2).pieces(piece),
+        ));
+    }
+    feeds
 }
 
 impl reporter_ports::ports::RowFeed for ChunkFeed {
@@ -287,6 +325,20 @@ impl reporter_ports::ports::RowFeed for ChunkFeed {
         let next = self.chunks.pop_front();
         self.ended = next.is_none();
         Ok(next)
+    }
+
+    fn output_piece_bytes(&self) -> Option<usize> {
+        self.piece_bytes
+    }
+
+    fn output(&mut self, piece: String) -> Result<(), reporter_ports::ports::RenderError> {
+        assert!(
+            self.piece_bytes.is_some(),
+            "output handed to a feed that takes none"
+        );
+        assert!(piece.ends_with('\n'), "a piece ends a line: {piece:?}");
+        self.pieces.push(piece);
+        Ok(())
     }
 }
 
@@ -322,12 +374,11 @@ fn golden_corpus_streamed_renders_the_same() {
             None => Vec::new(),
         };
         let context = serde_json::to_vec(&data).unwrap();
-        for size in [1, 2, 1000] {
-            let mut feed = ChunkFeed::new(&rows, size);
-            let got = engine.render_json_streamed(&tpl, &context, &mut feed, &limits);
+        for (how, feed) in feeds(&rows) {
+            let got = feed.render(&engine, &tpl, &context, &limits);
             if got != whole {
                 failures.push(format!(
-                    "{name} (chunks of {size}): streamed {got:?}\n  whole {whole:?}"
+                    "{name} ({how}): streamed {got:?}\n  whole {whole:?}"
                 ));
             }
         }
@@ -375,6 +426,12 @@ fn streamed_rows_read_as_context_rows() {
         "{% if bank.other %}{% for a in bank.accounts %}{{ a.id }}{% endfor %}{% endif %}",
         "{% for a in bank.accounts %}{% counter \"c\" %}{% endfor %}{% counter_show \"c\" %}",
         "{% for a in bank.accounts %}{{ a.day|add_day:1 }}{% endfor %}",
+        // The number clean-up across the output's pieces, and the XML declaration (whose
+        // clean-up depends on the text around it) before and after streamed lines.
+        "{% for a in bank.accounts %}{{ a.id }}.50\n0.0{{ a.debt }}.00\n{{ a.balance }}\n1.1.0\n{% endfor %}",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<r>{% for a in bank.accounts %}<v>{{ a.id }}.10</v>\n{% endfor %}</r>",
+        "{% for a in bank.accounts %}{{ a.id }}.20\n{% endfor %}<?xml\nversion=\"1.0\"\n?>2.50\n",
+        "{% for a in bank.accounts %}{% filter upper %}{{ a.holder }}\n{{ a.id }}.0{% endfilter %}\n{% endfor %}",
     ];
     let mut failures = Vec::new();
     for tpl in templates {
@@ -389,12 +446,11 @@ fn streamed_rows_read_as_context_rows() {
         let whole = engine.render_json(tpl, &serde_json::to_vec(&whole).unwrap(), &limits);
         let context = serde_json::json!({"bank": {"accounts": [], "other": other}});
         let context = serde_json::to_vec(&context).unwrap();
-        for size in [1, 2, 5] {
-            let mut feed = ChunkFeed::new(rows.as_array().unwrap(), size);
-            let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
+        for (how, feed) in feeds(rows.as_array().unwrap()) {
+            let got = feed.render(&engine, tpl, &context, &limits);
             if got != whole {
                 failures.push(format!(
-                    "{tpl} (chunks of {size}):\n  streamed {got:?}\n  whole    {whole:?}"
+                    "{tpl} ({how}):\n  streamed {got:?}\n  whole    {whole:?}"
                 ));
             }
         }
@@ -408,6 +464,34 @@ fn streamed_rows_read_as_context_rows() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The output bound counts the pieces already handed out: a render whose output passes it
+/// fails as the whole render does, however small each piece.
+#[test]
+fn the_output_bound_counts_the_pieces_handed_out() {
+    let engine = Pongo2Engine::with_clock(Arc::new(Fixed));
+    let limits = RenderLimits {
+        max_output_bytes: 250,
+        ..RenderLimits::default()
+    };
+    let tpl = "{% for a in bank.accounts %}{{ a.line }}\n{% endfor %}";
+    let rows: Vec<serde_json::Value> = (0..3)
+        .map(|_| serde_json::json!({"line": "x".repeat(99)}))
+        .collect();
+    let whole = serde_json::json!({"bank": {"accounts": rows}});
+    let want = engine.render_json(tpl, &serde_json::to_vec(&whole).unwrap(), &limits);
+    assert_eq!(
+        want,
+        Err(reporter_ports::ports::RenderError::OutputTooLarge(250))
+    );
+    let context = serde_json::to_vec(&serde_json::json!({"bank": {"accounts": []}})).unwrap();
+    let mut feed = ChunkFeed::new(&rows, 1).pieces(10);
+    let got = engine.render_json_streamed(tpl, &context, &mut feed, &limits);
+    assert_eq!(got, want);
+    // The first line was handed out when the second was written; the 199 bytes left in
+    // the render's buffer fit the bound, the 299 written do not.
+    assert_eq!(feed.pieces, vec![format!("{}\n", "x".repeat(99))]);
 }
 
 /// Rows that are not objects read as the context reads them (a time-like string stays a

@@ -1,7 +1,7 @@
 //! The child side: confine this process, answer one request, exit.
 use crate::limits::ChildLimits;
 use crate::protocol::{
-    self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PLAN, ROWS, RequestHeader, SOURCE,
+    self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN, ROWS, RequestHeader, SOURCE,
     VERSION, WireError,
 };
 use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
@@ -9,6 +9,9 @@ use rustix::process::{Resource, Rlimit, setrlimit};
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
+/// About how many bytes of a streamed render's output the child gathers before it sends
+/// them (the parent's reads and the clean-up then run while the render goes on).
+const OUTPUT_PIECE_BYTES: usize = 256 * 1024;
 /// Largest request header or source a child accepts.
 const MAX_HEADER: u64 = 64 * 1024;
 /// Most open file descriptors (stdin, stdout, stderr and a few for the runtime).
@@ -173,39 +176,54 @@ impl Request<'_> {
             expect(kind, DATA)?;
             bytes
         };
-        let rendered = if planned {
+        let (rendered, handed_out) = if planned {
             let mut feed = FrameFeed {
                 input,
+                out,
                 max: self.limits.memory_bytes,
+                // Sanitizing needs the whole document: then the output comes in one piece.
+                piece_bytes: (!self.header.sanitize_html).then_some(OUTPUT_PIECE_BYTES),
+                handed_out: 0,
             };
-            self.engine
-                .render_json_streamed(self.source, &data, &mut feed, &render_limits)
+            let rendered =
+                self.engine
+                    .render_json_streamed(self.source, &data, &mut feed, &render_limits);
+            (rendered, feed.handed_out)
         } else {
-            self.engine.render_json(self.source, &data, &render_limits)
+            (
+                self.engine.render_json(self.source, &data, &render_limits),
+                0,
+            )
         };
         drop(data);
-        Ok(rendered.and_then(|html| self.finish(html)))
+        Ok(rendered.and_then(|html| self.finish(html, handed_out)))
     }
 
-    /// Sanitizes when asked and checks the output bound.
-    fn finish(&self, html: String) -> Result<Vec<u8>, RenderError> {
+    /// Sanitizes when asked and checks the output bound (`handed_out` bytes of the output
+    /// were already sent in pieces).
+    fn finish(&self, html: String, handed_out: usize) -> Result<Vec<u8>, RenderError> {
         let bytes = if self.header.sanitize_html {
             self.sanitizer.sanitize(&html).into_bytes()
         } else {
             html.into_bytes()
         };
         let max_output = usize::try_from(self.limits.max_output_bytes).unwrap_or(usize::MAX);
-        if bytes.len() > max_output {
+        if bytes.len().saturating_add(handed_out) > max_output {
             return Err(RenderError::OutputTooLarge(max_output));
         }
         Ok(bytes)
     }
 }
 
-/// The streamed table's rows, read from the parent's [`ROWS`] frames until [`END`].
+/// The streamed table's rows, read from the parent's [`ROWS`] frames until [`END`]; the
+/// output's finished pieces, written to the parent as [`PIECE`] frames.
 struct FrameFeed<'i> {
     input: &'i mut Input,
+    out: &'i mut Output,
     max: u64,
+    piece_bytes: Option<usize>,
+    /// Bytes of output sent in pieces.
+    handed_out: usize,
 }
 
 impl RowFeed for FrameFeed<'_> {
@@ -221,6 +239,17 @@ impl RowFeed for FrameFeed<'_> {
                 "the rows did not arrive: {e}"
             ))),
         }
+    }
+
+    fn output_piece_bytes(&self) -> Option<usize> {
+        self.piece_bytes
+    }
+
+    fn output(&mut self, piece: String) -> Result<(), RenderError> {
+        self.handed_out = self.handed_out.saturating_add(piece.len());
+        protocol::write_frame(self.out, PIECE, piece.as_bytes())
+            .and_then(|()| self.out.flush())
+            .map_err(|e| RenderError::Crashed(format!("the output could not be sent: {e}")))
     }
 }
 

@@ -11,8 +11,11 @@
 //!   a plan, then [`ROWS`] frames (each a JSON array of the planned table's rows) and one
 //!   [`END`]; the child reads them while it renders and may answer before the last (the
 //!   parent then stops sending);
-//! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes) or
-//!   [`ERROR`] (JSON [`WireError`]); then the child exits.
+//! - during a streamed render with a plan, child → parent: any number of [`PIECE`] frames,
+//!   each a finished piece of the output (not for a sanitized render);
+//! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes, after
+//!   the pieces) or [`ERROR`] (JSON [`WireError`]; pieces sent before are discarded); then
+//!   the child exits.
 use reporter_ports::ports::{RenderError, RenderLimits};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -32,6 +35,8 @@ pub const PLAN: u8 = b'P';
 pub const ROWS: u8 = b'R';
 /// The streamed table's rows are all sent.
 pub const END: u8 = b'Z';
+/// A finished piece of a streamed render's output.
+pub const PIECE: u8 = b'T';
 /// Success.
 pub const OK: u8 = b'O';
 /// Failure.
@@ -45,7 +50,7 @@ pub struct Hello {
 }
 
 /// Version of this protocol; a child speaking another one is refused.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The operation of a request.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -222,8 +227,14 @@ pub async fn write_frame_parts_async(
     w.flush().await
 }
 
+/// Most bytes of a frame's payload reserved before they arrive: what a length announces is
+/// trusted this far (a reservation is address space; pages cost memory once written), and a
+/// longer payload grows as it is read.
+const PREALLOCATE: u64 = 64 << 20;
+
 /// Reads one frame of at most `max` payload bytes (the service's side). The payload buffer
-/// grows with what actually arrives, never to the announced length up front.
+/// is reserved up to [`PREALLOCATE`] bytes of the announced length (one allocation and no
+/// copies for an answer of that size), then grows with what actually arrives.
 pub async fn read_frame_async(
     r: &mut (impl AsyncRead + Unpin),
     max: u64,
@@ -234,7 +245,7 @@ pub async fn read_frame_async(
     if len > max {
         return Err(too_large(len, max));
     }
-    let mut payload = Vec::new();
+    let mut payload = Vec::with_capacity(usize::try_from(len.min(PREALLOCATE)).unwrap_or(0));
     (&mut *r).take(len).read_to_end(&mut payload).await?;
     if payload.len() as u64 != len {
         return Err(io::ErrorKind::UnexpectedEof.into());

@@ -1,6 +1,6 @@
 //! [`Session`]: one streamed render in a child, from its plan to its answer.
 use crate::pool::{Inner, Warm};
-use crate::protocol::{self, DATA, END, HEADER, PLAN, ROWS, SOURCE};
+use crate::protocol::{self, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError, StreamPlan};
 use std::io;
 use std::sync::Arc;
@@ -80,8 +80,7 @@ impl Session {
             }
         };
         let max_answer = inner.max_answer();
-        let answer =
-            tokio::spawn(async move { protocol::read_frame_async(&mut stdout, max_answer).await });
+        let answer = tokio::spawn(async move { read_answer(&mut stdout, max_answer).await });
         Ok(Self {
             inner,
             _permit: permit,
@@ -168,5 +167,31 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.answer.abort();
         let _ = self.child.start_kill();
+    }
+}
+
+/// The child's answer: the output's pieces ([`PIECE`]) joined with the [`OK`] frame's
+/// payload (at most `max` bytes in all), or its last frame as it is (an error discards the
+/// pieces).
+async fn read_answer(
+    stdout: &mut (impl tokio::io::AsyncRead + Unpin),
+    max: u64,
+) -> io::Result<(u8, Vec<u8>)> {
+    let mut output: Vec<u8> = Vec::new();
+    loop {
+        let left = max.saturating_sub(output.len() as u64);
+        let (kind, payload) = protocol::read_frame_async(stdout, left).await?;
+        if kind != PIECE {
+            if kind != OK || output.is_empty() {
+                return Ok((kind, payload));
+            }
+            output.extend_from_slice(&payload);
+            return Ok((OK, output));
+        }
+        if output.is_empty() {
+            output = payload;
+        } else {
+            output.extend_from_slice(&payload);
+        }
     }
 }

@@ -29,10 +29,15 @@ fn alive(pid: u32) -> bool {
 }
 
 fn runner() -> ProcessTemplateRunner {
-    ProcessTemplateRunner::new(
-        ProcessPool::new(config("parse")),
-        ProcessPool::new(config("render")),
-    )
+    runner_with_output(1024 * 1024)
+}
+
+fn runner_with_output(max_output_bytes: u64) -> ProcessTemplateRunner {
+    let render = PoolConfig {
+        max_output_bytes,
+        ..config("render")
+    };
+    ProcessTemplateRunner::new(ProcessPool::new(config("parse")), ProcessPool::new(render))
 }
 
 async fn render(r: &ProcessTemplateRunner, source: &str) -> Result<String, RunnerError> {
@@ -283,12 +288,42 @@ async fn a_streamed_render_takes_its_rows_while_it_runs() {
     assert_eq!(template(e), RenderError::Syntax("scripted".into()));
 }
 
+/// The output's pieces, sent while the render runs (more than the pipe holds), reach the
+/// answer whole and in order; a sanitized render's output comes in one piece, sanitized whole;
+/// the output bound counts the pieces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_renders_output_pieces_make_up_its_answer() {
+    let n = 120_000;
+    let want: String = (0..n).map(|i| format!("piece {i}\n")).collect::<String>() + "end";
+    assert!(want.len() > 1024 * 1024, "more than the pipe holds");
+    let r = runner_with_output(4 * 1024 * 1024);
+    let source = format!("stream-pieces:{n}");
+    let mut s = start(&r, &source).await;
+    s.send_context(&ctx()).await.unwrap();
+    assert!(s.send_rows(br#"[{"a":1}]"#).await.unwrap());
+    assert_eq!(s.finish().await.unwrap(), want);
+    let mut s = r
+        .start_render(source.as_str().into(), RenderLimits::default(), true)
+        .await
+        .unwrap()
+        .expect("the sandbox runner streams");
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(s.finish().await.unwrap(), format!("[sanitized]{want}"));
+    let small = runner_with_output(1024 * 1024);
+    let mut s = start(&small, &source).await;
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(
+        template(s.finish().await.unwrap_err()),
+        RenderError::OutputTooLarge(1024 * 1024)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_render_that_answers_before_the_last_row_stops_the_rows_without_a_deadlock() {
-    let r = runner();
-    // The answer (900 kB) is larger than the pipe: the child can only finish writing it if the
-    // parent reads it while it still sends rows.
-    let mut s = start(&r, "stream-big:900000").await;
+    let r = runner_with_output(4 * 1024 * 1024);
+    // The answer (3 MB) is larger than the pipe (1 MiB): the child can only finish writing
+    // it if the parent reads it while it still sends rows.
+    let mut s = start(&r, "stream-big:3000000").await;
     s.send_context(&ctx()).await.unwrap();
     let chunk = format!("[{}]", vec![r#"{"a":"xxxxxxxxxxxxxxxx"}"#; 2000].join(","));
     let started = Instant::now();
@@ -300,7 +335,7 @@ async fn a_render_that_answers_before_the_last_row_stops_the_rows_without_a_dead
             "the rows were taken although the render had answered"
         );
     }
-    assert_eq!(s.finish().await.unwrap().len(), 900_000);
+    assert_eq!(s.finish().await.unwrap().len(), 3_000_000);
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "{:?}",

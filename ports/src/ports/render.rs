@@ -120,9 +120,11 @@ pub trait TemplateEngine: Send + Sync {
         Ok(None)
     }
     /// Renders like [`render_json`](Self::render_json), the planned table's rows taken from
-    /// `feed` when the template comes to them (`context` holds that table empty). MUST give
-    /// what `render_json` gives over the context with those rows in it, and MUST NOT read
-    /// `feed` past its end. The default reads every chunk into the context first.
+    /// `feed` when the template comes to them (`context` holds that table empty). The pieces
+    /// handed to the feed's `output` (if it takes output), then the result, MUST give what
+    /// `render_json` gives over the context with those rows in it, and the render MUST NOT
+    /// read `feed` past its end. The default reads every chunk into the context first and
+    /// hands out no piece.
     fn render_json_streamed(
         &self,
         source: &str,

@@ -21,11 +21,28 @@ pub struct StreamPlan {
     pub table: String,
 }
 
-/// Hands the streamed table's rows to a render, a chunk at a time.
+/// A streamed render's channel: it hands the streamed table's rows to the render, a chunk at
+/// a time, and may take the output's finished pieces as they are rendered.
 pub trait RowFeed {
     /// The next chunk of rows: one JSON array of row objects (`[{…},{…}]`), or `None` once
     /// every row was given. An `Err` stops the render with that error.
     fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, RenderError>;
+
+    /// About how many bytes of output the render gathers before it hands a piece to
+    /// [`Self::output`]; `None` (the default): the feed takes no output, and all of it is the
+    /// render's result.
+    fn output_piece_bytes(&self) -> Option<usize> {
+        None
+    }
+
+    /// Takes a finished piece of the output: the text that follows the pieces before,
+    /// cleaned up exactly as the whole output is. The render's result is then only what
+    /// follows the last piece. Only called when [`Self::output_piece_bytes`] is `Some`; an
+    /// `Err` stops the render with that error.
+    fn output(&mut self, piece: String) -> Result<(), RenderError> {
+        drop(piece);
+        Err(RenderError::Crashed("this feed takes no output".into()))
+    }
 }
 
 /// A render under way whose streamed table ([`Self::plan`]) is still to come.

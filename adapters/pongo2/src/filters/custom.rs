@@ -220,6 +220,7 @@ fn with_entry<'a>(
     let (base, mut entries, origin, mut synthetic) = match m {
         MapV::Data { map, origin } => (Some(*map), Vec::new(), *origin, Vec::new()),
         MapV::Owned(o) => (o.base, o.entries.clone(), o.origin, o.synthetic.clone()),
+        MapV::Row { chunk, row, origin } => (None, chunk.entries(*row), *origin, Vec::new()),
     };
     if !synthetic.contains(&key) {
         synthetic.push(key);

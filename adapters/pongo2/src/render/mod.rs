@@ -2,6 +2,7 @@
 mod calc;
 mod custom;
 mod expr;
+mod pieces;
 mod streamed;
 
 use crate::ast::{AggOp, Block, ExprId, LoremMethod, Node, Template};
@@ -73,10 +74,13 @@ pub(crate) struct Renderer<'a> {
     rng: u64,
     macro_depth: usize,
     pub(crate) reads: Option<BTreeSet<Read>>,
-    /// The streamed table's loop and where its rows come from ([`Self::with_stream`]);
-    /// the feed is taken when that loop runs.
+    /// The streamed table's loop and where its rows come from ([`Self::with_stream`]).
     stream: Option<crate::stream_plan::Streamed<'a>>,
     feed: Option<&'a mut dyn RowFeed>,
+    /// The streamed loop has run (it runs at most once).
+    stream_read: bool,
+    /// The output handed to the feed as it is rendered, when the feed takes it.
+    pieces: Option<pieces::Pieces>,
 }
 
 impl<'a> Renderer<'a> {
@@ -110,6 +114,8 @@ impl<'a> Renderer<'a> {
             reads: record.then(BTreeSet::new),
             stream: None,
             feed: None,
+            stream_read: false,
+            pieces: None,
         }
     }
 
@@ -120,6 +126,7 @@ impl<'a> Renderer<'a> {
         stream: crate::stream_plan::Streamed<'a>,
         feed: &'a mut dyn RowFeed,
     ) -> Self {
+        self.pieces = feed.output_piece_bytes().map(pieces::Pieces::new);
         self.stream = Some(stream);
         self.feed = Some(feed);
         self
@@ -136,14 +143,25 @@ impl<'a> Renderer<'a> {
 
     pub(crate) fn write(&mut self, s: &str) -> R<()> {
         let limit = self.budget.limits.max_output_bytes;
+        let base = self.outs.len() == 1;
         let Some(buf) = self.outs.last_mut() else {
             return Err(eval_err("no output buffer"));
         };
-        if buf.len().saturating_add(s.len()) > limit {
+        // The output's pieces handed out so far count as the base buffer's.
+        let before = match &self.pieces {
+            Some(p) if base => p.handed_out(),
+            _ => 0,
+        };
+        if before.saturating_add(buf.len()).saturating_add(s.len()) > limit {
             return Err(RenderError::OutputTooLarge(limit));
         }
         buf.push_str(s);
-        self.budget.fuel_bytes(s.len())
+        let len = buf.len();
+        self.budget.fuel_bytes(s.len())?;
+        if base && self.pieces.as_ref().is_some_and(|p| p.due(len)) {
+            self.hand_out_piece()?;
+        }
+        Ok(())
     }
 
     /// Runs `f` with output captured into a string.
@@ -240,6 +258,9 @@ impl<'a> Renderer<'a> {
 
     /// Records a read of `field` when `map` is a data row.
     pub(crate) fn note_read(&mut self, map: &MapV<'a>, field: &str) {
+        if self.reads.is_none() {
+            return;
+        }
         if let MapV::Owned(o) = map {
             // Fields the template added (`add_day`, `add_signed`) are not data.
             if o.synthetic.contains(&field)

@@ -12,7 +12,9 @@
 //! - streamed renders (`stream…` plans `ds.t`): `stream` renders the context and then each
 //!   chunk of rows on a line; `stream-early` answers after the first chunk; `stream-big:<n>`
 //!   answers `n` bytes without reading any row; `stream-fail` fails after the first chunk;
-//!   `stream-sleep` sleeps without reading any row.
+//!   `stream-sleep` sleeps without reading any row; `stream-pieces:<n>` reads every chunk,
+//!   then renders the lines `piece 0` to `piece <n-1>` and `end`, the lines handed out as
+//!   output pieces when the feed takes them.
 //!
 //! The sanitizer wraps its input in `[sanitized]…`.
 use reporter_adapter_sandbox::ChildLimits;
@@ -140,6 +142,21 @@ impl TemplateEngine for Scripted {
             }
             "stream-sleep" => self.run("sleep"),
             s if s.starts_with("stream-big:") => self.run(&s["stream-".len()..]),
+            s if s.starts_with("stream-pieces:") => {
+                let n: usize = s["stream-pieces:".len()..].parse().unwrap_or(0);
+                while feed.next_chunk()?.is_some() {}
+                let mut rest = String::new();
+                for i in 0..n {
+                    let line = format!("piece {i}\n");
+                    if feed.output_piece_bytes().is_some() {
+                        feed.output(line)?;
+                    } else {
+                        rest.push_str(&line);
+                    }
+                }
+                rest.push_str("end");
+                Ok(rest)
+            }
             _ => self.render_json(source, context, limits),
         }
     }
