@@ -209,7 +209,9 @@ impl<'a> Renderer<'a> {
         let mut i = 0;
         // A function value is called right away: with the arguments of a following call,
         // or with none.
-        cur = self.maybe_call(cur, parts, &mut i, head)?;
+        if matches!(cur, Value::Func(_)) {
+            cur = self.maybe_call(cur, parts, &mut i, head)?;
+        }
         while let Some(part) = parts.get(i) {
             if cur.is_nil() {
                 return Ok(Value::Nil);
@@ -227,7 +229,9 @@ impl<'a> Renderer<'a> {
                     self.call(&cur, args, head)?
                 }
             };
-            cur = self.maybe_call(cur, parts, &mut i, head)?;
+            if matches!(cur, Value::Func(_)) {
+                cur = self.maybe_call(cur, parts, &mut i, head)?;
+            }
         }
         Ok(cur)
     }
