@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Bytes of rows sent to the render at a time: a few chunks fit in the child's input pipe
-/// (`reporter_adapter_sandbox`'s `PIPE_BYTES`), so the query runs ahead of the render
+/// (1 MiB, the sandbox's `PIPE_BYTES`), so the query runs ahead of the render
 /// instead of in step with it.
 const CHUNK_BYTES: usize = 256 * 1024;
 

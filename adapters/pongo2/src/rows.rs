@@ -19,6 +19,7 @@ use crate::value::{MapV, Origin, Text, Value};
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -350,7 +351,8 @@ impl<'de, 'a> Visitor<'de> for RowSeed<'_, 'a> {
 }
 
 /// The rest of an object row whose first `names` have their cells from `start` on: names
-/// collected, repeats merged (first place, last value), a shape of their own.
+/// collected, repeats merged (first place, last value), a shape of their own. Linear in the
+/// row's fields.
 fn slow_row<'de, 'a, A: MapAccess<'de>>(
     chunk: &mut RowChunk<'a>,
     mut map: A,
@@ -362,21 +364,24 @@ fn slow_row<'de, 'a, A: MapAccess<'de>>(
         let cell = map.next_value_seed(CellSeed(&mut *chunk))?;
         chunk.cells.push(cell);
     }
-    let mut i = 1;
-    while i < names.len() {
-        let at = start + i;
-        match names[..i].iter().position(|n| *n == names[i]) {
-            Some(first) => {
-                names.remove(i);
-                let last = chunk.cells.remove(at);
-                if let Some(slot) = chunk.cells.get_mut(start + first) {
-                    *slot = last;
+    let cells: Vec<Cell<'a>> = chunk.cells.drain(start.min(chunk.cells.len())..).collect();
+    let mut at: HashMap<Rc<str>, usize> = HashMap::with_capacity(names.len());
+    let mut unique: Vec<Rc<str>> = Vec::with_capacity(names.len());
+    for (name, cell) in names.into_iter().zip(cells) {
+        match at.get(&name) {
+            Some(&i) => {
+                if let Some(slot) = chunk.cells.get_mut(start + i) {
+                    *slot = cell;
                 }
             }
-            None => i += 1,
+            None => {
+                at.insert(name.clone(), unique.len());
+                unique.push(name);
+                chunk.cells.push(cell);
+            }
         }
     }
-    chunk.push_shaped(names, start);
+    chunk.push_shaped(unique, start);
     Ok(())
 }
 
@@ -545,6 +550,12 @@ mod tests {
             r#"["2024-01-02 03:04:05 +0000 UTC",7,null,[1,"x"],{"k":{"n":[{}]}},true,1.5]"#,
             r#"[{"e\u0041":"\u00e9\t"},{"eA":"same name, written plainly"}]"#,
             &format!("[{wide},{wide}]"),
+            &format!("[{wide},{{\"a\":1}},{wide},{{\"a\":2,\"b\":3}},{{\"b\":4,\"a\":5}}]"),
+            &format!(
+                "[{}]",
+                wide.replacen("\"f3\"", "\"f9\"", 1)
+                    .replacen("\"f0\"", "\"f11\"", 1)
+            ),
             "[]",
         ] {
             assert_eq!(chunk_rows(text), context_rows(text), "{text}");

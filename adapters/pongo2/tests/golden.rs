@@ -492,6 +492,20 @@ fn the_output_bound_counts_the_pieces_handed_out() {
     // The first line was handed out when the second was written; the 199 bytes left in
     // the render's buffer fit the bound, the 299 written do not.
     assert_eq!(feed.pieces, vec![format!("{}\n", "x".repeat(99))]);
+    // Pieces handed out before an XML declaration stopped them still count.
+    let tpl = "{% for a in bank.accounts %}{{ a.line }}\n{% if a.x %}<?xml version=\"1.0\"?>\n{% endif %}{% endfor %}";
+    let mut rows = rows;
+    rows[1]["x"] = serde_json::json!(true);
+    let whole = serde_json::json!({"bank": {"accounts": rows}});
+    let want = engine.render_json(tpl, &serde_json::to_vec(&whole).unwrap(), &limits);
+    assert_eq!(
+        want,
+        Err(reporter_ports::ports::RenderError::OutputTooLarge(250))
+    );
+    let got = ChunkFeed::new(&rows, 1)
+        .pieces(10)
+        .render(&engine, tpl, &context, &limits);
+    assert_eq!(got, want);
 }
 
 /// Rows that are not objects read as the context reads them (a time-like string stays a

@@ -23,12 +23,6 @@ pub use crate::session::Session;
 const STDERR_TAIL: usize = 16 * 1024;
 /// How long a child that broke the protocol may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-/// Size asked for a child's input and output pipes (the Linux default is 64 KiB;
-/// unprivileged processes may ask up to `/proc/sys/fs/pipe-max-size`, 1 MiB by default). A
-/// streamed render's rows then queue a few chunks deep, and its output a few pieces deep: the
-/// query runs ahead of the render, and the render ahead of the reader, instead of each
-/// waking the other for every 64 KiB. Pages of a pipe are only taken as data waits in it.
-pub const PIPE_BYTES: usize = 1024 * 1024;
 /// Pause after a failed spawn before the background refill tries again.
 const RESPAWN_BACKOFF: Duration = Duration::from_millis(500);
 
@@ -297,16 +291,6 @@ impl Inner {
         else {
             return Err(std::io::Error::other("child pipes missing"));
         };
-        // Best effort: a smaller pipe only means the writer waits more often.
-        for e in [
-            rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_BYTES).err(),
-            rustix::pipe::fcntl_setpipe_size(&stdout, PIPE_BYTES).err(),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            tracing::debug!(error = %e, "a sandbox pipe keeps its default size");
-        }
         let stderr = tokio::spawn(async move {
             let mut tail = Vec::new();
             let mut buf = [0u8; 4096];

@@ -230,7 +230,7 @@ pub async fn write_frame_parts_async(
 /// Most bytes of a frame's payload reserved before they arrive: what a length announces is
 /// trusted this far (a reservation is address space; pages cost memory once written), and a
 /// longer payload grows as it is read.
-const PREALLOCATE: u64 = 64 << 20;
+const PREALLOCATE: u64 = 8 << 20;
 
 /// Reads one frame of at most `max` payload bytes (the service's side). The payload buffer
 /// is reserved up to [`PREALLOCATE`] bytes of the announced length (one allocation and no

@@ -12,6 +12,28 @@ use tokio::time::{Instant, timeout_at};
 /// Largest plan frame a child may send.
 const MAX_PLAN: u64 = 64 * 1024;
 
+/// Size asked for a streamed render's input and output pipes (the Linux default is 64 KiB;
+/// unprivileged processes may ask up to `/proc/sys/fs/pipe-max-size`, 1 MiB by default). The
+/// rows then queue a few chunks deep, and the output a few pieces deep: the query runs ahead
+/// of the render, and the render ahead of the reader, instead of each waking the other for
+/// every 64 KiB. Only a session's pipes are widened (the size counts against the user's
+/// `pipe-user-pages-soft` while the child lives; its pages are only taken as data waits).
+pub const PIPE_BYTES: usize = 1024 * 1024;
+
+/// Widens a streamed render's pipes to [`PIPE_BYTES`]; best effort: a narrower pipe only
+/// means the writer waits more often.
+fn widen_pipes(stdin: &ChildStdin, stdout: &tokio::process::ChildStdout) {
+    for e in [
+        rustix::pipe::fcntl_setpipe_size(stdin, PIPE_BYTES).err(),
+        rustix::pipe::fcntl_setpipe_size(stdout, PIPE_BYTES).err(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        tracing::debug!(error = %e, "a sandbox pipe keeps its default size");
+    }
+}
+
 /// A streamed render under way: the child has parsed the template and named the table it
 /// takes as a stream ([`Self::plan`]); the context, then that table's rows, then the end
 /// follow. The child's answer is read from the start, so a child that answers early (a
@@ -56,6 +78,7 @@ impl Session {
             mut stdout,
             stderr,
         } = warm;
+        widen_pipes(&stdin, &stdout);
         let deadline = Instant::now() + inner.config.wall_timeout;
         let talk = async {
             protocol::write_frame_async(&mut stdin, HEADER, header).await?;
@@ -187,6 +210,13 @@ async fn read_answer(
             }
             output.extend_from_slice(&payload);
             return Ok((OK, output));
+        }
+        // A piece ends a line: an empty one is a child that sends frames without output.
+        if payload.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "an empty output piece",
+            ));
         }
         if output.is_empty() {
             output = payload;

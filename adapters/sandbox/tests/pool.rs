@@ -309,6 +309,14 @@ async fn a_streamed_renders_output_pieces_make_up_its_answer() {
         .expect("the sandbox runner streams");
     s.send_context(&ctx()).await.unwrap();
     assert_eq!(s.finish().await.unwrap(), format!("[sanitized]{want}"));
+    // An empty piece is refused at once (a child sending frames without output): the child,
+    // which then sleeps, is killed as a crash, not waited for until its deadline (a timeout).
+    let mut s = start(&r, "stream-empty-piece").await;
+    s.send_context(&ctx()).await.unwrap();
+    assert!(matches!(
+        template(s.finish().await.unwrap_err()),
+        RenderError::Crashed(_)
+    ));
     let small = runner_with_output(1024 * 1024);
     let mut s = start(&small, &source).await;
     s.send_context(&ctx()).await.unwrap();

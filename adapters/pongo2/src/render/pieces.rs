@@ -5,7 +5,8 @@
 //! clean never spans a newline, and the newline before a piece's start is what the pattern
 //! sees there in the whole text (neither a digit nor a dot). The XML declaration is the one
 //! exception, as its clean-up depends on the text around it: once the text to hand out holds
-//! `<?xml`, no more pieces are handed out and the rest is cleaned whole, as before.
+//! `<?xml`, no more pieces are handed out and the rest is cleaned whole, as before (the
+//! pieces handed out still count against the output bound).
 use super::{R, Renderer};
 use crate::cleanup;
 
@@ -20,6 +21,9 @@ pub(crate) struct Pieces {
     searched: usize,
     /// Raw bytes of the output handed out in pieces.
     handed_out: usize,
+    /// No more pieces (the output holds an XML declaration); what was handed out still
+    /// counts.
+    stopped: bool,
 }
 
 impl Pieces {
@@ -30,6 +34,7 @@ impl Pieces {
             next_at: size,
             searched: 0,
             handed_out: 0,
+            stopped: false,
         }
     }
 
@@ -40,7 +45,7 @@ impl Pieces {
 
     /// Whether a base buffer of `len` bytes should be handed out.
     pub(crate) fn due(&self, len: usize) -> bool {
-        len >= self.next_at
+        !self.stopped && len >= self.next_at
     }
 
     /// After a try on a buffer of `len` bytes that now holds no newline.
@@ -68,7 +73,7 @@ impl Renderer<'_> {
         };
         let text = buf.get(..cut).unwrap_or_default();
         if memchr::memmem::find(text.as_bytes(), b"<?xml").is_some() {
-            self.pieces = None;
+            pieces.stopped = true;
             return Ok(());
         }
         let piece = cleanup::clean(text);

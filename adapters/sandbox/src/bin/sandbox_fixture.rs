@@ -14,7 +14,8 @@
 //!   answers `n` bytes without reading any row; `stream-fail` fails after the first chunk;
 //!   `stream-sleep` sleeps without reading any row; `stream-pieces:<n>` reads every chunk,
 //!   then renders the lines `piece 0` to `piece <n-1>` and `end`, the lines handed out as
-//!   output pieces when the feed takes them.
+//!   output pieces when the feed takes them; `stream-empty-piece` hands out an empty piece
+//!   (which no engine does) and then sleeps.
 //!
 //! The sanitizer wraps its input in `[sanitized]…`.
 use reporter_adapter_sandbox::ChildLimits;
@@ -142,6 +143,10 @@ impl TemplateEngine for Scripted {
             }
             "stream-sleep" => self.run("sleep"),
             s if s.starts_with("stream-big:") => self.run(&s["stream-".len()..]),
+            "stream-empty-piece" => {
+                feed.output(String::new())?;
+                self.run("sleep")
+            }
             s if s.starts_with("stream-pieces:") => {
                 let n: usize = s["stream-pieces:".len()..].parse().unwrap_or(0);
                 while feed.next_chunk()?.is_some() {}
