@@ -180,7 +180,7 @@ async fn a_render_slower_than_the_query_deadline_is_rendered_again_whole() {
     let Some(pg) = scratch_pg(
         "reporter_slow_render",
         "CREATE TABLE ledger (id int PRIMARY KEY, label text);
-             INSERT INTO ledger SELECT g, repeat('x', 40) FROM generate_series(1, 20000) g;",
+             INSERT INTO ledger SELECT g, repeat('x', 400) FROM generate_series(1, 20000) g;",
     )
     .await
     else {
@@ -193,7 +193,7 @@ async fn a_render_slower_than_the_query_deadline_is_rendered_again_whole() {
     })
     .await;
     let before = t.metrics().await;
-    let spin = "y".repeat(400);
+    let spin = "y".repeat(600);
     let tpl = format!(
         "{{% for r in pg.ledger %}}{{% for c in \"{spin}\" %}}{{% endfor %}}{{{{ r.id }}}}{{{{ r.label|slice:\":0\" }}}};{{% endfor %}}"
     );
@@ -203,8 +203,9 @@ async fn a_render_slower_than_the_query_deadline_is_rendered_again_whole() {
     assert_eq!(got, want);
     let again = r#"reporter_render_streams_total{outcome="rendered_again"}"#;
     let after = t.metrics().await;
-    // 8 M loop iterations take seconds in a debug build, and 1.2 MB of rows do not fit in the
-    // pipe to the render: the first render held its query back past the 1 s deadline.
+    // 12 M loop iterations take seconds in a debug build, and 8.4 MB of rows do not fit in the
+    // pipe to the render (1 MiB): the first render held its query back past the 1 s deadline
+    // (the query is done only once all but the last ~1.3 MB of rows were rendered).
     let streamed = r#"reporter_render_streams_total{outcome="streamed"}"#;
     reporter_contract::figure!(
         "slow streamed render: {:?}, rendered again: {}, streamed: {}",

@@ -1,7 +1,7 @@
 //! Renders the P5 benchmark's CSV template over an N-row context given as JSON text, as the
 //! render child does: `cargo run --release --example rows_bench -- [rows] [repeats]`.
-//! With `ROWS_BENCH_STREAM` set, the rows come as a stream (chunks of about 64 KiB, as the
-//! worker sends them) and the context holds the table empty.
+//! With `ROWS_BENCH_STREAM` set, the rows come as a stream (chunks of 500 rows, about 35 KB;
+//! the worker sends about 256 KiB at a time) and the context holds the table empty.
 use reporter_ports::ports::{RenderError, RenderLimits, RowFeed, TemplateEngine};
 use std::fmt::Write;
 use std::time::Instant;
@@ -26,7 +26,7 @@ fn context(rows: usize) -> String {
     s
 }
 
-/// The rows of `context(rows)` as JSON arrays of about 64 KiB each.
+/// The rows of `context(rows)` as JSON arrays of 500 rows each.
 fn chunks(rows: usize) -> Vec<Vec<u8>> {
     let whole = context(rows);
     let list: serde_json::Value = serde_json::from_str(&whole).unwrap_or_default();
