@@ -226,12 +226,16 @@ impl<'a> RowChunk<'a> {
             return;
         }
         // Fewer fields than the shape: a shape of its own.
-        let names = self
-            .shapes
-            .get(shape)
-            .map(|s| s.names.iter().take(matched).cloned().collect())
-            .unwrap_or_default();
+        let names = self.prefix(shape, matched);
         self.push_shaped(names, start);
+    }
+
+    /// The first `n` names of `shape`.
+    fn prefix(&self, shape: usize, n: usize) -> Vec<Rc<str>> {
+        self.shapes
+            .get(shape)
+            .map(|s| s.names.iter().take(n).cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Adds a row of new `names` whose cells start at `start`.
@@ -331,11 +335,7 @@ impl<'de, 'a> Visitor<'de> for RowSeed<'_, 'a> {
                 .filter(|n| ***n == *key)
                 .is_some();
             if !expected {
-                let mut names: Vec<Rc<str>> = chunk
-                    .shapes
-                    .get(shape)
-                    .map(|s| s.names.iter().take(matched).cloned().collect())
-                    .unwrap_or_default();
+                let mut names = chunk.prefix(shape, matched);
                 names.push(Rc::from(&*key));
                 let cell = map.next_value_seed(CellSeed(&mut *chunk))?;
                 chunk.cells.push(cell);

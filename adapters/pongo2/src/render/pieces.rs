@@ -13,10 +13,9 @@ use crate::cleanup;
 /// The pieces handed out so far, and when to try the next one.
 #[derive(Debug)]
 pub(crate) struct Pieces {
-    /// About how many bytes a piece holds.
+    /// About how many bytes a piece holds: the next try comes once the base buffer holds
+    /// that many bytes past `searched`.
     size: usize,
-    /// Base buffer length at which to try the next piece.
-    next_at: usize,
     /// Leading bytes of the base buffer known to hold no newline.
     searched: usize,
     /// Raw bytes of the output handed out in pieces.
@@ -31,7 +30,6 @@ impl Pieces {
         let size = size.max(1);
         Self {
             size,
-            next_at: size,
             searched: 0,
             handed_out: 0,
             stopped: false,
@@ -45,13 +43,7 @@ impl Pieces {
 
     /// Whether a base buffer of `len` bytes should be handed out.
     pub(crate) fn due(&self, len: usize) -> bool {
-        !self.stopped && len >= self.next_at
-    }
-
-    /// After a try on a buffer of `len` bytes that now holds no newline.
-    fn tried(&mut self, len: usize) {
-        self.searched = len;
-        self.next_at = len.saturating_add(self.size);
+        !self.stopped && len >= self.searched.saturating_add(self.size)
     }
 }
 
@@ -68,7 +60,7 @@ impl Renderer<'_> {
         };
         let new = buf.as_bytes().get(pieces.searched..).unwrap_or_default();
         let Some(cut) = memchr::memrchr(b'\n', new).map(|i| pieces.searched + i + 1) else {
-            pieces.tried(buf.len());
+            pieces.searched = buf.len();
             return Ok(());
         };
         let text = buf.get(..cut).unwrap_or_default();
@@ -79,7 +71,7 @@ impl Renderer<'_> {
         let piece = cleanup::clean(text);
         buf.drain(..cut);
         pieces.handed_out = pieces.handed_out.saturating_add(cut);
-        pieces.tried(buf.len());
+        pieces.searched = buf.len();
         feed.output(piece)
     }
 }
