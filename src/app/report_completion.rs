@@ -7,7 +7,7 @@ use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::{
     ReportErrored, ReportFinished, ReportPartial, SectionFailure,
 };
-use reporter_ports::ports::{OutboxRecord, UnitOfWork};
+use reporter_ports::ports::{ObjectUpload, OutboxRecord, UnitOfWork};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::{Revisioned, StoreError};
 use std::collections::BTreeMap;
@@ -20,6 +20,15 @@ pub enum Generation {
     Artifact {
         /// Bytes.
         bytes: Bytes,
+        /// Per-section outcome.
+        sections: BTreeMap<String, SectionOutcome>,
+    },
+    /// An artifact already in object storage, written in pieces ([`App::begin_artifact`]).
+    Stored {
+        /// The key as stored.
+        key: String,
+        /// Its size in bytes.
+        size: u64,
         /// Per-section outcome.
         sections: BTreeMap<String, SectionOutcome>,
     },
@@ -68,6 +77,18 @@ impl App {
                 return self.record_errored(report, code, sections, started).await;
             }
             Generation::Artifact { bytes, sections } => (bytes, sections),
+            Generation::Stored {
+                key,
+                size,
+                sections,
+            } => {
+                let artifact = StoredArtifact {
+                    key,
+                    size,
+                    sections,
+                };
+                return self.record_artifact(report, artifact, started).await;
+            }
         };
         match self.store_artifact(report, bytes, sections).await {
             Ok(artifact) => self.record_artifact(report, artifact, started).await,
@@ -78,6 +99,29 @@ impl App {
         }
     }
 
+    /// Starts writing `report`'s artifact a piece at a time, under the key
+    /// [`complete_report`](Self::complete_report) would put it at; the caller completes the
+    /// report with [`Generation::Stored`] once the upload is committed. `Ok(None)` when the
+    /// object storage takes whole artifacts only ([`Generation::Artifact`] then).
+    pub async fn begin_artifact(
+        &self,
+        report: &Report,
+    ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
+        let key = self.artifact_key(report);
+        let content_type = report.output_format.content_type();
+        self.ports.storage.begin_put(&key, content_type).await
+    }
+
+    /// Where `report`'s artifact is stored.
+    fn artifact_key(&self, report: &Report) -> String {
+        self.settings.layout.report(
+            &report.tenant,
+            report.template_id,
+            report.id,
+            report.output_format,
+        )
+    }
+
     /// Puts the artifact in object storage; answers the sections back when it cannot.
     async fn store_artifact(
         &self,
@@ -85,13 +129,7 @@ impl App {
         bytes: Bytes,
         sections: BTreeMap<String, SectionOutcome>,
     ) -> Result<StoredArtifact, BTreeMap<String, SectionOutcome>> {
-        let layout = &self.settings.layout;
-        let key = layout.report(
-            &report.tenant,
-            report.template_id,
-            report.id,
-            report.output_format,
-        );
+        let key = self.artifact_key(report);
         let size = bytes.len() as u64;
         let content_type = report.output_format.content_type();
         match self.ports.storage.put(&key, bytes, content_type).await {

@@ -22,7 +22,12 @@ pub struct WorkerMetrics {
     reports: IntCounterVec,
     streams: IntCounterVec,
     streamed_rows: IntCounter,
+    uploads: IntCounterVec,
 }
+
+/// How an artifact written while rendered ended, as `reporter_artifact_uploads_total`
+/// labels it.
+pub const UPLOAD_OUTCOMES: [&str; 3] = ["committed", "aborted", "failed"];
 
 /// How a streamed render ended, as `reporter_render_streams_total` labels it.
 pub const STREAM_OUTCOMES: [&str; 2] = ["streamed", "rendered_again"];
@@ -85,7 +90,19 @@ impl WorkerMetrics {
         for outcome in STREAM_OUTCOMES {
             streams.with_label_values(&[outcome]);
         }
-        for c in [&received, &jobs, &reports, &streams] {
+        let uploads = IntCounterVec::new(
+            Opts::new(
+                "reporter_artifact_uploads_total",
+                "Artifacts written to object storage while rendered, in pieces, by outcome: \
+                 committed (stored whole), aborted (the render failed or was taken back; \
+                 nothing stored), failed (a storage write failed; the report is Error)",
+            ),
+            &["outcome"],
+        )?;
+        for outcome in UPLOAD_OUTCOMES {
+            uploads.with_label_values(&[outcome]);
+        }
+        for c in [&received, &jobs, &reports, &streams, &uploads] {
             registry.register(Box::new(c.clone()))?;
         }
         registry.register(Box::new(duration.clone()))?;
@@ -111,7 +128,13 @@ impl WorkerMetrics {
             reports,
             streams,
             streamed_rows,
+            uploads,
         })
+    }
+
+    /// Counts an artifact upload that ended with `outcome` (one of [`UPLOAD_OUTCOMES`]).
+    pub(super) fn upload_ended(&self, outcome: &'static str) {
+        self.uploads.with_label_values(&[outcome]).inc();
     }
 
     /// Counts a streamed render that took `rows` rows (all of its table's, unless it

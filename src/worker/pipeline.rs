@@ -1,5 +1,6 @@
 //! One job, end to end.
 use super::Worker;
+use super::artifact_upload::Stored;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reporter_ports::StoreError;
@@ -222,6 +223,14 @@ impl Worker {
             Rendered::Text(text, sections, phases) => {
                 self.convert(report, text, sections, phases).await
             }
+            Rendered::Stored(Stored { key, size }, sections, phases) => {
+                phases.log_generated(0, size);
+                Ok(Generation::Stored {
+                    key,
+                    size,
+                    sections,
+                })
+            }
             Rendered::Failed(generation) => Ok(generation),
         }
     }
@@ -295,15 +304,7 @@ impl Worker {
         } else {
             Bytes::from(text.into_bytes())
         };
-        tracing::info!(
-            extract_ms = phases.extract_ms,
-            context_bytes = phases.context_bytes,
-            render_ms = phases.render_ms,
-            streamed_rows = phases.streamed_rows,
-            convert_ms = phase.elapsed().as_millis() as u64,
-            artifact_bytes = bytes.len(),
-            "report generated"
-        );
+        phases.log_generated(phase.elapsed().as_millis() as u64, bytes.len() as u64);
         Ok(Generation::Artifact { bytes, sections })
     }
 
@@ -491,6 +492,8 @@ pub(super) fn section_error(
 pub(super) enum Rendered {
     /// The output, the sections' outcomes and the timings.
     Text(String, BTreeMap<String, SectionOutcome>, Phases),
+    /// The output, already stored as the artifact (written in pieces while rendered).
+    Stored(Stored, BTreeMap<String, SectionOutcome>, Phases),
     /// No output: the generation failed.
     Failed(Generation),
 }
@@ -503,6 +506,21 @@ pub(super) struct Phases {
     pub render_ms: u64,
     /// Rows of the table the render took as a stream.
     pub streamed_rows: Option<u64>,
+}
+
+impl Phases {
+    /// The `report generated` log line.
+    pub(super) fn log_generated(&self, convert_ms: u64, artifact_bytes: u64) {
+        tracing::info!(
+            extract_ms = self.extract_ms,
+            context_bytes = self.context_bytes,
+            render_ms = self.render_ms,
+            streamed_rows = self.streamed_rows,
+            convert_ms,
+            artifact_bytes,
+            "report generated"
+        );
+    }
 }
 
 /// `Failed` when every section failed (no artifact is rendered then).

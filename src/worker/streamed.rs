@@ -11,13 +11,16 @@
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
 //! render: then every table is extracted again and the report rendered from a whole context.
+use super::artifact_upload::Stored;
 use super::pipeline::{
     Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error, table_query,
 };
-use super::{SectionError, Worker};
+use super::{Generation, SectionError, Worker};
+use reporter_ports::StoreError;
 use reporter_ports::ports::{
     DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
 };
+use reporter_ports::report::ReportErrorCode;
 use reporter_ports::report::{Report, SectionOutcome};
 use reporter_ports::template::Template;
 use std::sync::Arc;
@@ -57,6 +60,10 @@ impl Worker {
         }
         let context = reporter_ports::ports::RenderContext::from_sections(extracted.clone());
         let context_bytes = context.len();
+        // Before the context: the output's pieces go to storage from the first one.
+        let upload = self
+            .artifact_upload(report, sanitize, session.as_mut())
+            .await;
         let phase = Instant::now();
         if let Err(e) = session.send_context(&context).await {
             return render_failure(e, sections);
@@ -117,7 +124,11 @@ impl Worker {
             render_ms: phase.elapsed().as_millis() as u64,
             streamed_rows,
         };
-        rendered(result, sections, phases)
+        match (result, upload) {
+            (Ok(tail), Some(upload)) => Ok(stored(upload.finish(tail).await, sections, phases)),
+            // A failed render drops the upload, which aborts it.
+            (result, _) => rendered(result, sections, phases),
+        }
     }
 
     /// Runs the planned table's query into the render.
@@ -163,6 +174,25 @@ impl Worker {
         match section_error(ds, done) {
             Ok(()) => Streamed::Sent(sink.rows),
             Err(error) => Streamed::SectionFailed(error),
+        }
+    }
+}
+
+/// The generation of an artifact written in pieces: `Failed` when the upload failed (as a
+/// whole artifact that cannot be stored fails).
+fn stored(
+    upload: Result<Stored, StoreError>,
+    sections: std::collections::BTreeMap<String, SectionOutcome>,
+    phases: Phases,
+) -> Rendered {
+    match upload {
+        Ok(stored) => Rendered::Stored(stored, sections, phases),
+        Err(e) => {
+            tracing::error!(error = %e, "artifact could not be stored");
+            Rendered::Failed(Generation::Failed {
+                code: ReportErrorCode::ReportGenerationFailed,
+                sections,
+            })
         }
     }
 }

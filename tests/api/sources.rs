@@ -172,6 +172,118 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
     pg.remove().await;
 }
 
+/// Where the pieces test keeps its artifacts (`fs` object storage).
+fn pieces_root() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("reporter-e2e-pieces-{}", std::process::id()))
+}
+
+/// Files under `dir` whose name starts with `.` (the `fs` storage's temporary files).
+fn hidden_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                hidden_files(&path)
+            } else if e.file_name().to_string_lossy().starts_with('.') {
+                vec![path]
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
+}
+
+/// A streamed render's output goes to object storage as it is rendered (here `fs`, or
+/// GridFS on the MongoDB backend): the artifact equals the whole-context one. A render that
+/// fails after pieces were written (past its output bound) leaves no artifact and no
+/// temporary file behind, and neither does one taken back and rendered again whole.
+#[tokio::test]
+async fn a_streamed_artifact_is_written_in_pieces_and_a_failed_one_leaves_nothing() {
+    let Some(pg) = scratch_pg(
+        "reporter_pieces",
+        "CREATE TABLE ledger (id int PRIMARY KEY, label text);
+             INSERT INTO ledger SELECT g, 'row <' || g || '>' FROM generate_series(1, 30000) g;",
+    )
+    .await
+    else {
+        return;
+    };
+    let root = pieces_root();
+    let t = start_with(Options {
+        env: pg.source_env("PG"),
+        tweak: Some(|r| {
+            r.object_storage_backend = "fs".into();
+            r.object_storage_path = pieces_root().display().to_string();
+            r.engine_max_output_bytes = "2000000".into();
+        }),
+        ..Default::default()
+    })
+    .await;
+    let streamed =
+        "{% for r in pg.ledger %}{{ forloop.Counter }}={{ r.id }}:{{ r.label }}\n{% endfor %}";
+    let whole = format!("{streamed}{{% if pg.ledger %}}{{% endif %}}");
+    let uploads =
+        |outcome: &str| format!("reporter_artifact_uploads_total{{outcome=\"{outcome}\"}}");
+    let before = t.metrics().await;
+    let got = generate(&t, streamed, json!({})).await;
+    let want: String = (1..=30000)
+        .map(|i| format!("{i}={i}:row &lt;{i}&gt;\n"))
+        .collect();
+    assert!(got.len() > 800_000, "several pieces: {}", got.len());
+    assert!(got == want, "the artifact written in pieces differs");
+    assert!(got == generate(&t, &whole, json!({})).await);
+    assert_eq!(hidden_files(&root), Vec::<std::path::PathBuf>::new());
+    let after = t.metrics().await;
+    let counted = |text: &str, outcome: &str| metric(text, &uploads(outcome));
+    assert_eq!(
+        counted(&after, "committed") - counted(&before, "committed"),
+        2.0,
+        "both artifacts are written while rendered (a render without a streamed table too)"
+    );
+    // About 3.3 MB of output against a 2 MB bound: pieces went to storage before the bound.
+    let wide = "{% for r in pg.ledger %}{{ r.id }}:{{ r.label }}:{{ r.label }}:{{ r.label }}:{{ r.label }}:{{ r.label }}:{{ r.label }}\n{% endfor %}";
+    let tpl = t.upload_template("txt", wide).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Error", "{r}");
+    assert_eq!(
+        r["metadata"]["error_code"], "report_generation_failed",
+        "{r}"
+    );
+    let artifact = t
+        .app
+        .ports()
+        .storage
+        .get(&format!("reports/{tpl}/{id}.txt"))
+        .await
+        .expect("object storage");
+    assert_eq!(artifact, None, "a failed render left an artifact");
+    // The bytes removed by the abort may be removed a moment after the report ends.
+    let mut left = hidden_files(&root);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        left = hidden_files(&root);
+    }
+    assert_eq!(
+        left,
+        Vec::<std::path::PathBuf>::new(),
+        "temporary files left"
+    );
+    let ended = t.metrics().await;
+    assert_eq!(counted(&ended, "aborted") - counted(&after, "aborted"), 1.0);
+    assert_eq!(counted(&ended, "committed"), counted(&after, "committed"));
+    drop(t);
+    pg.remove().await;
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A render slower than the query's deadline holds the streamed query back past it: the
 /// report is then rendered again from a whole context (a slow template is not a slow source),
 /// and finishes with every row.

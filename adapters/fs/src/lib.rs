@@ -43,6 +43,7 @@ mod datasource;
 mod filter;
 mod load;
 mod storage;
+mod upload;
 
 pub use datasource::FileDataSource;
 pub use storage::{DEFAULT_CONTENT_TYPE, LocalObjectStorage};

@@ -1,11 +1,11 @@
 //! [`LocalObjectStorage`]: object storage in a local directory.
+use crate::upload::LocalUpload;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
 use reporter_ports::{ObjectKey, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Content type answered for an object whose sidecar is missing or unreadable.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
@@ -38,9 +38,6 @@ const META_SUFFIX: &str = ".meta";
 pub struct LocalObjectStorage {
     root: PathBuf,
 }
-
-/// Distinguishes temporary files written by this process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn unavailable(what: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(what.to_string())
@@ -98,51 +95,94 @@ impl LocalObjectStorage {
     async fn blocking<T: Send + 'static>(
         f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| unavailable(format!("local storage task failed: {e}")))?
+        blocking(f).await
     }
 }
 
-fn sidecar(path: &Path) -> PathBuf {
+/// Runs file work on the blocking thread pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| unavailable(format!("local storage task failed: {e}")))?
+}
+
+/// The sidecar's text for `content_type`.
+fn encode_meta(content_type: &str) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(&Meta {
+        content_type: content_type.to_owned(),
+    })
+    .map_err(|e| unavailable(format!("cannot encode metadata: {e}")))
+}
+
+/// The error of a failed write of the object at `path`.
+pub(crate) fn write_failed(path: &Path, e: std::io::Error) -> StoreError {
+    unavailable(format!("cannot write object {}: {e}", path.display()))
+}
+
+pub(crate) fn sidecar(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(META_SUFFIX);
     PathBuf::from(name)
 }
 
-/// Writes `bytes` to `target` atomically: temp file in the same directory, fsync, rename,
-/// fsync of the directory.
-fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = target
-        .parent()
-        .ok_or_else(|| std::io::Error::other("object path has no parent directory"))?;
-    let name = target
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("object path has no file name"))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(
-        ".{}-{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let temp = dir.join(temp_name);
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temp, target)?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        // Best effort: the temp file may or may not exist at this point.
-        let _ = std::fs::remove_file(&temp);
+/// Writes `bytes` to `target` atomically ([`TempObject`]).
+pub(crate) fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut temp = TempObject::create(target)?;
+    temp.write_all(bytes)?;
+    temp.persist()
+}
+
+/// A file written next to its target under a hidden temporary name, then made the target
+/// at once by [`Self::persist`] (fsync, rename, fsync of the directory): a reader sees the
+/// target's old content or the new one, never a part. Dropped unpersisted, it is removed.
+pub(crate) struct TempObject {
+    file: tempfile::NamedTempFile,
+    target: PathBuf,
+}
+
+impl TempObject {
+    /// A new empty temporary file in `target`'s directory (which must exist).
+    pub(crate) fn create(target: &Path) -> std::io::Result<Self> {
+        let dir = target
+            .parent()
+            .ok_or_else(|| std::io::Error::other("object path has no parent directory"))?;
+        let name = target
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("object path has no file name"))?;
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(name);
+        prefix.push(".");
+        let file = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
+        Ok(Self {
+            file,
+            target: target.to_owned(),
+        })
     }
-    result
+
+    /// Appends `bytes`.
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.as_file_mut().write_all(bytes)
+    }
+
+    /// The path it becomes.
+    pub(crate) fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Makes the file its target (replacing what was there), durably.
+    pub(crate) fn persist(self) -> std::io::Result<()> {
+        self.file.as_file().sync_all()?;
+        self.file.persist(&self.target).map_err(|e| e.error)?;
+        match self.target.parent() {
+            Some(dir) => sync_dir(dir),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Fsyncs a directory so a rename in it is durable (no-op where unsupported).
@@ -162,16 +202,11 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 impl ObjectStorage for LocalObjectStorage {
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError> {
         let path = self.object_path(key)?;
-        let meta = serde_json::to_vec(&Meta {
-            content_type: content_type.to_owned(),
-        })
-        .map_err(|e| unavailable(format!("cannot encode metadata: {e}")))?;
+        let meta = encode_meta(content_type)?;
         let size = bytes.len();
         let shown = key.to_owned();
         Self::blocking(move || {
-            let fail = |e: std::io::Error| {
-                unavailable(format!("cannot write object {}: {e}", path.display()))
-            };
+            let fail = |e: std::io::Error| write_failed(&path, e);
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(fail)?;
             }
@@ -182,6 +217,27 @@ impl ObjectStorage for LocalObjectStorage {
         .await?;
         tracing::debug!(key = %shown, size, "object stored");
         Ok(key.to_owned())
+    }
+
+    /// The object goes to a hidden temporary file next to its target, renamed over it at
+    /// commit (its sidecar then written as `put` writes it); an aborted or dropped upload
+    /// removes the file.
+    async fn begin_put(
+        &self,
+        key: &str,
+        content_type: &str,
+    ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
+        let path = self.object_path(key)?;
+        let meta = encode_meta(content_type)?;
+        let temp = Self::blocking(move || {
+            let fail = |e: std::io::Error| write_failed(&path, e);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(fail)?;
+            }
+            TempObject::create(&path).map_err(fail)
+        })
+        .await?;
+        Ok(Some(Box::new(LocalUpload::new(key, temp, meta))))
     }
 
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
@@ -255,13 +311,14 @@ impl ObjectStorage for LocalObjectStorage {
                     root.display()
                 )));
             }
-            let probe = root.join(format!(
-                ".check-{}-{}",
-                std::process::id(),
-                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-            ));
-            write_atomic(&probe, b"ok")
-                .and_then(|()| std::fs::remove_file(&probe))
+            // A hidden file written and fsynced, removed when dropped.
+            tempfile::Builder::new()
+                .prefix(".check-")
+                .tempfile_in(&root)
+                .and_then(|mut probe| {
+                    probe.write_all(b"ok")?;
+                    probe.as_file().sync_all()
+                })
                 .map_err(|e| {
                     unavailable(format!(
                         "storage root {} is not writable: {e}",

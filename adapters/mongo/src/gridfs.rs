@@ -1,5 +1,6 @@
 //! [`GridFsStorage`]: object storage in a GridFS bucket.
 use crate::error::unavailable;
+use crate::gridfs_upload::GridFsUpload;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -8,7 +9,7 @@ use mongodb::bson::{Bson, doc, oid::ObjectId};
 use mongodb::gridfs::{FilesCollectionDocument, GridFsBucket};
 use mongodb::options::GridFsBucketOptions;
 use mongodb::{Client, Database};
-use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
 use reporter_ports::{ObjectKey, StoreError};
 
 /// Content type answered for a file written by another tool without one.
@@ -81,6 +82,16 @@ impl GridFsStorage {
         Ok(files)
     }
 
+    /// Keeps only the newest version of `key` this call can see (the caller's, or a
+    /// concurrent newer one): whichever writer lists last sees every version and leaves
+    /// exactly one.
+    pub(crate) async fn keep_newest(&self, key: &str) -> Result<(), StoreError> {
+        for old in self.versions(key).await?.into_iter().skip(1) {
+            self.delete_file(old.id).await?;
+        }
+        Ok(())
+    }
+
     async fn delete_file(&self, id: Bson) -> Result<(), StoreError> {
         match self.bucket.delete(id).await {
             Ok(()) => Ok(()),
@@ -109,12 +120,26 @@ impl ObjectStorage for GridFsStorage {
             .close()
             .await
             .map_err(|e| StoreError::Unavailable(format!("gridfs close: {e}")))?;
-        // Keep only the newest version this put can see (its own, or a concurrent newer
-        // one): whichever put lists last sees every version and leaves exactly one.
-        for old in self.versions(key).await?.into_iter().skip(1) {
-            self.delete_file(old.id).await?;
-        }
+        self.keep_newest(key).await?;
         Ok(key.to_owned())
+    }
+
+    /// A GridFS upload stream: its chunks are written as the pieces come, and the file (its
+    /// `files` document) appears at commit, after which older versions are deleted as `put`
+    /// deletes them. An aborted or dropped upload deletes its chunks (the driver's).
+    async fn begin_put(
+        &self,
+        key: &str,
+        content_type: &str,
+    ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
+        check_key(key)?;
+        let stream = self
+            .bucket
+            .open_upload_stream(key)
+            .metadata(doc! { "content_type": content_type })
+            .await
+            .map_err(|e| unavailable("gridfs open upload", &e))?;
+        Ok(Some(Box::new(GridFsUpload::new(self.clone(), key, stream))))
     }
 
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {

@@ -15,6 +15,9 @@
 //! callers: `put` answers exactly the key it was given.
 //!
 //! # Objects
+//! - `begin_put` starts a multipart upload ([`upload`]): the pieces go up in parts of 5 MiB
+//!   (S3's minimum), at most two at a time, and the object appears whole at commit; an
+//!   abort (or a dropped upload) aborts the multipart upload, deleting its parts.
 //! - `put` writes the bytes in one request (overwriting) with the content type stored as the
 //!   object's `Content-Type`, which `get` answers back. For an object written by another tool
 //!   without one, `get` answers whatever type the server reports (S3 servers assign a
@@ -31,13 +34,16 @@ use futures_util::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
-    Attribute, Attributes, ClientOptions, ObjectStore, PutOptions, PutPayload, RetryConfig,
+    Attribute, Attributes, ClientOptions, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    RetryConfig,
 };
-use reporter_ports::ports::{ObjectStorage, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
 use reporter_ports::{ObjectKey, StoreError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod upload;
 
 /// Content type answered for an object stored without one.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
@@ -209,14 +215,19 @@ impl S3ObjectStorage {
     }
 }
 
+/// The object's `Content-Type`.
+fn content_type_attribute(content_type: &str) -> Attributes {
+    let mut attributes = Attributes::new();
+    attributes.insert(Attribute::ContentType, content_type.to_owned().into());
+    attributes
+}
+
 #[async_trait]
 impl ObjectStorage for S3ObjectStorage {
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError> {
         let path = self.path(key)?;
-        let mut attributes = Attributes::new();
-        attributes.insert(Attribute::ContentType, content_type.to_owned().into());
         let options = PutOptions {
-            attributes,
+            attributes: content_type_attribute(content_type),
             ..PutOptions::default()
         };
         self.store
@@ -227,6 +238,27 @@ impl ObjectStorage for S3ObjectStorage {
                 unavailable(e)
             })?;
         Ok(key.to_owned())
+    }
+
+    async fn begin_put(
+        &self,
+        key: &str,
+        content_type: &str,
+    ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
+        let path = self.path(key)?;
+        let options = PutMultipartOptions {
+            attributes: content_type_attribute(content_type),
+            ..PutMultipartOptions::default()
+        };
+        let upload = self
+            .store
+            .put_multipart_opts(&path, options)
+            .await
+            .map_err(|e| {
+                tracing::warn!(key, error = %e, "multipart upload could not start");
+                unavailable(e)
+            })?;
+        Ok(Some(Box::new(upload::S3Upload::new(key, upload))))
     }
 
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {

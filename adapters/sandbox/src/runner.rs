@@ -4,8 +4,8 @@ use crate::pool::Session;
 use crate::protocol::{Op, RequestHeader};
 use async_trait::async_trait;
 use reporter_ports::ports::{
-    RenderContext, RenderError, RenderJob, RenderLimits, RenderSession, RunnerError, StreamPlan,
-    TemplateAnalysis, TemplateRunner,
+    OutputPieces, RenderContext, RenderError, RenderJob, RenderLimits, RenderSession, RunnerError,
+    StreamPlan, TemplateAnalysis, TemplateRunner,
 };
 use reporter_ports::template::MappedFields;
 use std::sync::Arc;
@@ -131,5 +131,20 @@ impl RenderSession for StreamedRender {
 
     async fn finish(self: Box<Self>) -> Result<String, RunnerError> {
         utf8(self.0.finish().await?).await
+    }
+
+    fn take_output(&mut self) -> Option<Box<dyn OutputPieces>> {
+        let pieces = self.0.take_output()?;
+        Some(Box::new(Pieces(pieces)))
+    }
+}
+
+/// [`OutputPieces`] from a [`Session`]'s queue.
+struct Pieces(tokio::sync::mpsc::Receiver<bytes::Bytes>);
+
+#[async_trait]
+impl OutputPieces for Pieces {
+    async fn next(&mut self) -> Option<bytes::Bytes> {
+        self.0.recv().await
     }
 }

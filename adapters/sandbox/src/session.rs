@@ -1,16 +1,24 @@
 //! [`Session`]: one streamed render in a child, from its plan to its answer.
 use crate::pool::{Inner, Warm};
 use crate::protocol::{self, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
+use bytes::Bytes;
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError, StreamPlan};
 use std::io;
 use std::sync::Arc;
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 
 /// Largest plan frame a child may send.
 const MAX_PLAN: u64 = 64 * 1024;
+
+/// The child's last frame: its kind and payload.
+type Answer = (u8, Vec<u8>);
+
+/// Output pieces read from the child and not yet taken by the session's reader
+/// ([`Session::take_output`]); past them, the child waits.
+const PIECES_QUEUED: usize = 4;
 
 /// Size asked for a streamed render's input and output pipes (the Linux default is 64 KiB;
 /// unprivileged processes may ask up to `/proc/sys/fs/pipe-max-size`, 1 MiB by default). The
@@ -36,16 +44,21 @@ fn widen_pipes(stdin: &ChildStdin, stdout: &tokio::process::ChildStdout) {
 
 /// A streamed render under way: the child has parsed the template and named the table it
 /// takes as a stream ([`Self::plan`]); the context, then that table's rows, then the end
-/// follow. The child's answer is read from the start, so a child that answers early (a
-/// template error, or a template done before the last row) never waits on a parent that is
-/// still writing. Dropping a session kills its child and frees its slot.
+/// follow. The child's answer is read from the context on (before it the child only reads),
+/// so a child that answers early (a template error, or a template done before the last row)
+/// never waits on a parent that is still writing. Dropping a session kills its child and
+/// frees its slot.
 pub struct Session {
     inner: Arc<Inner>,
     _permit: OwnedSemaphorePermit,
     child: Child,
     stdin: ChildStdin,
     stderr: Option<JoinHandle<String>>,
-    answer: JoinHandle<io::Result<(u8, Vec<u8>)>>,
+    /// The child's output until its answer is read ([`Self::read_from_now`]).
+    stdout: Option<ChildStdout>,
+    /// Where the output's pieces go, once taken ([`Self::take_output`]).
+    pieces: Option<mpsc::Sender<Bytes>>,
+    answer: Option<JoinHandle<io::Result<Answer>>>,
     plan: Option<StreamPlan>,
     /// The wall-clock bound: from the start, then from the context's arrival.
     deadline: Instant,
@@ -102,15 +115,15 @@ impl Session {
                 });
             }
         };
-        let max_answer = inner.max_answer();
-        let answer = tokio::spawn(async move { read_answer(&mut stdout, max_answer).await });
         Ok(Self {
             inner,
             _permit: permit,
             child,
             stdin,
             stderr: Some(stderr),
-            answer,
+            stdout: Some(stdout),
+            pieces: None,
+            answer: None,
             plan,
             deadline,
             taking_rows: true,
@@ -122,8 +135,32 @@ impl Session {
         self.plan.as_ref()
     }
 
+    /// Takes the output's pieces as the child hands them out (a queue of [`PIECES_QUEUED`]):
+    /// [`Self::finish`] then answers only what follows the last piece. `None` once the answer
+    /// is being read (after [`Self::send_context`]). The pieces are checked to be UTF-8 and
+    /// count against the output bound as before; the queue ends when the answer is read or
+    /// the session dropped.
+    pub fn take_output(&mut self) -> Option<mpsc::Receiver<Bytes>> {
+        self.stdout.as_ref()?;
+        let (tx, rx) = mpsc::channel(PIECES_QUEUED);
+        self.pieces = Some(tx);
+        Some(rx)
+    }
+
+    /// Starts reading the child's answer (once).
+    fn read_from_now(&mut self) {
+        if let Some(mut stdout) = self.stdout.take() {
+            let max = self.inner.max_answer();
+            let pieces = self.pieces.take();
+            self.answer = Some(tokio::spawn(async move {
+                read_answer(&mut stdout, max, pieces).await
+            }));
+        }
+    }
+
     /// Sends the context; the wall-clock bound counts from here.
     pub async fn send_context(&mut self, context: &RenderContext) -> Result<(), RunnerError> {
+        self.read_from_now();
         self.deadline = Instant::now() + self.inner.config.wall_timeout;
         let write = protocol::write_frame_parts_async(&mut self.stdin, DATA, context.parts());
         let done = timeout_at(self.deadline, write).await;
@@ -143,15 +180,19 @@ impl Session {
 
     /// Ends the rows (when the child still reads them) and reads the answer.
     pub async fn finish(mut self) -> Result<Vec<u8>, RunnerError> {
+        self.read_from_now();
         if self.taking_rows {
             let end = protocol::write_frame_async(&mut self.stdin, END, b"");
             let done = timeout_at(self.deadline, end).await;
             self.written(done).await?;
         }
-        let answer = match timeout_at(self.deadline, &mut self.answer).await {
-            Ok(Ok(read)) => Some(read),
-            Ok(Err(e)) => Some(Err(io::Error::other(e))),
-            Err(_) => None,
+        let answer = match self.answer.as_mut() {
+            Some(reading) => match timeout_at(self.deadline, reading).await {
+                Ok(Ok(read)) => Some(read),
+                Ok(Err(e)) => Some(Err(io::Error::other(e))),
+                Err(_) => None,
+            },
+            None => Some(Err(io::Error::other("the answer was never read"))),
         };
         let stderr = self
             .stderr
@@ -188,21 +229,27 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.answer.abort();
+        if let Some(reading) = &self.answer {
+            reading.abort();
+        }
         let _ = self.child.start_kill();
     }
 }
 
 /// The child's answer: the output's pieces ([`PIECE`]) joined with the [`OK`] frame's
-/// payload (at most `max` bytes in all), or its last frame as it is (an error discards the
-/// pieces).
+/// payload, or, when `pieces` takes them, sent there (UTF-8 checked) and the payload alone;
+/// at most `max` bytes in all. Any other last frame is answered as it is (an error discards
+/// the pieces).
 async fn read_answer(
     stdout: &mut (impl tokio::io::AsyncRead + Unpin),
     max: u64,
-) -> io::Result<(u8, Vec<u8>)> {
+    pieces: Option<mpsc::Sender<Bytes>>,
+) -> io::Result<Answer> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
     let mut output: Vec<u8> = Vec::new();
+    let mut handed_out: u64 = 0;
     loop {
-        let left = max.saturating_sub(output.len() as u64);
+        let left = max.saturating_sub(handed_out);
         let (kind, payload) = protocol::read_frame_async(stdout, left).await?;
         if kind != PIECE {
             if kind != OK || output.is_empty() {
@@ -213,15 +260,79 @@ async fn read_answer(
         }
         // A piece ends a line: an empty one is a child that sends frames without output.
         if payload.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "an empty output piece",
-            ));
+            return Err(invalid("an empty output piece"));
         }
-        if output.is_empty() {
-            output = payload;
-        } else {
-            output.extend_from_slice(&payload);
+        handed_out += payload.len() as u64;
+        match &pieces {
+            Some(queue) => {
+                if std::str::from_utf8(&payload).is_err() {
+                    return Err(invalid("an output piece that is not UTF-8"));
+                }
+                // A reader that went away no longer wants the output: it is only counted.
+                let _ = queue.send(Bytes::from(payload)).await;
+            }
+            None if output.is_empty() => output = payload,
+            None => output.extend_from_slice(&payload),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(list: &[(u8, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (kind, payload) in list {
+            protocol::write_frame(&mut out, *kind, payload).expect("a frame in memory");
+        }
+        out
+    }
+
+    async fn read(
+        bytes: Vec<u8>,
+        max: u64,
+        pieces: Option<mpsc::Sender<Bytes>>,
+    ) -> io::Result<(u8, Vec<u8>)> {
+        read_answer(&mut bytes.as_slice(), max, pieces).await
+    }
+
+    #[tokio::test]
+    async fn pieces_are_joined_with_the_answer_or_queued_apart_from_it() {
+        let answer = frames(&[(PIECE, b"a\n"), (PIECE, b"b\n"), (OK, b"end")]);
+        let joined = read(answer.clone(), 100, None).await.expect("an answer");
+        assert_eq!(joined, (OK, b"a\nb\nend".to_vec()));
+        let (tx, mut rx) = mpsc::channel(PIECES_QUEUED);
+        let tail = read(answer, 100, Some(tx)).await.expect("an answer");
+        assert_eq!(tail, (OK, b"end".to_vec()));
+        assert_eq!(rx.recv().await.as_deref(), Some(&b"a\n"[..]));
+        assert_eq!(rx.recv().await.as_deref(), Some(&b"b\n"[..]));
+        assert_eq!(rx.recv().await, None, "the queue ends with the answer");
+    }
+
+    #[tokio::test]
+    async fn queued_pieces_are_bounded_checked_and_dropped_with_an_error() {
+        // The bound counts the queued pieces.
+        let answer = frames(&[(PIECE, b"0123456789\n"), (OK, b"0123456789")]);
+        let (tx, _rx) = mpsc::channel(PIECES_QUEUED);
+        assert!(read(answer, 15, Some(tx)).await.is_err());
+        // A piece that is not UTF-8 ends the answer as invalid.
+        let answer = frames(&[(PIECE, b"\xff\xfe\n"), (OK, b"")]);
+        let (tx, _rx) = mpsc::channel(PIECES_QUEUED);
+        let e = read(answer, 100, Some(tx)).await.expect_err("refused");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        // An error answer is answered as it is: the pieces before it are not an output.
+        let answer = frames(&[(PIECE, b"a\n"), (protocol::ERROR, b"{}")]);
+        let (tx, _rx) = mpsc::channel(PIECES_QUEUED);
+        let got = read(answer, 100, Some(tx)).await.expect("an answer");
+        assert_eq!(got.0, protocol::ERROR);
+        // A reader gone away: the pieces are counted, not queued, and the answer still read.
+        let answer = frames(&[(PIECE, b"a\n"), (PIECE, b"b\n"), (OK, b"end")]);
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        assert_eq!(
+            read(answer, 100, Some(tx)).await.expect("an answer"),
+            (OK, b"end".to_vec())
+        );
     }
 }

@@ -405,3 +405,46 @@ async fn a_streamed_render_fails_times_out_and_is_abandoned_cleanly() {
     assert!(a.finish().await.is_ok() && b.finish().await.is_ok());
     assert!(pool.idle_children() <= 2);
 }
+
+/// Pieces taken before the context come out as the render hands them out, while the rows
+/// are still sent; the answer is then only what follows the last piece. Taking them later
+/// answers `None` (the answer is already being read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_pieces_taken_before_the_context_come_out_as_rendered() {
+    let n = 120_000;
+    let want: String = (0..n).map(|i| format!("piece {i}\n")).collect();
+    let r = runner_with_output(4 * 1024 * 1024);
+    let mut s = start(&r, &format!("stream-pieces:{n}")).await;
+    let mut pieces = s.take_output().expect("a sandbox session hands out pieces");
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        let mut count = 0;
+        while let Some(piece) = pieces.next().await {
+            assert!(piece.ends_with(b"\n"), "a piece ends a line");
+            got.extend_from_slice(&piece);
+            count += 1;
+        }
+        (String::from_utf8(got).expect("UTF-8 pieces"), count)
+    });
+    s.send_context(&ctx()).await.unwrap();
+    assert!(s.send_rows(br#"[{"a":1}]"#).await.unwrap());
+    assert_eq!(s.finish().await.unwrap(), "end");
+    let (got, count) = reader.await.unwrap();
+    assert!(count > 1, "{count} pieces");
+    assert!(got == want, "the pieces are not the output's beginning");
+    // Too late once the context is sent.
+    let mut s = start(&r, "stream").await;
+    s.send_context(&ctx()).await.unwrap();
+    assert!(s.take_output().is_none());
+    // Abandoned: the reader sees the end.
+    let mut s = start(&r, &format!("stream-pieces:{n}")).await;
+    let mut pieces = s.take_output().expect("pieces");
+    s.send_context(&ctx()).await.unwrap();
+    assert!(s.send_rows(br#"[{"a":1}]"#).await.unwrap());
+    drop(s);
+    let drained = tokio::time::timeout(Duration::from_secs(5), async {
+        while pieces.next().await.is_some() {}
+    })
+    .await;
+    assert!(drained.is_ok(), "the pieces never ended");
+}

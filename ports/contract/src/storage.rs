@@ -11,7 +11,11 @@
 //!   [`reporter_ports::ObjectKey`], the rule they share);
 //! - store a 5 MiB object intact;
 //! - accept concurrent puts to distinct keys;
-//! - pass `check` on a fresh instance.
+//! - pass `check` on a fresh instance;
+//! - when it writes objects in pieces (`begin_put` answers an upload): store the pieces as
+//!   one object (13 MiB in pieces of unequal size, past S3's 5 MiB part minimum), keep the
+//!   key as it was until commit, and leave it as it was after an abort, a drop or a failed
+//!   commit; refuse invalid keys.
 use bytes::Bytes;
 use reporter_ports::StoreError;
 use reporter_ports::ports::ObjectStorage;
@@ -53,6 +57,10 @@ macro_rules! object_storage_contract {
                 large_object_round_trip,
                 concurrent_puts_to_distinct_keys,
                 check_passes,
+                upload_in_pieces_round_trips,
+                upload_is_invisible_until_commit,
+                aborted_or_dropped_upload_leaves_the_key,
+                upload_refuses_invalid_keys,
             ]
         );
     };
@@ -198,4 +206,144 @@ pub async fn concurrent_puts_to_distinct_keys<S: ObjectStorage>(storage: &S) {
 
 pub async fn check_passes<S: ObjectStorage>(storage: &S) {
     storage.check().await.expect("check on a fresh instance");
+}
+
+/// Begins a piecewise write of `key`; `None` for a storage that takes whole objects only
+/// (it has nothing more to check in the upload checks).
+async fn begin<S: ObjectStorage>(
+    storage: &S,
+    key: &str,
+    content_type: &str,
+) -> Option<Box<dyn reporter_ports::ports::ObjectUpload>> {
+    storage
+        .begin_put(key, content_type)
+        .await
+        .unwrap_or_else(|e| panic!("begin_put {key:?} failed: {e}"))
+}
+
+/// Pieces of 1 byte, 3 MiB + 7, 7 MiB and 3 MiB - 1: past S3's 5 MiB part minimum, with
+/// parts that do not fall on a piece boundary.
+fn pieces() -> Vec<Bytes> {
+    [1, 3 * 1024 * 1024 + 7, 7 * 1024 * 1024, 3 * 1024 * 1024 - 1]
+        .iter()
+        .enumerate()
+        .map(|(n, len)| {
+            Bytes::from(
+                (0..*len)
+                    .map(|i| ((i * 7 + n * 13) % 251) as u8)
+                    .collect::<Vec<u8>>(),
+            )
+        })
+        .collect()
+}
+
+pub async fn upload_in_pieces_round_trips<S: ObjectStorage>(storage: &S) {
+    let key = "reports/tenant-a/pieces.csv";
+    let Some(mut upload) = begin(storage, key, "text/csv").await else {
+        return;
+    };
+    let pieces = pieces();
+    for piece in &pieces {
+        upload.write(piece.clone()).await.expect("write a piece");
+    }
+    let stored = upload.commit().await.expect("commit");
+    assert_eq!(stored, key, "commit must answer the requested key");
+    let got = storage.get(key).await.expect("get").expect("present");
+    let whole: Vec<u8> = pieces.concat();
+    assert_eq!(got.bytes.len(), whole.len());
+    assert!(got.bytes == whole, "the pieces came back altered");
+    assert_eq!(got.content_type, "text/csv");
+    // An upload of nothing is an empty object.
+    let empty = "reports/tenant-a/empty.csv";
+    let upload = begin(storage, empty, "text/csv").await.expect("an upload");
+    upload.commit().await.expect("commit empty");
+    let got = storage.get(empty).await.expect("get").expect("present");
+    assert!(got.bytes.is_empty());
+}
+
+pub async fn upload_is_invisible_until_commit<S: ObjectStorage>(storage: &S) {
+    let (old, new) = (
+        "reports/tenant-a/replaced.txt",
+        "reports/tenant-a/fresh.txt",
+    );
+    storage
+        .put(old, Bytes::from_static(b"old version"), "text/plain")
+        .await
+        .expect("put");
+    let Some(mut replacing) = begin(storage, old, "text/csv").await else {
+        return;
+    };
+    let mut fresh = begin(storage, new, "text/csv").await.expect("an upload");
+    for piece in pieces() {
+        replacing.write(piece.clone()).await.expect("write");
+        fresh.write(piece).await.expect("write");
+    }
+    let got = storage.get(old).await.expect("get").expect("present");
+    assert_eq!(got.bytes.as_ref(), b"old version", "visible before commit");
+    assert_eq!(got.content_type, "text/plain");
+    assert_eq!(
+        storage.get(new).await.expect("get"),
+        None,
+        "visible before commit"
+    );
+    replacing.commit().await.expect("commit");
+    fresh.commit().await.expect("commit");
+    let whole = pieces().concat();
+    for key in [old, new] {
+        let got = storage.get(key).await.expect("get").expect("present");
+        assert!(got.bytes == whole, "{key} is not the new object");
+        assert_eq!(got.content_type, "text/csv");
+    }
+}
+
+pub async fn aborted_or_dropped_upload_leaves_the_key<S: ObjectStorage>(storage: &S) {
+    let (kept, absent) = ("reports/tenant-a/kept.txt", "reports/tenant-a/absent.txt");
+    storage
+        .put(kept, Bytes::from_static(b"kept"), "text/plain")
+        .await
+        .expect("put");
+    for key in [kept, absent] {
+        let Some(mut aborted) = begin(storage, key, "text/csv").await else {
+            return;
+        };
+        let mut dropped = begin(storage, key, "text/csv").await.expect("an upload");
+        for piece in pieces() {
+            aborted.write(piece.clone()).await.expect("write");
+            dropped.write(piece).await.expect("write");
+        }
+        aborted.abort().await;
+        drop(dropped);
+    }
+    let got = storage.get(kept).await.expect("get").expect("present");
+    assert_eq!(got.bytes.as_ref(), b"kept");
+    assert_eq!(got.content_type, "text/plain");
+    assert_eq!(storage.get(absent).await.expect("get"), None);
+    // The key still takes a new object.
+    let mut upload = begin(storage, absent, "text/plain")
+        .await
+        .expect("an upload");
+    upload
+        .write(Bytes::from_static(b"after"))
+        .await
+        .expect("write");
+    upload.commit().await.expect("commit");
+    let got = storage.get(absent).await.expect("get").expect("present");
+    assert_eq!(got.bytes.as_ref(), b"after");
+}
+
+pub async fn upload_refuses_invalid_keys<S: ObjectStorage>(storage: &S) {
+    if begin(storage, "valid/key.txt", "text/plain")
+        .await
+        .is_none()
+    {
+        return;
+    }
+    for key in INVALID_KEYS {
+        let began = storage.begin_put(key, "text/plain").await;
+        assert!(
+            matches!(began, Err(StoreError::Unavailable(_))),
+            "begin_put {key:?} must be rejected, got {:?}",
+            began.as_ref().map(|u| u.is_some())
+        );
+    }
 }

@@ -18,10 +18,39 @@ pub trait ObjectStorage: Send + Sync {
     /// Writes (or overwrites) the object and answers the key exactly as stored. Callers MUST
     /// record the returned key, not the one they asked for.
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError>;
+    /// Starts writing the object a piece at a time ([`ObjectUpload`]), so the writer never
+    /// holds it whole. `Ok(None)` when this storage only takes whole objects: the caller
+    /// gathers the pieces and calls [`put`](Self::put). The default takes whole objects.
+    async fn begin_put(
+        &self,
+        key: &str,
+        content_type: &str,
+    ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
+        let _ = (key, content_type);
+        Ok(None)
+    }
     /// Reads an object; `Ok(None)` when absent.
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError>;
     /// Deletes an object; deleting an absent object succeeds.
     async fn delete(&self, key: &str) -> Result<(), StoreError>;
     /// Readiness probe.
     async fn check(&self) -> Result<(), StoreError>;
+}
+
+/// An object being written a piece at a time ([`ObjectStorage::begin_put`]).
+///
+/// Implementations MUST keep the object invisible until [`commit`](Self::commit): before it,
+/// readers see the key's previous object (or none), after it the whole new one, never a
+/// part. [`abort`](Self::abort), or dropping the upload uncommitted, MUST leave the key as it
+/// was; what an abandoned upload wrote is removed (by `abort` at once; after a drop, as soon
+/// as the adapter can).
+#[async_trait]
+pub trait ObjectUpload: Send {
+    /// Appends `piece` to the object.
+    async fn write(&mut self, piece: Bytes) -> Result<(), StoreError>;
+    /// Makes the whole object visible under its key (replacing an older one) and answers
+    /// the key exactly as stored, as [`ObjectStorage::put`] does.
+    async fn commit(self: Box<Self>) -> Result<String, StoreError>;
+    /// Discards what was written; the key keeps what it held before.
+    async fn abort(self: Box<Self>);
 }

@@ -61,6 +61,26 @@ pub trait RenderSession: Send + std::fmt::Debug {
     /// render no longer takes rows: it finished without reading them all, or failed; its
     /// answer is [`finish`](Self::finish)'s.
     async fn send_rows(&mut self, chunk: &[u8]) -> Result<bool, RunnerError>;
-    /// Ends the rows (if the render still takes them) and waits for the output.
+    /// Ends the rows (if the render still takes them) and waits for the output: all of it,
+    /// or, after [`take_output`](Self::take_output), what follows the last piece.
     async fn finish(self: Box<Self>) -> Result<String, RunnerError>;
+    /// Takes the output's pieces as the render hands them out, so the caller never holds the
+    /// whole output. MUST be called before [`send_context`](Self::send_context) (later it
+    /// answers `None`). `None` when this session answers in one piece (the default).
+    ///
+    /// The pieces are only the output once [`finish`](Self::finish) answered `Ok`: the
+    /// output is the pieces followed by that answer. After an `Err`, or when the session is
+    /// dropped, the pieces given so far are not an output, and the reader sees the end.
+    /// The reader MUST keep reading until the end: a piece not read holds the render back.
+    fn take_output(&mut self) -> Option<Box<dyn OutputPieces>> {
+        None
+    }
+}
+
+/// The output's pieces of a streamed render ([`RenderSession::take_output`]), in order.
+#[async_trait]
+pub trait OutputPieces: Send {
+    /// The next piece: UTF-8 text ending a line, cleaned up exactly as the whole output is;
+    /// `None` once the render answered, failed or was abandoned.
+    async fn next(&mut self) -> Option<bytes::Bytes>;
 }
