@@ -274,6 +274,9 @@ macro_rules! sql_config {
         c.schemas = $m.schemas.clone();
         c.sslmode = $m.tls.mode;
         c.ssl_root_cert = $scratch.root_cert($id, $m.tls.root_cert.as_ref())?;
+        // The row limit is `ENGINE_MAX_ROWS`, sent with every query: no second, lower cap of
+        // the adapter's own (100,000) may end a report that setting allows.
+        c.max_rows = usize::MAX;
         c
     }};
 }

@@ -172,6 +172,47 @@ async fn a_postgresql_table_streams_into_the_render_and_a_failing_one_is_taken_b
     pg.remove().await;
 }
 
+/// `ENGINE_MAX_ROWS` is the row limit of a SQL source: raised past 100,000 (the adapter's
+/// own default cap), a table of 100,001 rows is read whole; one row more than the setting
+/// still fails the section.
+#[tokio::test]
+async fn engine_max_rows_is_the_only_row_limit_of_a_sql_source() {
+    let Some(pg) = scratch_pg(
+        "reporter_many_rows",
+        "CREATE TABLE big (id int); INSERT INTO big SELECT g FROM generate_series(1, 100001) g;",
+    )
+    .await
+    else {
+        return;
+    };
+    let t = start_with(Options {
+        env: pg.source_env("PG"),
+        tweak: Some(|r| r.engine_max_rows = "100001".into()),
+        ..Default::default()
+    })
+    .await;
+    let count = "{{ pg.big|length }}";
+    assert_eq!(generate(&t, count, json!({})).await, "100001");
+    drop(t);
+    let t = start_with(Options {
+        env: pg.source_env("PG"),
+        tweak: Some(|r| r.engine_max_rows = "100000".into()),
+        ..Default::default()
+    })
+    .await;
+    let tpl = t.upload_template("txt", count).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 400).await;
+    assert_eq!(r["status"], "Error", "{r}");
+    assert_eq!(
+        r["metadata"]["sections"]["pg"]["error_code"],
+        "row_limit_exceeded",
+        "{r}"
+    );
+    drop(t);
+    pg.remove().await;
+}
+
 /// Where the pieces test keeps its artifacts (`fs` object storage).
 fn pieces_root() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("reporter-e2e-pieces-{}", std::process::id()))
