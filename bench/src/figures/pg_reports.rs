@@ -58,7 +58,7 @@ impl ScratchDb {
             &db.name,
             &format!(
                 "CREATE TABLE ledger (id bigint PRIMARY KEY, amount numeric(14,2) NOT NULL, label text NOT NULL, booked_on date NOT NULL);
-                 INSERT INTO ledger SELECT g, ((g * 7919) % 10000000) / 100.0, 'entry ' || g || ' ' || md5(g::text), DATE '2020-01-01' + (g % 1500) FROM generate_series(1, {rows}) g;
+                 INSERT INTO ledger SELECT g, ((g::bigint * 7919) % 10000000) / 100.0, 'entry ' || g || ' ' || md5(g::text), DATE '2020-01-01' + (g % 1500) FROM generate_series(1, {rows}) g;
                  CREATE VIEW ledger_html AS SELECT * FROM ledger WHERE id <= {};
                  CREATE VIEW ledger_pdf AS SELECT * FROM ledger WHERE id <= {};
                  ANALYZE ledger;",

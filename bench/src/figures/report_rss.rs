@@ -4,6 +4,10 @@
 //! it (after start-up and the template upload), against the report's size; RSS after ten
 //! reports is `VmRSS` after the tenth against after the first. Templates render in sandbox
 //! child processes (a fresh one per render, as a profile shows): their memory is not counted.
+//!
+//! The same peak with artifacts on disk (`OBJECT_STORAGE_BACKEND=fs`, written while rendered),
+//! for that table and one four times its size: what generation itself holds, whatever the
+//! row count.
 use super::pg_reports::{self, Kind, ScratchDb};
 use super::serve::{peak_rss_mb, status_mb};
 use crate::harness::{Ctx, Figure, Sample, Target};
@@ -13,6 +17,10 @@ use std::time::Duration;
 #[derive(Default)]
 pub struct ReportRss {
     db: Option<ScratchDb>,
+    /// The table four times larger, for the `fs` rows.
+    large: Option<ScratchDb>,
+    /// The `fs` storage's directory (removed with the figure).
+    objects: Option<std::path::PathBuf>,
 }
 
 /// Reports per round.
@@ -55,6 +63,64 @@ fn measure(ctx: &Ctx, db: &ScratchDb) -> anyhow::Result<Run> {
     })
 }
 
+/// Peak RSS above idle (MB) of one report of `db`'s table with artifacts in `objects`
+/// (`fs` storage), and the report's size (MB).
+fn measure_on_disk(
+    ctx: &Ctx,
+    db: &ScratchDb,
+    objects: &std::path::Path,
+) -> anyhow::Result<(f64, f64)> {
+    let path = objects.display().to_string();
+    let extra = [
+        ("OBJECT_STORAGE_BACKEND", "fs"),
+        ("OBJECT_STORAGE_PATH", path.as_str()),
+    ];
+    let serve = pg_reports::serve_with(ctx, db, &extra)?;
+    let id = Kind::Csv.upload(&serve)?;
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = serve.pid();
+    let idle = status_mb(pid, "VmRSS");
+    let run = pg_reports::report(&serve, &id)?;
+    let peak = peak_rss_mb(pid) - idle;
+    Ok((peak, run.bytes as f64 / 1024.0 / 1024.0))
+}
+
+impl ReportRss {
+    /// The `fs` rows: one report of each table, artifacts on disk.
+    fn on_disk(&mut self, ctx: &Ctx) -> anyhow::Result<Vec<Sample>> {
+        let rows = pg_reports::rows(ctx);
+        if self.large.is_none() {
+            self.large = Some(ScratchDb::create(rows * 4)?);
+        }
+        let objects = self
+            .objects
+            .get_or_insert_with(|| {
+                std::env::temp_dir().join(format!("reporter-bench-objects-{}", std::process::id()))
+            })
+            .clone();
+        let mut samples = Vec::new();
+        for db in [self.db.as_ref(), self.large.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let (peak, size) = measure_on_disk(ctx, db, &objects)?;
+            samples.push(Sample {
+                row: format!(
+                    "P6 peak RSS above idle, one {}-row CSV report, artifacts in fs",
+                    db.rows
+                ),
+                unit: "MB",
+                reporter: peak,
+                baseline: size,
+                baseline_name: "the report's size",
+                target: Some(Target::AtMost(16.0)),
+            });
+        }
+        let _ = std::fs::remove_dir_all(&objects);
+        Ok(samples)
+    }
+}
+
 #[async_trait]
 impl Figure for ReportRss {
     fn name(&self) -> &'static str {
@@ -70,7 +136,8 @@ impl Figure for ReportRss {
             let db = self.db.as_ref().expect("created above");
             let r = measure(ctx, db)?;
             let n = db.rows;
-            Ok(vec![
+            let on_disk = self.on_disk(ctx)?;
+            Ok([
                 Sample {
                     row: format!("P6 peak RSS above idle, one {n}-row CSV report"),
                     unit: "MB",
@@ -87,11 +154,18 @@ impl Figure for ReportRss {
                     baseline_name: "RSS after 1",
                     target: Some(Target::RatioAtMost(1.1)),
                 },
-            ])
+            ]
+            .into_iter()
+            .chain(on_disk)
+            .collect())
         })
     }
 
     async fn finish(&mut self, _ctx: &Ctx) {
         self.db = None;
+        self.large = None;
+        if let Some(objects) = self.objects.take() {
+            let _ = std::fs::remove_dir_all(objects);
+        }
     }
 }
