@@ -3,9 +3,12 @@
 //!
 //! The render's pieces ([`OutputPieces`]) go to an [`ObjectUpload`] from a task of their own,
 //! which keeps reading them even after a write failed (a piece not read would hold the
-//! render back). The upload is committed only with the render's answer
-//! ([`ArtifactUpload::finish`]); a render that failed, was abandoned or whose
-//! [`ArtifactUpload`] is dropped aborts it, so nothing partial is ever visible.
+//! render back). Two steps end it: [`ArtifactUpload::finish`] writes the render's answer
+//! (the output after the last piece), and [`Written::commit`] makes the artifact visible;
+//! the job commits after its generation deadline, as it would put a whole artifact, so a job
+//! that times out or is canceled never leaves one behind. A render that failed or was
+//! abandoned, a dropped [`ArtifactUpload`] or [`Written`], or a failed write aborts the
+//! upload: nothing partial is ever visible.
 use super::{Worker, WorkerMetrics};
 use bytes::Bytes;
 use reporter_ports::StoreError;
@@ -15,11 +18,24 @@ use reporter_ports::template::OutputFormat;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// An upload under way: the pieces' task and the answer it waits for.
+/// An upload under way: the pieces' task and the signals it waits for.
 pub(super) struct ArtifactUpload {
     /// The render's answer (the output after the last piece); dropped: abort.
     answer: oneshot::Sender<String>,
+    /// The artifact's size once every byte is written (or why not).
+    written: oneshot::Receiver<Result<u64, StoreError>>,
+    /// The go-ahead to commit; dropped: abort.
+    commit: oneshot::Sender<()>,
     done: JoinHandle<Result<Stored, StoreError>>,
+}
+
+/// An artifact written whole and not yet visible: [`Self::commit`] or drop (abort).
+#[derive(Debug)]
+pub(super) struct Written {
+    commit: oneshot::Sender<()>,
+    done: JoinHandle<Result<Stored, StoreError>>,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// A committed artifact.
@@ -27,6 +43,13 @@ pub(super) struct ArtifactUpload {
 pub(super) struct Stored {
     pub key: String,
     pub size: u64,
+}
+
+/// The task's signals.
+struct Signals {
+    answered: oneshot::Receiver<String>,
+    written: oneshot::Sender<Result<u64, StoreError>>,
+    commit: oneshot::Receiver<()>,
 }
 
 impl Worker {
@@ -65,33 +88,59 @@ impl ArtifactUpload {
         metrics: WorkerMetrics,
     ) -> Self {
         let (answer, answered) = oneshot::channel();
+        let (written_tx, written) = oneshot::channel();
+        let (commit, commit_rx) = oneshot::channel();
+        let signals = Signals {
+            answered,
+            written: written_tx,
+            commit: commit_rx,
+        };
         let done = tokio::spawn(async move {
-            let (outcome, stored) = write_pieces(upload, pieces, answered).await;
+            let (outcome, stored) = write_pieces(upload, pieces, signals).await;
             metrics.upload_ended(outcome);
             stored
         });
-        Self { answer, done }
+        Self {
+            answer,
+            written,
+            commit,
+            done,
+        }
     }
 
-    /// Ends the upload with the render's answer `tail` (what follows the last piece) and
-    /// commits it. MUST only be called once the render answered `Ok` (its pieces are then
-    /// the output's beginning).
-    pub(super) async fn finish(self, tail: String) -> Result<Stored, StoreError> {
-        // The task ends with an error if it is gone (it only ends after the answer).
+    /// Writes the render's answer `tail` (what follows the last piece) after the pieces.
+    /// MUST only be called once the render answered `Ok` (its pieces are then the output's
+    /// beginning). An `Err` (a write failed) has aborted the upload.
+    pub(super) async fn finish(self, tail: String) -> Result<Written, StoreError> {
+        let gone = || StoreError::Unavailable("the artifact upload task ended early".into());
+        // The task only ends after the answer; a send that fails finds it gone.
         let _ = self.answer.send(tail);
+        let size = self.written.await.map_err(|_| gone())??;
+        Ok(Written {
+            commit: self.commit,
+            done: self.done,
+            size,
+        })
+    }
+}
+
+impl Written {
+    /// Makes the artifact visible under its key.
+    pub(super) async fn commit(self) -> Result<Stored, StoreError> {
+        let _ = self.commit.send(());
         self.done
             .await
             .map_err(|e| StoreError::Unavailable(format!("the artifact upload task failed: {e}")))?
     }
 }
 
-/// Writes every piece, then, with the answer, the tail and the commit; without it (the
-/// render failed or was abandoned), or after a failed write, the abort. With the outcome
-/// ([`UPLOAD_OUTCOMES`](super::metrics::UPLOAD_OUTCOMES)).
+/// Writes every piece, then, with the answer, the tail; then, with the go-ahead, commits.
+/// Without the answer (the render failed or was abandoned) or the go-ahead, or after a failed
+/// write, it aborts. With the outcome ([`UPLOAD_OUTCOMES`](super::metrics::UPLOAD_OUTCOMES)).
 async fn write_pieces(
     mut upload: Box<dyn ObjectUpload>,
     mut pieces: Box<dyn OutputPieces>,
-    answered: oneshot::Receiver<String>,
+    signals: Signals,
 ) -> (&'static str, Result<Stored, StoreError>) {
     let mut size = 0u64;
     let mut failed = None;
@@ -104,29 +153,40 @@ async fn write_pieces(
             failed = Some(e);
         }
     }
-    let tail = match (answered.await, failed) {
-        (Ok(tail), None) => tail,
-        (Ok(_), Some(e)) => {
-            upload.abort().await;
-            return ("failed", Err(e));
-        }
-        (Err(_), _) => {
-            upload.abort().await;
-            let e = StoreError::Unavailable("the render did not finish".into());
-            return ("aborted", Err(e));
-        }
+    let answer = signals.answered.await;
+    if let Some(e) = failed {
+        upload.abort().await;
+        let _ = signals.written.send(Err(e.clone()));
+        return ("failed", Err(e));
+    }
+    let Ok(tail) = answer else {
+        upload.abort().await;
+        return ("aborted", Err(not_finished("the render did not finish")));
     };
     size += tail.len() as u64;
     if !tail.is_empty()
         && let Err(e) = upload.write(Bytes::from(tail)).await
     {
         upload.abort().await;
+        let _ = signals.written.send(Err(e.clone()));
         return ("failed", Err(e));
+    }
+    let _ = signals.written.send(Ok(size));
+    if signals.commit.await.is_err() {
+        upload.abort().await;
+        return (
+            "aborted",
+            Err(not_finished("the job ended before its commit")),
+        );
     }
     match upload.commit().await {
         Ok(key) => ("committed", Ok(Stored { key, size })),
         Err(e) => ("failed", Err(e)),
     }
+}
+
+fn not_finished(why: &str) -> StoreError {
+    StoreError::Unavailable(why.to_owned())
 }
 
 #[cfg(test)]
@@ -184,7 +244,13 @@ mod tests {
         }
     }
 
-    async fn run(fail_at: Option<usize>, tail: Option<&str>) -> (&'static str, Seen, usize) {
+    /// Runs the task over the pieces `a\n`, `b\n`, `c\n`; `tail` is the render's answer
+    /// (`None`: it failed); `commit` whether the job commits.
+    async fn run(
+        fail_at: Option<usize>,
+        tail: Option<&str>,
+        commit: bool,
+    ) -> (&'static str, Seen, usize) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let read = Arc::new(Mutex::new(0));
         let upload = FakeUpload {
@@ -194,14 +260,28 @@ mod tests {
         };
         let pieces = FakePieces(vec!["a\n", "b\n", "c\n"], read.clone());
         let (answer, answered) = oneshot::channel();
+        let (written, written_rx) = oneshot::channel();
+        let (go, commit_rx) = oneshot::channel();
         match tail {
             Some(tail) => answer.send(tail.to_owned()).unwrap(),
             None => drop(answer),
         }
-        let (outcome, stored) = write_pieces(Box::new(upload), Box::new(pieces), answered).await;
+        if commit {
+            go.send(()).unwrap();
+        } else {
+            drop(go);
+        }
+        let signals = Signals {
+            answered,
+            written,
+            commit: commit_rx,
+        };
+        let (outcome, stored) = write_pieces(Box::new(upload), Box::new(pieces), signals).await;
+        let size = written_rx.await;
         if outcome == "committed" {
             let stored = stored.expect("stored");
             assert_eq!((stored.key.as_str(), stored.size), ("the/key", 9));
+            assert_eq!(size, Ok(Ok(9)));
         } else {
             assert!(stored.is_err());
         }
@@ -212,7 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_pieces_and_the_answer_are_committed_as_one_artifact() {
-        let (outcome, seen, read) = run(None, Some("end")).await;
+        let (outcome, seen, read) = run(None, Some("end"), true).await;
         assert_eq!(outcome, "committed");
         assert_eq!(seen.written, b"a\nb\nc\nend");
         assert!(seen.committed && !seen.aborted);
@@ -221,21 +301,36 @@ mod tests {
 
     #[tokio::test]
     async fn a_render_without_an_answer_aborts_the_upload() {
-        let (outcome, seen, read) = run(None, None).await;
+        let (outcome, seen, read) = run(None, None, true).await;
         assert_eq!(outcome, "aborted");
         assert!(seen.aborted && !seen.committed);
         assert_eq!(read, 3, "every piece is read");
     }
 
     #[tokio::test]
+    async fn a_job_that_ends_before_its_commit_aborts_the_upload() {
+        let (outcome, seen, _) = run(None, Some("end"), false).await;
+        assert_eq!(outcome, "aborted");
+        assert_eq!(
+            seen.written, b"a\nb\nc\nend",
+            "written whole, never visible"
+        );
+        assert!(seen.aborted && !seen.committed);
+    }
+
+    #[tokio::test]
     async fn a_failed_write_aborts_after_every_piece_was_read() {
-        let (outcome, seen, read) = run(Some(1), Some("end")).await;
+        let (outcome, seen, read) = run(Some(1), Some("end"), true).await;
         assert_eq!(outcome, "failed");
         assert!(seen.aborted && !seen.committed);
         assert_eq!(seen.written, b"a\n", "nothing is written after a failure");
         assert_eq!(read, 3, "the render is never held back by a failed upload");
+        // A storage failure counts as one even when the render failed too.
+        let (outcome, seen, _) = run(Some(1), None, true).await;
+        assert_eq!(outcome, "failed");
+        assert!(seen.aborted && !seen.committed);
         // The answer's own write failing aborts too.
-        let (outcome, seen, _) = run(Some(3), Some("end")).await;
+        let (outcome, seen, _) = run(Some(3), Some("end"), true).await;
         assert_eq!(outcome, "failed");
         assert!(seen.aborted && !seen.committed);
     }

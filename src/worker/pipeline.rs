@@ -1,6 +1,6 @@
 //! One job, end to end.
 use super::Worker;
-use super::artifact_upload::Stored;
+use super::artifact_upload::Written;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reporter_ports::StoreError;
@@ -145,17 +145,17 @@ impl Worker {
                         if attempt + 1 < self.settings.max_attempts {
                             return Err(retry_reason);
                         }
-                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() })
+                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationFailed, sections: BTreeMap::new() }.into())
                     }
                     Err(_) => {
                         tracing::warn!(timeout_s = self.settings.job_timeout.as_secs(), "report generation timed out");
-                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationTimeout, sections: BTreeMap::new() })
+                        Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationTimeout, sections: BTreeMap::new() }.into())
                     }
                 },
-                _ = cancel.wait_for(|c| *c) => Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationCanceled, sections: BTreeMap::new() }),
+                _ = cancel.wait_for(|c| *c) => Ok(Generation::Failed { code: ReportErrorCode::ReportGenerationCanceled, sections: BTreeMap::new() }.into()),
             }
         };
-        let (generation, current) = match self.while_alive(&report, generating).await {
+        let (generated, current) = match self.while_alive(&report, generating).await {
             Alive::Done {
                 output: Ok(g),
                 current,
@@ -166,6 +166,7 @@ impl Worker {
             } => return JobOutcome::Retry(retry_reason),
             Alive::FinishedElsewhere => return JobOutcome::Duplicate,
         };
+        let generation = generated.commit().await;
         match self.finish(&current, generation, started).await {
             Ok(outcome) => outcome,
             Err(StoreError::Unavailable(e)) => {
@@ -188,10 +189,10 @@ impl Worker {
     /// When the runner streams, the render starts first and names the table it takes as a
     /// stream (`StreamPlan`): every other table is extracted into the context, then that
     /// table's rows go to the render as they arrive (see [`super::streamed`]).
-    async fn generate(&self, report: &Report) -> Result<Generation, String> {
+    async fn generate(&self, report: &Report) -> Result<Generated, String> {
         let (template, source) = match self.template_source(report).await? {
             Ok(found) => found,
-            Err(failed) => return Ok(failed),
+            Err(failed) => return Ok(failed.into()),
         };
         let source: Arc<str> = Arc::from(source);
         let sanitize = matches!(report.output_format, OutputFormat::Html | OutputFormat::Pdf);
@@ -220,18 +221,15 @@ impl Worker {
             Err(e) => render_failure(e, BTreeMap::new()),
         };
         match rendered? {
-            Rendered::Text(text, sections, phases) => {
-                self.convert(report, text, sections, phases).await
+            Rendered::Text(text, sections, phases) => self
+                .convert(report, text, sections, phases)
+                .await
+                .map(Generated::from),
+            Rendered::Written(written, sections, phases) => {
+                phases.log_generated(0, written.size);
+                Ok(Generated::Written(written, sections))
             }
-            Rendered::Stored(Stored { key, size }, sections, phases) => {
-                phases.log_generated(0, size);
-                Ok(Generation::Stored {
-                    key,
-                    size,
-                    sections,
-                })
-            }
-            Rendered::Failed(generation) => Ok(generation),
+            Rendered::Failed(generation) => Ok(generation.into()),
         }
     }
 
@@ -493,9 +491,47 @@ pub(super) enum Rendered {
     /// The output, the sections' outcomes and the timings.
     Text(String, BTreeMap<String, SectionOutcome>, Phases),
     /// The output, already stored as the artifact (written in pieces while rendered).
-    Stored(Stored, BTreeMap<String, SectionOutcome>, Phases),
+    Written(Written, BTreeMap<String, SectionOutcome>, Phases),
     /// No output: the generation failed.
     Failed(Generation),
+}
+
+/// What generating a report gave: a [`Generation`], or an artifact written while rendered
+/// that the job commits after its generation deadline (as it would put a whole artifact).
+pub(super) enum Generated {
+    Done(Generation),
+    Written(Written, BTreeMap<String, SectionOutcome>),
+}
+
+impl From<Generation> for Generated {
+    fn from(g: Generation) -> Self {
+        Self::Done(g)
+    }
+}
+
+impl Generated {
+    /// The generation to record: a written artifact committed (`Failed` when the commit
+    /// fails, as a whole artifact that cannot be stored fails).
+    async fn commit(self) -> Generation {
+        let (written, sections) = match self {
+            Self::Done(g) => return g,
+            Self::Written(written, sections) => (written, sections),
+        };
+        match written.commit().await {
+            Ok(stored) => Generation::Stored {
+                key: stored.key,
+                size: stored.size,
+                sections,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "artifact could not be stored");
+                Generation::Failed {
+                    code: ReportErrorCode::ReportGenerationFailed,
+                    sections,
+                }
+            }
+        }
+    }
 }
 
 /// How long the phases of a generation took (the `report generated` log line).

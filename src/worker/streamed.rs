@@ -11,7 +11,7 @@
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
 //! render: then every table is extracted again and the report rendered from a whole context.
-use super::artifact_upload::Stored;
+use super::artifact_upload::Written;
 use super::pipeline::{
     Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error, table_query,
 };
@@ -88,7 +88,7 @@ impl Worker {
                     // The query's deadline counts the time the render held it back: a slow
                     // template is not a slow source. Everything is extracted again into the
                     // context and rendered whole.
-                    drop(session);
+                    drop((session, upload));
                     self.metrics.rendered_again();
                     tracing::warn!(data_source = %plan.data_source, table = %plan.table, "the streamed table's query passed its deadline while the render held it back; rendering again from a whole context");
                     return self
@@ -97,7 +97,7 @@ impl Worker {
                 }
                 Streamed::SectionFailed(error) => {
                     let code = error.code();
-                    drop(session);
+                    drop((session, upload));
                     self.metrics.rendered_again();
                     tracing::warn!(data_source = %plan.data_source, table = %plan.table, code, "the streamed table failed part-way; rendering again without its section");
                     sections.insert(
@@ -125,7 +125,7 @@ impl Worker {
             streamed_rows,
         };
         match (result, upload) {
-            (Ok(tail), Some(upload)) => Ok(stored(upload.finish(tail).await, sections, phases)),
+            (Ok(tail), Some(upload)) => Ok(written(upload.finish(tail).await, sections, phases)),
             // A failed render drops the upload, which aborts it.
             (result, _) => rendered(result, sections, phases),
         }
@@ -180,13 +180,13 @@ impl Worker {
 
 /// The generation of an artifact written in pieces: `Failed` when the upload failed (as a
 /// whole artifact that cannot be stored fails).
-fn stored(
-    upload: Result<Stored, StoreError>,
+fn written(
+    upload: Result<Written, StoreError>,
     sections: std::collections::BTreeMap<String, SectionOutcome>,
     phases: Phases,
 ) -> Rendered {
     match upload {
-        Ok(stored) => Rendered::Stored(stored, sections, phases),
+        Ok(written) => Rendered::Written(written, sections, phases),
         Err(e) => {
             tracing::error!(error = %e, "artifact could not be stored");
             Rendered::Failed(Generation::Failed {

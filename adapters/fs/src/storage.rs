@@ -154,10 +154,12 @@ impl TempObject {
         let mut prefix = std::ffi::OsString::from(".");
         prefix.push(name);
         prefix.push(".");
-        let file = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(".tmp")
-            .tempfile_in(dir)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // As a file `open` creates: 0666 less the umask (tempfile's own default is 0600).
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let file = builder.tempfile_in(dir)?;
         Ok(Self {
             file,
             target: target.to_owned(),
@@ -333,6 +335,34 @@ impl ObjectStorage for LocalObjectStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Objects are created as `open` creates files (0666 less the umask; 022 or 002 here),
+    /// not 0600: others sharing the directory read them as before.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn objects_are_readable_as_plainly_created_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a directory");
+        let storage = LocalObjectStorage::new(dir.path());
+        storage
+            .put("a/put.txt", Bytes::from_static(b"x"), "text/plain")
+            .await
+            .expect("put");
+        let mut upload = storage
+            .begin_put("a/upload.txt", "text/plain")
+            .await
+            .expect("begin")
+            .expect("an upload");
+        upload.write(Bytes::from_static(b"y")).await.expect("write");
+        upload.commit().await.expect("commit");
+        for name in ["put.txt", "upload.txt", "upload.txt.meta"] {
+            let mode = std::fs::metadata(dir.path().join("a").join(name))
+                .expect("stored")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o604, 0o604, "{name}: {mode:o}");
+        }
+    }
 
     #[test]
     fn keys_are_validated() {

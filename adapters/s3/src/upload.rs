@@ -35,22 +35,35 @@ impl S3Upload {
 
 #[async_trait]
 impl ObjectUpload for S3Upload {
-    async fn write(&mut self, piece: Bytes) -> Result<(), StoreError> {
-        let Some(writer) = self.writer.as_mut() else {
-            return Err(self.failed("already ended"));
-        };
-        if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
-            return Err(self.failed(e));
+    /// A piece larger than a part goes a part at a time, so no more than
+    /// [`PARTS_IN_FLIGHT`] parts are ever sent at once. A failed part fails the write (the
+    /// upload is then aborted by `abort`, or in the background when dropped).
+    async fn write(&mut self, mut piece: Bytes) -> Result<(), StoreError> {
+        while !piece.is_empty() {
+            let Some(writer) = self.writer.as_mut() else {
+                return Err(self.failed("already ended"));
+            };
+            if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
+                return Err(self.failed(e));
+            }
+            let part = piece.split_to(piece.len().min(PART_BYTES));
+            writer.put(part);
         }
-        writer.put(piece);
         Ok(())
     }
 
     async fn commit(mut self: Box<Self>) -> Result<String, StoreError> {
-        let Some(writer) = self.writer.take() else {
+        let Some(mut writer) = self.writer.take() else {
             return Err(self.failed("already ended"));
         };
-        // A failed completion is aborted by `finish` itself.
+        // `finish` aborts a failed completion, but returns without aborting when a part
+        // failed: the parts in flight are awaited here first, and the upload aborted then.
+        if let Err(e) = writer.wait_for_capacity(0).await {
+            if let Err(abort) = writer.abort().await {
+                tracing::warn!(key = %self.key, error = %abort, "multipart upload could not be aborted");
+            }
+            return Err(self.failed(e));
+        }
         match writer.finish().await {
             Ok(_) => Ok(std::mem::take(&mut self.key)),
             Err(e) => Err(self.failed(e)),

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 /// Parses at upload in one pool and renders in another, so a burst of slow renders never
 /// holds up an upload (and the reverse). The render context arrives as JSON text and is sent
-/// in its pieces as it is; the output's UTF-8 check runs on the blocking thread pool, never on
-/// the caller's async threads.
+/// in its pieces as it is; the UTF-8 check of a whole output runs on the blocking thread pool,
+/// never on the caller's async threads (the output's pieces of a streamed render, at most
+/// about 256 KiB each, are checked as they arrive).
 #[derive(Debug, Clone)]
 pub struct ProcessTemplateRunner {
     parse: ProcessPool,
