@@ -464,3 +464,62 @@ fn example_bank_data_set_loads_with_the_documented_schema() {
         );
     }
 }
+
+/// Every file below `dir`.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("a directory")
+        .flatten()
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                files_below(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
+}
+
+/// An aborted or dropped upload removes its temporary file: only the committed object and
+/// its sidecar are left.
+#[test]
+fn abandoned_uploads_leave_no_temporary_file() {
+    futures_block_on(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = LocalObjectStorage::new(dir.path());
+        for end in ["commit", "abort", "drop"] {
+            let mut upload = storage
+                .begin_put("r/artifact.csv", "text/csv")
+                .await
+                .expect("begin")
+                .expect("fs writes in pieces");
+            upload
+                .write(Bytes::from(end.as_bytes().to_vec()))
+                .await
+                .expect("write");
+            match end {
+                "commit" => drop(upload.commit().await.expect("commit")),
+                "abort" => upload.abort().await,
+                _ => drop(upload),
+            }
+        }
+        let mut left: Vec<String> = files_below(dir.path())
+            .iter()
+            .map(|p| {
+                p.strip_prefix(dir.path())
+                    .expect("below")
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        left.sort();
+        assert_eq!(left, ["r/artifact.csv", "r/artifact.csv.meta"]);
+        let got = storage
+            .get("r/artifact.csv")
+            .await
+            .expect("get")
+            .expect("present");
+        assert_eq!(got.bytes.as_ref(), b"commit");
+    });
+}
