@@ -26,14 +26,15 @@ pub(super) struct ArtifactUpload {
     written: oneshot::Receiver<Result<u64, StoreError>>,
     /// The go-ahead to commit; dropped: abort.
     commit: oneshot::Sender<()>,
-    done: JoinHandle<Result<Stored, StoreError>>,
+    /// The key as stored, once committed.
+    done: JoinHandle<Result<String, StoreError>>,
 }
 
 /// An artifact written whole and not yet visible: [`Self::commit`] or drop (abort).
 #[derive(Debug)]
 pub(super) struct Written {
     commit: oneshot::Sender<()>,
-    done: JoinHandle<Result<Stored, StoreError>>,
+    done: JoinHandle<Result<String, StoreError>>,
     /// Its size in bytes.
     pub size: u64,
 }
@@ -128,20 +129,25 @@ impl Written {
     /// Makes the artifact visible under its key.
     pub(super) async fn commit(self) -> Result<Stored, StoreError> {
         let _ = self.commit.send(());
-        self.done
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("the artifact upload task failed: {e}")))?
+        let key = self.done.await.map_err(|e| {
+            StoreError::Unavailable(format!("the artifact upload task failed: {e}"))
+        })??;
+        Ok(Stored {
+            key,
+            size: self.size,
+        })
     }
 }
 
-/// Writes every piece, then, with the answer, the tail; then, with the go-ahead, commits.
+/// Writes every piece, then, with the answer, the tail; then, with the go-ahead, commits
+/// (answering the key as stored).
 /// Without the answer (the render failed or was abandoned) or the go-ahead, or after a failed
 /// write, it aborts. With the outcome ([`UPLOAD_OUTCOMES`](super::metrics::UPLOAD_OUTCOMES)).
 async fn write_pieces(
     mut upload: Box<dyn ObjectUpload>,
     mut pieces: Box<dyn OutputPieces>,
     signals: Signals,
-) -> (&'static str, Result<Stored, StoreError>) {
+) -> (&'static str, Result<String, StoreError>) {
     let mut size = 0u64;
     let mut failed = None;
     while let Some(piece) = pieces.next().await {
@@ -153,20 +159,19 @@ async fn write_pieces(
             failed = Some(e);
         }
     }
-    let answer = signals.answered.await;
-    if let Some(e) = failed {
-        upload.abort().await;
-        let _ = signals.written.send(Err(e.clone()));
-        return ("failed", Err(e));
-    }
-    let Ok(tail) = answer else {
-        upload.abort().await;
-        return ("aborted", Err(not_finished("the render did not finish")));
+    let tail_written = match (failed, signals.answered.await) {
+        (Some(e), _) => Err(e),
+        (None, Err(_)) => {
+            upload.abort().await;
+            return ("aborted", Err(not_finished("the render did not finish")));
+        }
+        (None, Ok(tail)) if tail.is_empty() => Ok(()),
+        (None, Ok(tail)) => {
+            size += tail.len() as u64;
+            upload.write(Bytes::from(tail)).await
+        }
     };
-    size += tail.len() as u64;
-    if !tail.is_empty()
-        && let Err(e) = upload.write(Bytes::from(tail)).await
-    {
+    if let Err(e) = tail_written {
         upload.abort().await;
         let _ = signals.written.send(Err(e.clone()));
         return ("failed", Err(e));
@@ -180,7 +185,7 @@ async fn write_pieces(
         );
     }
     match upload.commit().await {
-        Ok(key) => ("committed", Ok(Stored { key, size })),
+        Ok(key) => ("committed", Ok(key)),
         Err(e) => ("failed", Err(e)),
     }
 }
@@ -279,8 +284,7 @@ mod tests {
         let (outcome, stored) = write_pieces(Box::new(upload), Box::new(pieces), signals).await;
         let size = written_rx.await;
         if outcome == "committed" {
-            let stored = stored.expect("stored");
-            assert_eq!((stored.key.as_str(), stored.size), ("the/key", 9));
+            assert_eq!(stored.expect("stored"), "the/key");
             assert_eq!(size, Ok(Ok(9)));
         } else {
             assert!(stored.is_err());

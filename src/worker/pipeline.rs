@@ -490,7 +490,7 @@ pub(super) fn section_error(
 pub(super) enum Rendered {
     /// The output, the sections' outcomes and the timings.
     Text(String, BTreeMap<String, SectionOutcome>, Phases),
-    /// The output, already stored as the artifact (written in pieces while rendered).
+    /// The output, written in pieces to object storage while rendered, not yet committed.
     Written(Written, BTreeMap<String, SectionOutcome>, Phases),
     /// No output: the generation failed.
     Failed(Generation),
@@ -523,14 +523,21 @@ impl Generated {
                 size: stored.size,
                 sections,
             },
-            Err(e) => {
-                tracing::error!(error = %e, "artifact could not be stored");
-                Generation::Failed {
-                    code: ReportErrorCode::ReportGenerationFailed,
-                    sections,
-                }
-            }
+            Err(e) => storage_failed(&e, sections),
         }
+    }
+}
+
+/// The generation of an artifact written while rendered that could not be stored: `Failed`,
+/// as a whole artifact that cannot be stored fails.
+pub(super) fn storage_failed(
+    e: &StoreError,
+    sections: BTreeMap<String, SectionOutcome>,
+) -> Generation {
+    tracing::error!(error = %e, "artifact could not be stored");
+    Generation::Failed {
+        code: ReportErrorCode::ReportGenerationFailed,
+        sections,
     }
 }
 

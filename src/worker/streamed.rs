@@ -13,14 +13,14 @@
 //! render: then every table is extracted again and the report rendered from a whole context.
 use super::artifact_upload::Written;
 use super::pipeline::{
-    Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error, table_query,
+    Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error,
+    storage_failed, table_query,
 };
-use super::{Generation, SectionError, Worker};
+use super::{SectionError, Worker};
 use reporter_ports::StoreError;
 use reporter_ports::ports::{
     DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
 };
-use reporter_ports::report::ReportErrorCode;
 use reporter_ports::report::{Report, SectionOutcome};
 use reporter_ports::template::Template;
 use std::sync::Arc;
@@ -178,8 +178,7 @@ impl Worker {
     }
 }
 
-/// The generation of an artifact written in pieces: `Failed` when the upload failed (as a
-/// whole artifact that cannot be stored fails).
+/// The render of an artifact written in pieces ([`storage_failed`] when the upload failed).
 fn written(
     upload: Result<Written, StoreError>,
     sections: std::collections::BTreeMap<String, SectionOutcome>,
@@ -187,13 +186,7 @@ fn written(
 ) -> Rendered {
     match upload {
         Ok(written) => Rendered::Written(written, sections, phases),
-        Err(e) => {
-            tracing::error!(error = %e, "artifact could not be stored");
-            Rendered::Failed(Generation::Failed {
-                code: ReportErrorCode::ReportGenerationFailed,
-                sections,
-            })
-        }
+        Err(e) => Rendered::Failed(storage_failed(&e, sections)),
     }
 }
 
