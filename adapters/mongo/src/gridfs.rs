@@ -4,7 +4,7 @@ use crate::gridfs_upload::GridFsUpload;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use futures_util::io::AsyncReadExt;
 use mongodb::bson::{Bson, doc, oid::ObjectId};
 use mongodb::gridfs::{FilesCollectionDocument, GridFsBucket};
 use mongodb::options::GridFsBucketOptions;
@@ -82,6 +82,18 @@ impl GridFsStorage {
         Ok(files)
     }
 
+    /// A new version of `key` written through a GridFS upload stream.
+    async fn upload(&self, key: &str, content_type: &str) -> Result<GridFsUpload, StoreError> {
+        check_key(key)?;
+        let stream = self
+            .bucket
+            .open_upload_stream(key)
+            .metadata(doc! { "content_type": content_type })
+            .await
+            .map_err(|e| unavailable("gridfs open upload", &e))?;
+        Ok(GridFsUpload::new(self.clone(), key, stream))
+    }
+
     /// Keeps only the newest version of `key` this call can see (the caller's, or a
     /// concurrent newer one): whichever writer lists last sees every version and leaves
     /// exactly one.
@@ -104,24 +116,14 @@ impl GridFsStorage {
 
 #[async_trait]
 impl ObjectStorage for GridFsStorage {
+    /// One [`GridFsUpload`] of the whole object.
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<String, StoreError> {
-        check_key(key)?;
-        let mut upload = self
-            .bucket
-            .open_upload_stream(key)
-            .metadata(doc! { "content_type": content_type })
-            .await
-            .map_err(|e| unavailable("gridfs open upload", &e))?;
-        if let Err(e) = upload.write_all(&bytes).await {
-            let _ = upload.abort().await;
-            return Err(StoreError::Unavailable(format!("gridfs write: {e}")));
+        let mut upload = Box::new(self.upload(key, content_type).await?);
+        if let Err(e) = upload.write(bytes).await {
+            upload.abort().await;
+            return Err(e);
         }
-        upload
-            .close()
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("gridfs close: {e}")))?;
-        self.keep_newest(key).await?;
-        Ok(key.to_owned())
+        upload.commit().await
     }
 
     /// A GridFS upload stream: its chunks are written as the pieces come, and the file (its
@@ -132,14 +134,7 @@ impl ObjectStorage for GridFsStorage {
         key: &str,
         content_type: &str,
     ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
-        check_key(key)?;
-        let stream = self
-            .bucket
-            .open_upload_stream(key)
-            .metadata(doc! { "content_type": content_type })
-            .await
-            .map_err(|e| unavailable("gridfs open upload", &e))?;
-        Ok(Some(Box::new(GridFsUpload::new(self.clone(), key, stream))))
+        Ok(Some(Box::new(self.upload(key, content_type).await?)))
     }
 
     async fn get(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
