@@ -121,14 +121,29 @@ pub(crate) fn write_failed(path: &Path, e: std::io::Error) -> StoreError {
     unavailable(format!("cannot write object {}: {e}", path.display()))
 }
 
-pub(crate) fn sidecar(path: &Path) -> PathBuf {
+fn sidecar(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(META_SUFFIX);
     PathBuf::from(name)
 }
 
+/// The temporary file of a new version of the object at `path` (its directories created).
+pub(crate) fn start_object(path: &Path) -> std::io::Result<TempObject> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    TempObject::create(path)
+}
+
+/// Makes `temp` the object, then writes its sidecar `meta`: each atomically.
+pub(crate) fn finish_object(temp: TempObject, meta: &[u8]) -> std::io::Result<()> {
+    let target = temp.target().to_owned();
+    temp.persist()?;
+    write_atomic(&sidecar(&target), meta)
+}
+
 /// Writes `bytes` to `target` atomically ([`TempObject`]).
-pub(crate) fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut temp = TempObject::create(target)?;
     temp.write_all(bytes)?;
     temp.persist()
@@ -209,12 +224,9 @@ impl ObjectStorage for LocalObjectStorage {
         let shown = key.to_owned();
         Self::blocking(move || {
             let fail = |e: std::io::Error| write_failed(&path, e);
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(fail)?;
-            }
-            write_atomic(&path, &bytes).map_err(fail)?;
-            write_atomic(&sidecar(&path), &meta).map_err(fail)?;
-            Ok(())
+            let mut temp = start_object(&path).map_err(fail)?;
+            temp.write_all(&bytes).map_err(fail)?;
+            finish_object(temp, &meta).map_err(fail)
         })
         .await?;
         tracing::debug!(key = %shown, size, "object stored");
@@ -231,14 +243,8 @@ impl ObjectStorage for LocalObjectStorage {
     ) -> Result<Option<Box<dyn ObjectUpload>>, StoreError> {
         let path = self.object_path(key)?;
         let meta = encode_meta(content_type)?;
-        let temp = Self::blocking(move || {
-            let fail = |e: std::io::Error| write_failed(&path, e);
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(fail)?;
-            }
-            TempObject::create(&path).map_err(fail)
-        })
-        .await?;
+        let temp =
+            Self::blocking(move || start_object(&path).map_err(|e| write_failed(&path, e))).await?;
         Ok(Some(Box::new(LocalUpload::new(key, temp, meta))))
     }
 

@@ -1,6 +1,6 @@
 //! [`LocalUpload`]: an object of [`LocalObjectStorage`](crate::LocalObjectStorage) written a
 //! piece at a time.
-use crate::storage::{TempObject, blocking, sidecar, write_atomic, write_failed};
+use crate::storage::{TempObject, blocking, finish_object, write_failed};
 use async_trait::async_trait;
 use bytes::Bytes;
 use reporter_ports::StoreError;
@@ -45,16 +45,12 @@ impl ObjectUpload for LocalUpload {
         Ok(())
     }
 
-    async fn commit(self: Box<Self>) -> Result<String, StoreError> {
-        let Self { key, temp, meta } = *self;
-        let temp = temp.ok_or_else(|| {
-            StoreError::Unavailable(format!("the upload of {key:?} failed earlier"))
-        })?;
+    async fn commit(mut self: Box<Self>) -> Result<String, StoreError> {
+        let temp = self.temp.take().ok_or_else(|| self.failed_before())?;
+        let Self { key, meta, .. } = *self;
         blocking(move || {
             let target = temp.target().to_owned();
-            let fail = |e: std::io::Error| write_failed(&target, e);
-            temp.persist().map_err(fail)?;
-            write_atomic(&sidecar(&target), &meta).map_err(fail)
+            finish_object(temp, &meta).map_err(|e| write_failed(&target, e))
         })
         .await?;
         tracing::debug!(key = %key, "object stored in pieces");
