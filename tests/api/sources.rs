@@ -294,13 +294,7 @@ async fn a_streamed_artifact_is_written_in_pieces_and_a_failed_one_leaves_nothin
         r["metadata"]["error_code"], "report_generation_failed",
         "{r}"
     );
-    let artifact = t
-        .app
-        .ports()
-        .storage
-        .get(&format!("reports/{tpl}/{id}.txt"))
-        .await
-        .expect("object storage");
+    let artifact = t.stored_artifact(&tpl, &id).await;
     assert_eq!(artifact, None, "a failed render left an artifact");
     // The abort may end a moment after the report.
     let mut left = hidden_files(&root);

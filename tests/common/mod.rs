@@ -349,14 +349,24 @@ impl TestApp {
     /// read from the object storage (a partial report's cannot be downloaded).
     pub async fn stored_text(&self, tpl: &str, id: &str) -> String {
         let stored = self
-            .app
+            .stored_artifact(tpl, id)
+            .await
+            .expect("stored artifact");
+        String::from_utf8(stored.bytes.to_vec()).expect("UTF-8 artifact")
+    }
+
+    /// The object stored for report `id` of template `tpl` (`reports/<tpl>/<id>.txt`), if any.
+    pub async fn stored_artifact(
+        &self,
+        tpl: &str,
+        id: &str,
+    ) -> Option<reporter_ports::ports::StoredObject> {
+        self.app
             .ports()
             .storage
             .get(&format!("reports/{tpl}/{id}.txt"))
             .await
             .expect("object storage")
-            .expect("stored artifact");
-        String::from_utf8(stored.bytes.to_vec()).expect("UTF-8 artifact")
     }
 
     /// The `/metrics` text.
