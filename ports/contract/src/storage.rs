@@ -14,8 +14,10 @@
 //! - pass `check` on a fresh instance;
 //! - when it writes objects in pieces (`begin_put` answers an upload): store the pieces as
 //!   one object (13 MiB in pieces of unequal size, past S3's 5 MiB part minimum), keep the
-//!   key as it was until commit, and leave it as it was after an abort, a drop or a failed
-//!   commit; refuse invalid keys.
+//!   key as it was until commit, and leave it as it was after an abort or a drop; refuse
+//!   invalid keys. (A failed commit cannot be provoked from here; each adapter's commit
+//!   leaves the key as it was by construction: a rename, a multipart completion, a GridFS
+//!   `files` document written last.)
 use bytes::Bytes;
 use reporter_ports::StoreError;
 use reporter_ports::ports::ObjectStorage;
