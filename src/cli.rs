@@ -300,14 +300,20 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         .dispatcher
         .map(|d| tokio::spawn(d.run(stop_rx.clone())));
     let worker = built.worker.map(|w| tokio::spawn(w.run(stop_rx.clone())));
-    let server = poem::Server::new(poem::listener::TcpListener::bind(addr.clone()));
-    let result = server
-        .run_with_graceful_shutdown(
-            endpoint,
-            drained(drain, drain_for),
-            Some(std::time::Duration::from_secs(10)),
-        )
-        .await;
+    let result = match tokio::net::TcpListener::bind(&addr).await {
+        Ok(listener) => {
+            crate::http::server::serve(
+                listener,
+                endpoint,
+                config.http,
+                drained(drain, drain_for),
+                std::time::Duration::from_secs(10),
+            )
+            .await;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    };
     // Stop taking work, let in-flight jobs drain (then cancel), stop the dispatcher last so
     // the terminal events of drained jobs are still published.
     let _ = stop_tx.send(true);

@@ -551,6 +551,7 @@ fn http_setup(
         readiness,
         registry,
         max_body_bytes: config.max_request_body_bytes,
+        body_read_timeout: config.http.body_read_timeout,
         idempotency_ttl: config.idempotency_ttl,
         idempotency_in_flight: config.idempotency_in_flight,
         cors_origins: config.cors_origins.clone(),

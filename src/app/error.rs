@@ -18,6 +18,8 @@ pub enum ErrorKind {
     MethodNotAllowed,
     /// 409.
     Conflict,
+    /// 408.
+    RequestTimeout,
     /// 413.
     PayloadTooLarge,
     /// 414.
@@ -108,6 +110,7 @@ codes! {
     RouteNotFound = "TPL-0404", NotFound, "Route not found";
     MethodNotAllowed = "TPL-0405", MethodNotAllowed, "Method not allowed";
     PayloadTooLarge = "TPL-0413", PayloadTooLarge, "Request body too large";
+    RequestTimeout = "TPL-0408", RequestTimeout, "Request body too slow";
     UriTooLong = "TPL-0414", UriTooLong, "Request URI too long";
     HeadersTooLarge = "TPL-0431", HeadersTooLarge, "Request headers too large";
     UnsupportedMediaType = "TPL-0415", Validation, "Unsupported content type";

@@ -29,9 +29,17 @@ impl RawConfig {
             1_000_000,
             4096,
         );
+        let max_token_lifetime_seconds = c.number(
+            "AUTH_MAX_TOKEN_LIFETIME_SECONDS",
+            &self.auth_max_token_lifetime_seconds,
+            300u64,
+            31_536_000,
+            86_400,
+        );
         AuthSettings {
             enabled: auth_enabled,
             token_cache_size,
+            max_token_lifetime_seconds,
             key,
             issuer: self
                 .auth_jwt_issuer

@@ -76,6 +76,10 @@ pub struct RawConfig {
     /// 0 verifies every request).
     #[arg(long, env = "AUTH_TOKEN_CACHE_SIZE", default_value = "4096")]
     pub auth_token_cache_size: String,
+    /// Longest lifetime of an accepted token, `exp - iat` in seconds (`exp - now` when the
+    /// token has no `iat`; 300-31536000).
+    #[arg(long, env = "AUTH_MAX_TOKEN_LIFETIME_SECONDS", default_value = "86400")]
+    pub auth_max_token_lifetime_seconds: String,
     /// Isolate every record, file and event by the token's `tenant_id` claim.
     #[arg(long, env = "MULTI_TENANT_ENABLED", default_value = "false")]
     pub multi_tenant_enabled: String,
@@ -116,6 +120,15 @@ pub struct RawConfig {
     /// Largest accepted request body in bytes.
     #[arg(long, env = "MAX_REQUEST_BODY_BYTES", default_value = "2097152")]
     pub max_request_body_bytes: String,
+    /// Longest wait for a request's head (request line and headers), in seconds (1-300).
+    #[arg(long, env = "HTTP_HEADER_READ_TIMEOUT_SECONDS", default_value = "10")]
+    pub http_header_read_timeout_seconds: String,
+    /// Longest wait for a request's whole body, in seconds (1-3600).
+    #[arg(long, env = "HTTP_BODY_READ_TIMEOUT_SECONDS", default_value = "60")]
+    pub http_body_read_timeout_seconds: String,
+    /// Most client connections open at once; more wait to be accepted (1-1000000).
+    #[arg(long, env = "HTTP_MAX_CONNECTIONS", default_value = "1024")]
+    pub http_max_connections: String,
     /// Publish every state change as a CloudEvent.
     #[arg(long, env = "STREAMING_ENABLED", default_value = "false")]
     pub streaming_enabled: String,
@@ -431,6 +444,19 @@ pub enum AuthKey {
     Generated,
 }
 
+/// Time and connection bounds of the HTTP server: a slow or crowding client cannot hold
+/// the port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// `HTTP_HEADER_READ_TIMEOUT_SECONDS`: a request head not complete by then closes the
+    /// connection.
+    pub header_read_timeout: std::time::Duration,
+    /// `HTTP_BODY_READ_TIMEOUT_SECONDS`: a body not complete by then answers 408.
+    pub body_read_timeout: std::time::Duration,
+    /// `HTTP_MAX_CONNECTIONS`: connections served at once.
+    pub max_connections: usize,
+}
+
 /// Authentication settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthSettings {
@@ -446,6 +472,8 @@ pub struct AuthSettings {
     pub leeway_seconds: u64,
     /// Verified tokens kept (0: every request is verified).
     pub token_cache_size: u64,
+    /// Longest accepted token lifetime, `exp - iat` (`exp - now` without `iat`).
+    pub max_token_lifetime_seconds: u64,
 }
 
 /// Tenancy mode.
@@ -524,6 +552,8 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     /// Request body limit.
     pub max_request_body_bytes: usize,
+    /// Time and connection bounds of the HTTP server.
+    pub http: HttpLimits,
     /// Event publication.
     pub streaming: StreamingSettings,
     /// `DEPLOYMENT_MODE`: local, byoc or saas.
@@ -818,6 +848,7 @@ impl RawConfig {
             auth_jwt_audience: None,
             auth_jwt_leeway_seconds: "30".into(),
             auth_token_cache_size: "4096".into(),
+            auth_max_token_lifetime_seconds: "86400".into(),
             multi_tenant_enabled: "false".into(),
             default_tenant_id: "default".into(),
             max_pagination_limit: "100".into(),
@@ -829,6 +860,9 @@ impl RawConfig {
             example_data_enabled: "auto".into(),
             cors_allowed_origins: String::new(),
             max_request_body_bytes: "2097152".into(),
+            http_header_read_timeout_seconds: "10".into(),
+            http_body_read_timeout_seconds: "60".into(),
+            http_max_connections: "1024".into(),
             streaming_enabled: "false".into(),
             events_exchange: None,
             streaming_brokers: None,
@@ -949,6 +983,7 @@ impl RawConfig {
             64 * 1024 * 1024,
             2 * 1024 * 1024,
         );
+        let http = self.http_limits(&mut c);
 
         let rabbitmq = self.rabbitmq_url(&mut c);
         let streaming = self.streaming(rabbitmq.as_deref(), &mut c);
@@ -990,6 +1025,7 @@ impl RawConfig {
             data_sources,
             cors_origins,
             max_request_body_bytes,
+            http,
             streaming,
             deployment_mode,
             shutdown_drain,

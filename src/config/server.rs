@@ -1,5 +1,6 @@
 //! The server section: logs, browser origins, deployment mode.
-use super::{Checker, DeploymentMode, RawConfig, problem};
+use super::{Checker, DeploymentMode, HttpLimits, RawConfig, problem};
+use std::time::Duration;
 
 impl RawConfig {
     /// `LOG_FORMAT` (answers whether logs are JSON) and `LOG_LEVEL`.
@@ -52,6 +53,37 @@ impl RawConfig {
             }
         }
         cors_origins
+    }
+
+    /// `HTTP_HEADER_READ_TIMEOUT_SECONDS`, `HTTP_BODY_READ_TIMEOUT_SECONDS`,
+    /// `HTTP_MAX_CONNECTIONS`.
+    pub(super) fn http_limits(&self, c: &mut Checker) -> HttpLimits {
+        let header = c.number(
+            "HTTP_HEADER_READ_TIMEOUT_SECONDS",
+            &self.http_header_read_timeout_seconds,
+            1u64,
+            300,
+            10,
+        );
+        let body = c.number(
+            "HTTP_BODY_READ_TIMEOUT_SECONDS",
+            &self.http_body_read_timeout_seconds,
+            1u64,
+            3600,
+            60,
+        );
+        let max_connections = c.number(
+            "HTTP_MAX_CONNECTIONS",
+            &self.http_max_connections,
+            1usize,
+            1_000_000,
+            1024,
+        );
+        HttpLimits {
+            header_read_timeout: Duration::from_secs(header),
+            body_read_timeout: Duration::from_secs(body),
+            max_connections,
+        }
     }
 
     /// `DEPLOYMENT_MODE`.

@@ -91,6 +91,25 @@ impl Scope {
     }
 }
 
+/// An operation declares its scope beside it (`#[oai(scope = "Scope::…")]` on its [`Auth`]
+/// parameter): the generated document lists it, and the gate reads it from there to refuse a
+/// caller without it (403) before the body is read.
+impl poem_openapi::OAuthScopes for Scope {
+    fn meta() -> Vec<poem_openapi::registry::MetaOAuthScope> {
+        Self::ALL
+            .iter()
+            .map(|s| poem_openapi::registry::MetaOAuthScope {
+                name: s.as_str(),
+                description: None,
+            })
+            .collect()
+    }
+
+    fn name(&self) -> &'static str {
+        self.as_str()
+    }
+}
+
 /// A set of scopes (one bit per [`Scope`]): checked on every request, so it is `Copy` and
 /// allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,6 +169,9 @@ pub struct Claims {
     /// Audience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aud: Option<String>,
+    /// Issued at (seconds since the epoch): with `exp`, the token's lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
 }
 
 enum Mode {
@@ -157,7 +179,41 @@ enum Mode {
     Jwt {
         key: DecodingKey,
         validation: Box<Validation>,
+        lifetime: Lifetime,
     },
+}
+
+/// The bound on a token's lifetime (`AUTH_MAX_TOKEN_LIFETIME_SECONDS`): a token that lives
+/// longer, or says it was issued in the future, is refused even when its signature is good.
+#[derive(Debug, Clone, Copy)]
+struct Lifetime {
+    max_seconds: u64,
+    leeway_seconds: u64,
+}
+
+impl Lifetime {
+    /// MUST refuse an `iat` later than `now` plus the leeway, and an `exp` more than
+    /// `max_seconds` after `iat` (after `now` when the token has no `iat`).
+    fn check(&self, claims: &Claims, now: u64) -> Result<(), AuthFailure> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        let leeway = i64::try_from(self.leeway_seconds).unwrap_or(i64::MAX);
+        if claims
+            .iat
+            .is_some_and(|iat| iat > now.saturating_add(leeway))
+        {
+            return Err(AuthFailure(
+                "the token was issued in the future (iat)".into(),
+            ));
+        }
+        let issued = claims.iat.unwrap_or(now);
+        let max = i64::try_from(self.max_seconds).unwrap_or(i64::MAX);
+        if claims.exp.saturating_sub(issued) > max {
+            return Err(AuthFailure(format!(
+                "the token lives longer than this service accepts (exp - iat above {max} s)"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Verifies bearer tokens.
@@ -219,6 +275,10 @@ impl Authenticator {
             mode: Mode::Jwt {
                 key,
                 validation: Box::new(validation),
+                lifetime: Lifetime {
+                    max_seconds: settings.max_token_lifetime_seconds,
+                    leeway_seconds: settings.leeway_seconds,
+                },
             },
             tenancy,
             cache: TokenCache::new(settings.token_cache_size, settings.leeway_seconds),
@@ -269,7 +329,12 @@ impl Authenticator {
 
     /// Verifies a bearer token: the principal and the token's `exp`.
     fn verify_token(&self, token: &str) -> Result<(Principal, u64), AuthFailure> {
-        let Mode::Jwt { key, validation } = &self.mode else {
+        let Mode::Jwt {
+            key,
+            validation,
+            lifetime,
+        } = &self.mode
+        else {
             return Err(AuthFailure("authentication is off".into()));
         };
         let data = jsonwebtoken::decode::<Claims>(token, key, validation).map_err(|e| {
@@ -287,6 +352,7 @@ impl Authenticator {
             AuthFailure(why.into())
         })?;
         let claims = data.claims;
+        lifetime.check(&claims, jsonwebtoken::get_current_timestamp())?;
         // jsonwebtoken accepted it as an unsigned number of seconds.
         let exp = u64::try_from(claims.exp).unwrap_or_default();
         let tenant = match &self.tenancy {
@@ -371,12 +437,40 @@ impl Auth {
                 subject: self.0.subject.clone(),
             })
         } else {
-            Err(AppError::new(
-                Code::Forbidden,
-                format!("the token lacks the '{}' scope", scope.as_str()),
-            )
-            .into())
+            Err(scope.missing().into())
         }
+    }
+}
+
+impl Scope {
+    /// The 403 of a caller whose token lacks this scope.
+    pub fn missing(self) -> AppError {
+        AppError::new(
+            Code::Forbidden,
+            format!("the token lacks the '{}' scope", self.as_str()),
+        )
+    }
+}
+
+/// The refusal of a request to an operation that needs `scope`, decided from the outcome
+/// [`authenticate`] stored: 401 when the token failed (or none was checked), 403 when it
+/// lacks the scope. MUST be decided before the body is read, so a caller without the right
+/// learns nothing from how its body is parsed.
+pub fn scope_refusal(req: &Request, scope: Scope) -> Option<AppError> {
+    match principal(req) {
+        Ok(p) if p.scopes.contains(scope) => None,
+        Ok(_) => Some(scope.missing()),
+        Err(e) => Some(e),
+    }
+}
+
+/// The principal [`authenticate`] stored in `req`, or the 401 of its failed (or missing)
+/// verification.
+fn principal(req: &Request) -> Result<&Arc<Principal>, AppError> {
+    match req.extensions().get::<AuthOutcome>() {
+        Some(AuthOutcome(Ok(p))) => Ok(p),
+        Some(AuthOutcome(Err(f))) => Err(AppError::new(Code::Unauthorized, f.0.clone())),
+        None => Err(AppError::new(Code::Unauthorized, "authentication required")),
     }
 }
 
@@ -412,17 +506,9 @@ impl<'a> ApiExtractor<'a> for Auth {
         _body: &mut poem::RequestBody,
         _opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
-        match req.extensions().get::<AuthOutcome>() {
-            Some(AuthOutcome(Ok(p))) => Ok(Auth(p.clone())),
-            Some(AuthOutcome(Err(f))) => {
-                Err(ApiError::from(AppError::new(Code::Unauthorized, f.0.clone())).into())
-            }
-            None => Err(ApiError::from(AppError::new(
-                Code::Unauthorized,
-                "authentication required",
-            ))
-            .into()),
-        }
+        principal(req)
+            .map(|p| Auth(p.clone()))
+            .map_err(|e| ApiError::from(e).into())
     }
 }
 
@@ -440,6 +526,7 @@ mod tests {
             audience: None,
             leeway_seconds: 30,
             token_cache_size,
+            max_token_lifetime_seconds: 86_400,
         };
         let tenant = TenantId::parse("default").expect("a tenant id");
         Authenticator::new(&settings, Tenancy::Single(tenant), None).expect("an authenticator")
@@ -453,6 +540,7 @@ mod tests {
             tenant_id: None,
             iss: None,
             aud: None,
+            iat: None,
         };
         format!("Bearer {}", mint_hs256(SECRET, &claims).expect("a token"))
     }
@@ -512,5 +600,51 @@ mod tests {
         let again = auth.verify_shared(Some(&header)).expect("valid");
         assert!(!Arc::ptr_eq(&first, &again), "verified twice");
         assert_eq!(first, again);
+    }
+
+    fn bearer_with(exp_from_now: i64, iat_from_now: Option<i64>) -> String {
+        let now = chrono::Utc::now().timestamp();
+        let claims = Claims {
+            sub: Some("alice".into()),
+            exp: now + exp_from_now,
+            scope: Some("templates:read".into()),
+            tenant_id: None,
+            iss: None,
+            aud: None,
+            iat: iat_from_now.map(|d| now + d),
+        };
+        format!("Bearer {}", mint_hs256(SECRET, &claims).expect("a token"))
+    }
+
+    #[test]
+    fn a_token_living_longer_than_the_maximum_is_refused() {
+        let auth = authenticator(16);
+        let refused = auth
+            .verify_shared(Some(&bearer_with(1 << 62, Some(0))))
+            .expect_err("exp of 2^62");
+        assert!(refused.0.contains("lives longer"), "{refused}");
+        let refused = auth
+            .verify_shared(Some(&bearer_with(2 * 86_400, None)))
+            .expect_err("two days without iat");
+        assert!(refused.0.contains("lives longer"), "{refused}");
+        let refused = auth
+            .verify_shared(Some(&bearer_with(86_400, Some(-3600))))
+            .expect_err("issued an hour ago, valid a day from now");
+        assert!(refused.0.contains("lives longer"), "{refused}");
+        auth.verify_shared(Some(&bearer_with(86_400, Some(0))))
+            .expect("exactly the maximum");
+        auth.verify_shared(Some(&bearer_with(3600, None)))
+            .expect("an hour, no iat");
+    }
+
+    #[test]
+    fn a_token_issued_in_the_future_is_refused_past_the_leeway() {
+        let auth = authenticator(16);
+        let refused = auth
+            .verify_shared(Some(&bearer_with(7200, Some(3600))))
+            .expect_err("issued in an hour");
+        assert_eq!(refused.0, "the token was issued in the future (iat)");
+        auth.verify_shared(Some(&bearer_with(3600, Some(20))))
+            .expect("20 s ahead is within the 30 s leeway");
     }
 }

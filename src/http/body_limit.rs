@@ -1,14 +1,17 @@
-//! The request body limit: a body above it is refused with 413 `TPL-0413`, whether or not the
-//! client sent `Content-Length`.
+//! The request body limits: a body above the size bound is refused with 413 `TPL-0413`,
+//! whether or not the client sent `Content-Length`; one that has not fully arrived within the
+//! time bound (`HTTP_BODY_READ_TIMEOUT_SECONDS`), with 408 `TPL-0408`, so a client sending
+//! slowly cannot hold a connection and its buffer.
 use super::error::error_response;
 use crate::app::{AppError, Code};
 use poem::http::{Method, header};
 use poem::{Body, Request, Response};
+use std::time::Duration;
 
 /// Reads the body of a request whose method has one (POST, PUT, PATCH) into memory, up to
 /// `limit` bytes, and puts it back; the refusal (413, or 400 for a body that could not be
 /// read), if it is. A body sent with another method is never read, so it is not bounded.
-pub async fn buffer(req: &mut Request, limit: usize) -> Option<Response> {
+pub async fn buffer(req: &mut Request, limit: usize, within: Duration) -> Option<Response> {
     if !matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
         return None;
     }
@@ -26,7 +29,17 @@ pub async fn buffer(req: &mut Request, limit: usize) -> Option<Response> {
     if declared.is_some_and(|n| n > limit as u64) {
         return Some(too_large());
     }
-    match req.take_body().into_bytes_limit(limit).await {
+    let body = req.take_body().into_bytes_limit(limit);
+    let Ok(read) = tokio::time::timeout(within, body).await else {
+        return Some(error_response(&AppError::new(
+            Code::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} s",
+                within.as_secs()
+            ),
+        )));
+    };
+    match read {
         Ok(bytes) => {
             req.set_body(Body::from_bytes(bytes));
             None

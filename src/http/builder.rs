@@ -620,7 +620,7 @@ impl BuilderApi {
     async fn blocks_config(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
@@ -651,7 +651,7 @@ impl BuilderApi {
     async fn filters(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
@@ -693,7 +693,7 @@ impl BuilderApi {
     async fn generate_code(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
@@ -735,7 +735,7 @@ impl BuilderApi {
     async fn validate(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,

@@ -50,7 +50,7 @@ impl DashboardApi {
     async fn metrics(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::MetricsRead")] auth: Auth,
         /// 1-365, default 7.
         #[oai(name = "errorPeriodDays")]
         period: Query<Option<i64>>,

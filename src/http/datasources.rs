@@ -97,7 +97,11 @@ impl DataSourcesApi {
         method = "get",
         operation_id = "listDataSources"
     )]
-    async fn list(&self, app: Data<&Arc<App>>, auth: Auth) -> ApiResult<Json<Vec<DataSourceDto>>> {
+    async fn list(
+        &self,
+        app: Data<&Arc<App>>,
+        #[oai(scope = "Scope::DataSourcesRead")] auth: Auth,
+    ) -> ApiResult<Json<Vec<DataSourceDto>>> {
         let caller = auth.require(Scope::DataSourcesRead)?;
         Ok(Json(
             app.list_data_sources(&caller)
@@ -120,7 +124,7 @@ impl DataSourcesApi {
     async fn get(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DataSourcesRead")] auth: Auth,
         /// Data source id.
         #[oai(name = "dataSourceId")]
         id: Path<String>,

@@ -391,7 +391,7 @@ impl DeadlinesApi {
     async fn create(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         body: Json<CreateDeadlineInput>,
     ) -> ApiResult<CreatedDeadline> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
@@ -432,7 +432,7 @@ impl DeadlinesApi {
     async fn list(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesRead")] auth: Auth,
         /// Page number, from 1.
         page: Query<Option<i64>>,
         /// Page size, 1 to MAX_PAGINATION_LIMIT (default 10).
@@ -503,7 +503,7 @@ impl DeadlinesApi {
     async fn notifications(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesRead")] auth: Auth,
         /// 1-100, default 10.
         limit: Query<Option<i64>>,
     ) -> ApiResult<Json<NotificationsDto>> {
@@ -556,7 +556,7 @@ impl DeadlinesApi {
     async fn get(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesRead")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
     ) -> ApiResult<Json<DeadlineDto>> {
@@ -577,7 +577,7 @@ impl DeadlinesApi {
     async fn update(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
         body: Json<UpdateDeadlineInput>,
@@ -617,7 +617,7 @@ impl DeadlinesApi {
     async fn delete(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
     ) -> ApiResult<Deleted> {
@@ -641,7 +641,7 @@ impl DeadlinesApi {
     async fn deliver(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
         body: Json<DeliverInput>,

@@ -71,6 +71,9 @@ pub enum ApiError {
     /// Duplicate, concurrent modification, or an idempotent request still in flight.
     #[oai(status = 409)]
     Conflict(Json<ErrorBody>),
+    /// The request body did not arrive within `HTTP_BODY_READ_TIMEOUT_SECONDS`.
+    #[oai(status = 408)]
+    RequestTimeout(Json<ErrorBody>),
     /// The request body or file is too large.
     #[oai(status = 413)]
     PayloadTooLarge(Json<ErrorBody>),
@@ -100,6 +103,7 @@ impl From<AppError> for ApiError {
             ErrorKind::Forbidden => Self::Forbidden(body),
             ErrorKind::NotFound | ErrorKind::MethodNotAllowed => Self::NotFound(body),
             ErrorKind::Conflict => Self::Conflict(body),
+            ErrorKind::RequestTimeout => Self::RequestTimeout(body),
             ErrorKind::PayloadTooLarge => Self::PayloadTooLarge(body),
             ErrorKind::UriTooLong => Self::UriTooLong(body),
             ErrorKind::HeadersTooLarge => Self::HeadersTooLarge(body),
@@ -122,6 +126,7 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
         ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::UriTooLong => StatusCode::URI_TOO_LONG,
         ErrorKind::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,

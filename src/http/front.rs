@@ -13,10 +13,12 @@ pub(super) struct Front<A> {
 
 /// Whether `path` belongs to [`Front::ops`].
 fn is_ops(path: &str) -> bool {
-    matches!(
-        path,
-        "/openapi.json" | "/openapi.yaml" | "/metrics" | "/swagger"
-    ) || path.starts_with("/swagger/")
+    matches!(path, "/openapi.json" | "/openapi.yaml" | "/metrics") || is_swagger(path)
+}
+
+/// Whether `path` is Swagger UI's.
+pub(super) fn is_swagger(path: &str) -> bool {
+    path == "/swagger" || path.starts_with("/swagger/")
 }
 
 impl<A: Endpoint> Endpoint for Front<A> {

@@ -1,9 +1,11 @@
 //! The checks every request passes before its operation, in one endpoint: the bounds of the
-//! head (`head_limit`), the method (`methods`), the body limit (`body_limit`),
-//! authentication (`auth`) and the query parameters (`query`), in that order. Each check is
+//! head (`head_limit`), the method (`methods`), authentication and the operation's scope
+//! (`auth`), the body limit (`body_limit`) and the query parameters (`query`), in that order:
+//! a caller without the right is refused before its body is read. Each check is
 //! its module's function; this only orders them, so a request is moved once through them
 //! instead of once per layer (one future instead of five, on every request).
 use super::auth::{self, Authenticator};
+use super::error::error_response;
 use super::query::{self, QueryContract};
 use super::{body_limit, head_limit, methods};
 use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
@@ -18,6 +20,8 @@ pub struct Gate {
     pub authenticator: Arc<Authenticator>,
     /// Request body limit.
     pub max_body_bytes: usize,
+    /// Longest wait for a request's whole body.
+    pub body_read_timeout: std::time::Duration,
 }
 
 impl Gate {
@@ -30,10 +34,16 @@ impl Gate {
         if let Some(r) = methods::refusal(&self.contract, req) {
             return Some(r);
         }
-        if let Some(r) = body_limit::buffer(req, self.max_body_bytes).await {
+        auth::authenticate(&self.authenticator, req);
+        if let Some(scope) = self.contract.scope(req.method(), req.uri().path())
+            && let Some(e) = auth::scope_refusal(req, scope)
+        {
+            return Some(error_response(&e));
+        }
+        if let Some(r) = body_limit::buffer(req, self.max_body_bytes, self.body_read_timeout).await
+        {
             return Some(r);
         }
-        auth::authenticate(&self.authenticator, req);
         query::refusal(&self.contract, req)
     }
 }

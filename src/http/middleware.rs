@@ -1,8 +1,9 @@
 //! The request's way in and out, in one endpoint (the outermost but the panic catcher): its
 //! correlation id and tracing span, its metrics, and the reference's security headers on every
 //! response.
+use super::query::QueryContract;
 use crate::telemetry::HttpMetrics;
-use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
+use poem::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,14 +11,20 @@ use tracing::Instrument;
 
 /// Assigns (or echoes) `X-Request-Id`, traces and counts the request, adds the security
 /// headers (see the module docs).
-pub struct Edge(pub Arc<HttpMetrics>);
+pub struct Edge {
+    /// Where requests are counted.
+    pub metrics: Arc<HttpMetrics>,
+    /// The API's routes, for the route label.
+    pub contract: Arc<QueryContract>,
+}
 
 impl<E: Endpoint> Middleware<E> for Edge {
     type Output = EdgeEndpoint<E>;
     fn transform(&self, inner: E) -> Self::Output {
         EdgeEndpoint {
             inner,
-            metrics: self.0.clone(),
+            metrics: self.metrics.clone(),
+            contract: self.contract.clone(),
         }
     }
 }
@@ -26,6 +33,7 @@ impl<E: Endpoint> Middleware<E> for Edge {
 pub struct EdgeEndpoint<E> {
     inner: E,
     metrics: Arc<HttpMetrics>,
+    contract: Arc<QueryContract>,
 }
 
 /// `X-Request-Id`.
@@ -61,23 +69,43 @@ fn harden(h: &mut HeaderMap, id: &str) {
     }
 }
 
-/// Replaces id-like path segments (a UUID, or longer than 40 bytes) with `{id}` to bound label
-/// cardinality; paths outside the API and the ops routes are `other`.
-pub fn route_label(path: &str) -> String {
-    if !(path.starts_with("/v1/")
-        || matches!(path, "/health" | "/readyz" | "/version" | "/metrics"))
-    {
-        return "other".into();
+/// The route label of a request to `path`: the API route it resolves to as the document
+/// spells it (`/v1/templates/{id}`), the ops route it names, else `unmatched`. Every value
+/// comes from a closed set, so no client can create a metric series by inventing paths.
+pub fn route_label<'a>(contract: &'a QueryContract, path: &str) -> &'a str {
+    if let Some(template) = contract.route_template(path) {
+        return template;
     }
-    let mut label = String::with_capacity(path.len());
-    for (i, seg) in path.split('/').enumerate() {
-        if i > 0 {
-            label.push('/');
-        }
-        let id_like = seg.len() > 40 || uuid::Uuid::parse_str(seg).is_ok();
-        label.push_str(if id_like { "{id}" } else { seg });
+    match path {
+        "/metrics" => "/metrics",
+        "/openapi.json" => "/openapi.json",
+        "/openapi.yaml" => "/openapi.yaml",
+        _ if super::front::is_swagger(path) => "/swagger",
+        _ => UNMATCHED,
     }
-    label
+}
+
+/// The route label of a path no route serves.
+pub const UNMATCHED: &str = "unmatched";
+
+/// The method label: a standard method's name, else `other` (a client may send any token as
+/// its method).
+pub fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::CONNECT,
+    ];
+    KNOWN
+        .iter()
+        .find(|m| *m == method)
+        .map_or("other", |m| m.as_str())
 }
 
 impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
@@ -86,8 +114,8 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
         let start = Instant::now();
         let id = super::headers::client_request_id(&req)
             .map_or_else(super::headers::fresh_request_id, str::to_owned);
-        let method = req.method().clone();
-        let route = route_label(req.uri().path());
+        let method = method_label(req.method());
+        let route = route_label(&self.contract, req.uri().path());
         let span = tracing::info_span!("http", request_id = %id, method = %method, path = %req.uri().path());
         req.extensions_mut().insert(RequestId(id.clone()));
         // `instrument`, not `enter`: an entered guard held across an await would attach this
@@ -97,8 +125,8 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
             Err(e) => e.into_response(),
         };
         self.metrics.observe(
-            method.as_str(),
-            &route,
+            method,
+            route,
             resp.status().as_str(),
             start.elapsed().as_secs_f64(),
         );
@@ -109,33 +137,67 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
 
 #[cfg(test)]
 mod tests {
-    use super::route_label;
+    use super::{QueryContract, UNMATCHED, method_label, route_label};
+    use poem::http::Method;
+
+    fn contract() -> QueryContract {
+        QueryContract::from_spec(&crate::http::spec::raw())
+    }
 
     #[test]
-    fn route_labels_hide_ids_and_bound_other_paths() {
+    fn route_labels_are_the_documents_routes() {
+        let c = contract();
         assert_eq!(
-            route_label("/v1/templates/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77"),
+            route_label(&c, "/v1/templates/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77"),
             "/v1/templates/{id}"
         );
         assert_eq!(
-            route_label("/v1/reports/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77/download"),
+            route_label(&c, "/v1/reports/anything/download"),
             "/v1/reports/{id}/download"
         );
+        assert_eq!(route_label(&c, "/v1/templates"), "/v1/templates");
         assert_eq!(
-            route_label(&format!("/v1/x/{}", "a".repeat(41))),
-            "/v1/x/{id}"
+            route_label(&c, "/v1/deadlines/notifications"),
+            "/v1/deadlines/notifications"
         );
-        assert_eq!(
-            route_label("/v1/templates/019826f46a9c7b319d402f1e8c5a4b77"),
-            "/v1/templates/{id}",
-            "a UUID in its simple form is an id too"
-        );
-        assert_eq!(route_label("/v1/templates"), "/v1/templates");
-        assert_eq!(route_label("/health"), "/health");
-        assert_eq!(route_label("/wp-admin"), "other");
-        assert_eq!(
-            route_label("/v1/templates/not-a-uuid-but-thirty-six-chars-long!"),
-            "/v1/templates/not-a-uuid-but-thirty-six-chars-long!"
-        );
+        for ops in [
+            "/health",
+            "/readyz",
+            "/version",
+            "/metrics",
+            "/openapi.json",
+        ] {
+            assert_eq!(route_label(&c, ops), ops);
+        }
+        assert_eq!(route_label(&c, "/swagger/"), "/swagger");
+    }
+
+    #[test]
+    fn paths_no_route_serves_share_one_label() {
+        let c = contract();
+        for path in [
+            "/wp-admin",
+            "/v1/x",
+            "/v1/templates/a/b/c",
+            "/v1/templates/not-a-uuid-but-thirty-six-chars-long!",
+            &format!("/v1/7/{}", vec!["a".repeat(39); 195].join("/")),
+            "/metrics/",
+            "/",
+        ] {
+            let label = route_label(&c, path);
+            assert!(
+                label == UNMATCHED || label.starts_with("/v1/templates/{"),
+                "{path}: {label}"
+            );
+        }
+        assert_eq!(route_label(&c, "/v1/x/y"), UNMATCHED);
+    }
+
+    #[test]
+    fn extension_methods_share_one_label() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        let invented = Method::from_bytes(b"FOOBAR").expect("a method token");
+        assert_eq!(method_label(&invented), "other");
     }
 }

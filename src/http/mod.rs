@@ -24,6 +24,7 @@ pub mod middleware;
 pub mod ops;
 pub mod query;
 mod reports;
+pub mod server;
 mod shared;
 pub mod spec;
 pub mod streaming;
@@ -88,6 +89,8 @@ pub struct HttpSetup {
     pub registry: prometheus::Registry,
     /// Request body limit.
     pub max_body_bytes: usize,
+    /// Longest wait for a request's whole body.
+    pub body_read_timeout: std::time::Duration,
     /// Idempotency replay window.
     pub idempotency_ttl: chrono::Duration,
     /// Idempotency in-flight reservation.
@@ -180,9 +183,10 @@ pub fn endpoint(
         lease: setup.idempotency_in_flight,
     };
     let gate = Gate {
-        contract: query_contract,
+        contract: query_contract.clone(),
         authenticator: setup.authenticator,
         max_body_bytes: setup.max_body_bytes,
+        body_read_timeout: setup.body_read_timeout,
     };
     let core = routes
         .with(idempotency)
@@ -191,7 +195,10 @@ pub fn endpoint(
     let cors = cors(&setup.cors_origins);
     Ok(core
         .with_if(cors.is_some(), cors.unwrap_or_default())
-        .with(Edge(http_metrics))
+        .with(Edge {
+            metrics: http_metrics,
+            contract: query_contract,
+        })
         .with(CatchPanic::new().with_handler(|_| {
             error::error_response(&crate::app::AppError::new(
                 crate::app::Code::Internal,

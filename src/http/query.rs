@@ -11,7 +11,7 @@
 //!
 //! Runs after authentication (`gate`): a request whose token failed goes on to its operation
 //! untouched and gets the 401.
-use super::auth::AuthOutcome;
+use super::auth::{AuthOutcome, Scope};
 use super::error::error_response;
 use crate::app::{AppError, Code};
 use poem::http::Method;
@@ -56,6 +56,8 @@ impl<'a> PathParts<'a> {
 /// One path of the API (several operations may share it).
 #[derive(Debug, Clone)]
 struct RoutePath {
+    /// As the document spells it (`/v1/templates/{id}`): the route label of its requests.
+    template: String,
     segments: Vec<Segment>,
 }
 
@@ -79,6 +81,8 @@ struct Operation {
     /// Index of its path in [`QueryContract::paths`].
     path: usize,
     known: BTreeSet<String>,
+    /// The scope its `bearerAuth` requirement names (`None` for a public operation).
+    scope: Option<Scope>,
 }
 
 /// Every operation's declared query parameters, read from the OpenAPI document.
@@ -99,8 +103,11 @@ impl QueryContract {
         let mut paths: Vec<(RoutePath, &serde_json::Map<String, serde_json::Value>)> = spec_paths
             .iter()
             .filter_map(|(path, item)| {
-                let segments = segments(path);
-                Some((RoutePath { segments }, item.as_object()?))
+                let route = RoutePath {
+                    template: path.clone(),
+                    segments: segments(path),
+                };
+                Some((route, item.as_object()?))
             })
             .collect();
         // Literal segments win over parameters, as in the router.
@@ -129,6 +136,7 @@ impl QueryContract {
                     method,
                     path: index,
                     known,
+                    scope: required_scope(op),
                 });
             }
         }
@@ -141,6 +149,26 @@ impl QueryContract {
     /// The query keys the operation at `method` + `path` accepts; `None` when no operation
     /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
     pub fn known(&self, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
+        self.resolve(method, path).map(|o| &o.known)
+    }
+
+    /// The scope the operation at `method` + `path` requires; `None` for a public operation
+    /// and when no operation matches.
+    pub fn scope(&self, method: &Method, path: &str) -> Option<Scope> {
+        self.resolve(method, path).and_then(|o| o.scope)
+    }
+
+    /// The route `path` resolves to, as the document spells it (`/v1/templates/{id}`), or
+    /// `None` when no path of the API matches: a value from a closed set, fit for a metric
+    /// label whatever the client sends.
+    pub fn route_template(&self, path: &str) -> Option<&str> {
+        self.route(path)
+            .and_then(|i| self.paths.get(i))
+            .map(|p| p.template.as_str())
+    }
+
+    /// The operation at `method` + `path`, the most literal path first. `HEAD` is `GET`.
+    fn resolve(&self, method: &Method, path: &str) -> Option<&Operation> {
         let method = as_get(method);
         let parts = PathParts::of(path)?;
         self.paths
@@ -148,7 +176,6 @@ impl QueryContract {
             .enumerate()
             .filter(|(_, p)| p.matches(&parts))
             .find_map(|(index, _)| self.operation(index, method))
-            .map(|o| &o.known)
     }
 
     /// The methods of the route `path` resolves to, as the router resolves it: the most
@@ -195,6 +222,17 @@ fn as_get(method: &Method) -> &Method {
     } else {
         method
     }
+}
+
+/// The scope an operation's `bearerAuth` security requirement names (the operation's
+/// `#[oai(scope = …)]`).
+fn required_scope(op: &serde_json::Value) -> Option<Scope> {
+    op.get("security")?
+        .as_array()?
+        .iter()
+        .filter_map(|r| r.get("bearerAuth")?.as_array())
+        .flatten()
+        .find_map(|s| Scope::parse(s.as_str()?))
 }
 
 fn segments(path: &str) -> Vec<Segment> {

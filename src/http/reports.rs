@@ -342,7 +342,7 @@ impl ReportsApi {
     async fn create(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::ReportsWrite")] auth: Auth,
         /// Client idempotency key: a replay within the TTL returns the stored response.
         #[oai(name = "X-Idempotency")]
         _idempotency: poem_openapi::param::Header<Option<String>>,
@@ -402,7 +402,7 @@ impl ReportsApi {
     async fn list(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::ReportsRead")] auth: Auth,
         /// Page number, from 1.
         page: Query<Option<i64>>,
         /// Page size, 1 to MAX_PAGINATION_LIMIT (default 10).
@@ -509,7 +509,7 @@ impl ReportsApi {
     async fn get(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::ReportsRead")] auth: Auth,
         /// Report id.
         id: Path<String>,
     ) -> ApiResult<Json<ReportDto>> {
@@ -532,7 +532,7 @@ impl ReportsApi {
     async fn download(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::ReportsRead")] auth: Auth,
         /// Report id.
         id: Path<String>,
     ) -> ApiResult<Download> {

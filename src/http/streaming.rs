@@ -77,7 +77,10 @@ impl StreamingApi {
         method = "get",
         operation_id = "getStreamingEvents"
     )]
-    async fn manifest(&self, auth: Auth) -> ApiResult<ManifestResponse> {
+    async fn manifest(
+        &self,
+        #[oai(scope = "Scope::StreamingRead")] auth: Auth,
+    ) -> ApiResult<ManifestResponse> {
         auth.require(Scope::StreamingRead)?;
         Ok(ManifestResponse::Ok(Json(manifest()), "no-store".into()))
     }
@@ -96,7 +99,7 @@ impl StreamingApi {
         &self,
         app: Data<&Arc<App>>,
         view: Data<&Arc<StreamingView>>,
-        auth: Auth,
+        #[oai(scope = "Scope::StreamingRead")] auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,
     ) -> ApiResult<Json<DeliveriesDto>> {
@@ -130,7 +133,11 @@ impl StreamingApi {
         method = "post",
         operation_id = "redriveOutbox"
     )]
-    async fn redrive(&self, app: Data<&Arc<App>>, auth: Auth) -> ApiResult<Json<RedriveDto>> {
+    async fn redrive(
+        &self,
+        app: Data<&Arc<App>>,
+        #[oai(scope = "Scope::StreamingAdmin")] auth: Auth,
+    ) -> ApiResult<Json<RedriveDto>> {
         let caller = auth.require(Scope::StreamingAdmin)?;
         let redriven = app.redrive_outbox(&caller).await?;
         Ok(Json(RedriveDto { redriven }))

@@ -255,7 +255,7 @@ impl TemplatesApi {
     async fn create(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// Client idempotency key: a replay within the TTL returns the stored response.
         #[oai(name = "X-Idempotency")]
         _idempotency: poem_openapi::param::Header<Option<String>>,
@@ -295,7 +295,7 @@ impl TemplatesApi {
     async fn list(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// Page number, from 1.
         page: Query<Option<i64>>,
         /// Page size, 1 to MAX_PAGINATION_LIMIT (default 10).
@@ -363,7 +363,7 @@ impl TemplatesApi {
     async fn get(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// Template id.
         id: Path<String>,
     ) -> ApiResult<JsonBody<TemplateDto>> {
@@ -387,7 +387,7 @@ impl TemplatesApi {
     async fn update(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// Template id.
         id: Path<String>,
         form: UpdateTemplateForm,
@@ -425,7 +425,7 @@ impl TemplatesApi {
     async fn delete(
         &self,
         app: Data<&Arc<App>>,
-        auth: Auth,
+        #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// Template id.
         id: Path<String>,
     ) -> ApiResult<Json<TemplateDeletionDto>> {

@@ -21,13 +21,15 @@ pub(super) fn dev_credentials(
         Tenancy::Single(t) => t.clone(),
         Tenancy::Multi => TenantId::default_tenant(),
     };
+    let now = chrono::Utc::now();
     let claims = Claims {
         sub: Some("dev".into()),
-        exp: (chrono::Utc::now() + chrono::Duration::hours(12)).timestamp(),
+        exp: (now + chrono::Duration::hours(12)).timestamp(),
         scope: Some(Scope::all_claim()),
         tenant_id: Some(tenant.to_string()),
         iss: config.auth.issuer.clone(),
         aud: config.auth.audience.clone(),
+        iat: Some(now.timestamp()),
     };
     let token = mint_hs256(&secret, &claims)
         .map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;

@@ -18,6 +18,7 @@ fn claims(exp_offset_secs: i64) -> Claims {
         tenant_id: None,
         iss: None,
         aud: None,
+        iat: None,
     }
 }
 
@@ -141,6 +142,73 @@ async fn each_operation_requires_its_scope() {
         .assert_status_is_ok();
     let none = token_for(Some("default"), &[]);
     expect_error(t.get(&none, "/v1/templates").await, 403, "TPL-0403").await;
+}
+
+/// Every operation of the published document, with the scope it declares
+/// (`x-required-scopes`): `(method, path with its parameters filled in, scope)`.
+fn operations_and_scopes() -> Vec<(String, String, String)> {
+    let spec = reporter::http::spec::value(reporter::http::spec::DEFAULT_LIMITS);
+    let mut out = Vec::new();
+    for (path, item) in spec["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("an operation map") {
+            let Some(scopes) = op["x-required-scopes"].as_array() else {
+                assert!(
+                    op.get("security").is_none(),
+                    "{method} {path} needs a token but declares no scope"
+                );
+                continue;
+            };
+            assert_eq!(scopes.len(), 1, "{method} {path}: {scopes:?}");
+            let filled = path
+                .replace("{id}", "019826f4-6a9c-7b31-9d40-2f1e8c5a4b77")
+                .replace("{dataSourceId}", "bank");
+            let scope = scopes[0].as_str().expect("a scope").to_owned();
+            out.push((method.to_uppercase(), filled, scope));
+        }
+    }
+    out
+}
+
+/// Finding 9 of the security probe: the scope is checked before the body is read, on every
+/// operation; a caller without it gets 403 whatever it sends, and a caller with it never does.
+#[tokio::test]
+async fn every_operation_checks_its_scope_before_reading_the_body() {
+    let t = start().await;
+    let operations = operations_and_scopes();
+    assert_eq!(
+        operations.len(),
+        26,
+        "every /v1 operation declares its scope"
+    );
+    for (method, path, scope) in operations {
+        let others: Vec<&str> = all_scopes().into_iter().filter(|s| *s != scope).collect();
+        let send = |token: String| {
+            let method = poem::http::Method::from_bytes(method.as_bytes()).expect("a method");
+            t.client
+                .request(method, &path)
+                .header("authorization", bearer(&token))
+                .header("content-type", "multipart/form-data; boundary=x")
+                .body("--x\r\nnot a multipart body {")
+                .send()
+        };
+        let refused = expect_error(
+            send(token_for(Some("default"), &others)).await,
+            403,
+            "TPL-0403",
+        )
+        .await;
+        assert!(
+            refused["message"].as_str().unwrap_or("").contains(&scope),
+            "{method} {path}: {refused}"
+        );
+        let with_scope = send(token_for(Some("default"), &[scope.as_str()])).await;
+        assert_ne!(
+            with_scope.0.status().as_u16(),
+            403,
+            "{method} {path} with only '{scope}'"
+        );
+        expect_error(send("not-a-token".into()).await, 401, "TPL-0401").await;
+    }
 }
 
 async fn asymmetric(alg: Algorithm, private: &str, public: &str) {

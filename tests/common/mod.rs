@@ -174,6 +174,7 @@ pub fn token_for(tenant: Option<&str>, scopes: &[&str]) -> String {
         tenant_id: tenant.map(str::to_owned),
         iss: None,
         aud: None,
+        iat: None,
     };
     mint_hs256(SECRET.as_bytes(), &claims).expect("mint")
 }

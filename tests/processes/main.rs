@@ -7,5 +7,6 @@
 mod common;
 
 mod cli;
+mod hardening;
 mod lifecycle;
 mod mongo_outage;

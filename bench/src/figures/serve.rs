@@ -107,6 +107,7 @@ pub fn token() -> anyhow::Result<String> {
         tenant_id: Some("default".into()),
         iss: None,
         aud: None,
+        iat: None,
     };
     reporter::http::auth::mint_hs256(SECRET.as_bytes(), &claims).map_err(|e| anyhow::anyhow!(e))
 }

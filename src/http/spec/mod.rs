@@ -93,6 +93,7 @@ pub fn value(limits: ParamLimits) -> Value {
     responses::links(paths);
     responses::builder_error_examples(paths);
     refine::drop_content_type_headers(paths);
+    refine::scopes_as_extension(paths);
     // Relative: "Try it out" and generated clients call the server that served the document.
     v["servers"] =
         serde_json::json!([{ "url": "/", "description": "the server serving this document" }]);

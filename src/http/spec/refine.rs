@@ -151,6 +151,27 @@ pub fn merge(target: &mut Value, patch: Value) {
     }
 }
 
+/// Moves each operation's scope out of its `bearerAuth` requirement (OpenAPI 3.0 lets only
+/// OAuth2 and OpenID Connect requirements list scopes) into `x-required-scopes`, where SDK
+/// users and linters read it.
+pub fn scopes_as_extension(paths: &mut Value) {
+    for_each_operation(paths, |o| {
+        let mut scopes = Vec::new();
+        if let Some(reqs) = o.get_mut("security").and_then(Value::as_array_mut) {
+            for list in reqs
+                .iter_mut()
+                .filter_map(|r| r.get_mut("bearerAuth"))
+                .filter_map(Value::as_array_mut)
+            {
+                scopes.append(list);
+            }
+        }
+        if !scopes.is_empty() {
+            o["x-required-scopes"] = Value::Array(scopes);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
