@@ -5,7 +5,8 @@
 //!
 //! - [`PDF`] then the document,
 //! - [`FAILED`] then a UTF-8 message (the engine refused or failed),
-//! - [`TIMED_OUT`] (the engine noticed its deadline).
+//! - [`TIMED_OUT`] (the engine noticed its deadline),
+//! - [`OVER_MEMORY`] (the HTML alone is larger than the memory limit).
 //!
 //! A child that dies before answering (over its memory or CPU limit, crashed) writes nothing
 //! on stdout; the service reads its death from the exit status and stderr.
@@ -22,6 +23,8 @@ pub(crate) const PDF: u8 = b'P';
 pub(crate) const FAILED: u8 = b'F';
 /// Tag of an answer that says the engine passed its deadline.
 pub(crate) const TIMED_OUT: u8 = b'T';
+/// Tag of an answer that says the HTML alone is larger than the memory limit.
+pub(crate) const OVER_MEMORY: u8 = b'M';
 
 /// Stack of the engine's render thread (sghtmltopdf's `with_render_stack`), a private mapping
 /// counted by `RLIMIT_DATA` on top of the heap.
@@ -100,20 +103,18 @@ fn serve(args: &ChildArgs, started: Instant) -> io::Result<()> {
         .lock()
         .take(args.memory_bytes.saturating_add(1))
         .read_to_end(&mut html)?;
-    let answer = if html.len() as u64 > args.memory_bytes {
-        Err(ConvertError::Failed(
-            "the HTML alone is larger than the memory limit".into(),
-        ))
-    } else {
-        let job = Job {
-            page: args.page,
-            fonts: &args.fonts,
-            deadline: started + args.timeout,
-        };
-        engine::convert(&html, &job)
-    };
-    drop(html);
     let mut out = io::stdout().lock();
+    if html.len() as u64 > args.memory_bytes {
+        out.write_all(&[OVER_MEMORY])?;
+        return out.flush();
+    }
+    let job = Job {
+        page: args.page,
+        fonts: &args.fonts,
+        deadline: started + args.timeout,
+    };
+    let answer = engine::convert(&html, &job);
+    drop(html);
     match answer {
         Ok(pdf) => {
             out.write_all(&[PDF])?;

@@ -1,6 +1,6 @@
 //! The service side of a PDF child: start it, hand it the HTML, read its answer within the
 //! deadline (killing it when the deadline passes) and read its death when it gives none.
-use crate::child::{FAILED, PDF, TIMED_OUT};
+use crate::child::{FAILED, OVER_MEMORY, PDF, TIMED_OUT};
 use crate::child_args::ChildArgs;
 use reporter_ports::ports::PdfError;
 use std::os::unix::process::ExitStatusExt;
@@ -132,7 +132,11 @@ pub(crate) async fn convert_in_child(
             "cannot read the pdf child's answer: {e}"
         )));
     }
-    let answered = status.success() && matches!(answer.first(), Some(&(PDF | FAILED | TIMED_OUT)));
+    let answered = status.success()
+        && matches!(
+            answer.first(),
+            Some(&(PDF | FAILED | TIMED_OUT | OVER_MEMORY))
+        );
     let result = classify(answer, status, &stderr, args.memory_bytes, timeout);
     if !answered && let Err(e) = &result {
         tracing::warn!(error = %e, ?status, %stderr, "a pdf child died without answering");
@@ -176,6 +180,7 @@ pub(crate) fn classify(
             ));
         }
         Some(TIMED_OUT) if status.success() => return Err(PdfError::Timeout(timeout)),
+        Some(OVER_MEMORY) if status.success() => return Err(PdfError::MemoryLimit(memory_bytes)),
         _ => {}
     }
     if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
@@ -225,6 +230,10 @@ mod tests {
         assert_eq!(
             classify(vec![TIMED_OUT], exited(0), "", 5, T),
             Err(PdfError::Timeout(T))
+        );
+        assert_eq!(
+            classify(vec![OVER_MEMORY], exited(0), "", 5, T),
+            Err(PdfError::MemoryLimit(5))
         );
     }
 

@@ -282,3 +282,15 @@ async fn a_child_that_exits_without_a_document_is_a_failure() {
         other => panic!("expected a failure, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn html_larger_than_the_memory_bound_is_a_memory_limit_error() {
+    let bound = MIB;
+    let r = renderer(NativePdfOptions {
+        memory_bytes: bound,
+        ..NativePdfOptions::default()
+    });
+    let html = lorem_html(1_000);
+    assert!(html.len() as u64 > bound);
+    assert_eq!(r.render(&html).await, Err(PdfError::MemoryLimit(bound)));
+}
