@@ -69,6 +69,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Internal: one PDF conversion in a bounded child, started by the service itself.
+    #[command(hide = true, name = "pdf-render")]
+    PdfRender {
+        /// The child's limits, page and fonts (`--name=value`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `reporter config …`.
@@ -189,6 +196,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     match command {
         Command::Openapi { format, write } => openapi(format, write),
         Command::TemplateSandbox { args } => wiring::template_sandbox_child(&args),
+        Command::PdfRender { args } => wiring::pdf_render_child(&args),
         Command::Asyncapi => {
             print!("{}", crate::streaming::manifest::asyncapi_yaml());
             ExitCode::SUCCESS

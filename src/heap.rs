@@ -35,7 +35,8 @@ pub fn configure() {
 const SANDBOX_TOP_PAD: i32 = 4 * 1024 * 1024;
 
 /// Heap settings of a template sandbox child, which parses and renders on a thread of its own
-/// (for the stack size): that thread allocates from the main arena, grown by `brk` in steps
+/// (for the stack size), and of a PDF child (`reporter pdf-render`, whose layout runs on a
+/// thread of its own too): that thread allocates from the main arena, grown by `brk` in steps
 /// of at least [`SANDBOX_TOP_PAD`], instead of a thread arena, which glibc extends with one
 /// `mprotect` call per page needed (7,382 calls for one 100,000-row CSV render). The memory
 /// limit still holds: `RLIMIT_DATA` bounds `brk` as it bounds mappings, and an allocation it

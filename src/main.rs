@@ -9,6 +9,11 @@ fn main() -> ExitCode {
         reporter::heap::configure_sandbox_child();
         return reporter::wiring::template_sandbox_child(args);
     }
+    // Likewise a PDF child: one conversion under its limits, then exit.
+    if let Some(Command::PdfRender { args }) = &cli.command {
+        reporter::heap::configure_sandbox_child();
+        return reporter::wiring::pdf_render_child(args);
+    }
     // Before any thread: large buffers stay out of the allocator's arenas (see `heap`).
     reporter::heap::configure();
     // Two rustls crypto providers are compiled in (tiberius brings aws-lc-rs): name ring as

@@ -24,7 +24,7 @@ use reporter_adapter_mongo::{
 };
 use reporter_adapter_mysql::{MysqlConfig, MysqlDataSource};
 use reporter_adapter_pdf::{
-    ChromiumOptions, ChromiumPdfRenderer, NativePdfOptions, NativePdfRenderer,
+    ChromiumOptions, ChromiumPdfRenderer, NativePdfOptions, NativePdfRenderer, PdfChildCommand,
 };
 use reporter_adapter_pongo2::Pongo2Engine;
 use reporter_adapter_postgres::{PostgresConfig, PostgresDataSource};
@@ -112,11 +112,7 @@ const SANDBOX_START_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// `TEMPLATE_SANDBOX_EXE` (default: this binary) running [`SANDBOX_SUBCOMMAND`].
 fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
     let s = &config.sandbox;
-    let exe = match &s.exe {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary for the template sandbox (set TEMPLATE_SANDBOX_EXE)")?,
-    };
+    let exe = child_exe(config)?;
     let pool = |name, memory_bytes, cpu_seconds, wall_timeout, queue_timeout| {
         ProcessPool::new(PoolConfig {
             name,
@@ -166,6 +162,25 @@ pub fn template_sandbox_child(args: &[String]) -> std::process::ExitCode {
             );
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+/// The hidden subcommand that runs one PDF conversion in a bounded child.
+pub const PDF_SUBCOMMAND: &str = "pdf-render";
+
+/// The body of `reporter pdf-render …`: one native PDF conversion in a child under OS limits
+/// (see `reporter_adapter_pdf::child`).
+pub fn pdf_render_child(args: &[String]) -> std::process::ExitCode {
+    reporter_adapter_pdf::child::run(args.iter().cloned())
+}
+
+/// The program of the service's children (template sandbox, native PDF):
+/// `TEMPLATE_SANDBOX_EXE`, default this binary.
+fn child_exe(config: &Config) -> anyhow::Result<PathBuf> {
+    match &config.sandbox.exe {
+        Some(p) => Ok(p.clone()),
+        None => std::env::current_exe()
+            .context("locating this binary for the child processes (set TEMPLATE_SANDBOX_EXE)"),
     }
 }
 
@@ -404,11 +419,18 @@ fn pdf_renderer(config: &Config) -> anyhow::Result<Arc<dyn PdfRenderer>> {
     let w = &config.worker;
     Ok(match &w.pdf {
         PdfChoice::Native => Arc::new(
-            NativePdfRenderer::new(NativePdfOptions {
-                timeout: w.pdf_timeout,
-                max_concurrency: w.pdf_pool,
-                ..Default::default()
-            })
+            NativePdfRenderer::new(
+                NativePdfOptions {
+                    timeout: w.pdf_timeout,
+                    max_concurrency: w.pdf_pool,
+                    memory_bytes: w.pdf_memory_bytes,
+                    ..Default::default()
+                },
+                PdfChildCommand {
+                    exe: child_exe(config)?,
+                    args: vec![PDF_SUBCOMMAND.to_owned()],
+                },
+            )
             .map_err(|e| anyhow::anyhow!("PDF renderer: {e}"))?,
         ),
         PdfChoice::Chromium(path) => Arc::new(ChromiumPdfRenderer::new(ChromiumOptions {

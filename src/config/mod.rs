@@ -371,6 +371,10 @@ pub struct RawConfig {
     /// Deadline of one PDF conversion in seconds.
     #[arg(long, env = "PDF_TIMEOUT_SECONDS", default_value = "90")]
     pub pdf_timeout_seconds: String,
+    /// Heap of one native PDF conversion (its child process) in MiB; over it the report ends
+    /// `Error` `report_generation_failed`.
+    #[arg(long, env = "PDF_MEMORY_MIB", default_value = "1024")]
+    pub pdf_memory_mib: String,
     /// S3 bucket for OBJECT_STORAGE_BACKEND=s3.
     #[arg(
         long,
@@ -616,6 +620,8 @@ pub struct WorkerConfig {
     pub pdf_pool: usize,
     /// PDF timeout.
     pub pdf_timeout: std::time::Duration,
+    /// Heap of one native PDF conversion's child, bytes.
+    pub pdf_memory_bytes: u64,
 }
 
 /// The template sandbox: child processes that parse uploads and render reports under OS
@@ -928,6 +934,7 @@ impl RawConfig {
             pdf_chromium_path: "/usr/bin/chromium".into(),
             pdf_pool_workers: "2".into(),
             pdf_timeout_seconds: "90".into(),
+            pdf_memory_mib: "1024".into(),
             s3_bucket: "reporter-storage".into(),
             s3_endpoint: None,
             s3_region: "us-east-1".into(),

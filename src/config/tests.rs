@@ -784,3 +784,24 @@ fn data_source_setting_errors_name_what_is_accepted() {
     assert_eq!(errs.0[0].variable, "DATASOURCE_M_SSL");
     assert!(errs.to_string().contains("tls=true"), "{errs}");
 }
+
+/// `PDF_MEMORY_MIB`: 1 GiB by default, in bytes; below 32 MiB refused naming the variable.
+#[test]
+fn pdf_memory_bound_is_validated() {
+    let c = RawConfig::defaults().validate(&[]).expect("defaults");
+    assert_eq!(c.worker.pdf_memory_bytes, 1024 * 1024 * 1024);
+    let mut raw = RawConfig::defaults();
+    raw.pdf_memory_mib = "64".into();
+    assert_eq!(
+        raw.validate(&[]).expect("64 MiB").worker.pdf_memory_bytes,
+        64 * 1024 * 1024
+    );
+    for bad in ["16", "x", ""] {
+        raw.pdf_memory_mib = bad.into();
+        let errs = raw.validate(&[]).unwrap_err();
+        assert!(
+            errs.0.iter().any(|p| p.variable == "PDF_MEMORY_MIB"),
+            "{bad:?}: {errs}"
+        );
+    }
+}

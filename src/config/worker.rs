@@ -93,6 +93,14 @@ impl RawConfig {
                 3600,
                 90,
             ),
+            pdf_memory_bytes: c.number(
+                "PDF_MEMORY_MIB",
+                &self.pdf_memory_mib,
+                32u64,
+                1024 * 1024,
+                1024,
+            ) * 1024
+                * 1024,
         }
     }
 

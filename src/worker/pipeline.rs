@@ -5,8 +5,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reporter_ports::StoreError;
 use reporter_ports::ports::{
-    DataSourceError, JobDelivery, JsonSection, RenderContext, RenderError, RenderJob, Row, RowSink,
-    RunnerError, SectionJson, StreamPlan, TableJson, TableQuery,
+    DataSourceError, JobDelivery, JsonSection, PdfError, RenderContext, RenderError, RenderJob,
+    Row, RowSink, RunnerError, SectionJson, StreamPlan, TableJson, TableQuery,
 };
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
@@ -294,7 +294,7 @@ impl Worker {
                 Err(e) => {
                     tracing::warn!(error = %e, "pdf conversion failed");
                     return Ok(Generation::Failed {
-                        code: ReportErrorCode::ReportGenerationFailed,
+                        code: pdf_failure_code(&e),
                         sections,
                     });
                 }
@@ -610,6 +610,18 @@ pub(super) fn render_failure(
     }
 }
 
+/// The report's code for a failed PDF conversion: over its deadline (`PDF_TIMEOUT_SECONDS`,
+/// wall clock or CPU) `report_generation_timeout`; over its memory bound (`PDF_MEMORY_MIB`),
+/// failed, crashed or unavailable `report_generation_failed`.
+pub(super) fn pdf_failure_code(e: &PdfError) -> ReportErrorCode {
+    match e {
+        PdfError::Timeout(_) => ReportErrorCode::ReportGenerationTimeout,
+        PdfError::MemoryLimit(_) | PdfError::Failed(_) | PdfError::Unavailable(_) => {
+            ReportErrorCode::ReportGenerationFailed
+        }
+    }
+}
+
 /// Writes a table's rows into its section as they arrive. MUST stop the query with
 /// `TooLarge` at the first row that takes the section's rows past `max` bytes of JSON.
 struct SectionRows<'a> {
@@ -655,6 +667,26 @@ impl RowSink for SectionRows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pdf_over_its_deadline_times_out_and_any_other_pdf_failure_fails() {
+        use std::time::Duration;
+        assert_eq!(
+            pdf_failure_code(&PdfError::Timeout(Duration::from_secs(1))),
+            ReportErrorCode::ReportGenerationTimeout
+        );
+        for e in [
+            PdfError::MemoryLimit(1),
+            PdfError::Failed("x".into()),
+            PdfError::Unavailable("x".into()),
+        ] {
+            assert_eq!(
+                pdf_failure_code(&e),
+                ReportErrorCode::ReportGenerationFailed,
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn section_rows_stop_at_the_first_row_past_the_limit() {

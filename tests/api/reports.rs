@@ -200,6 +200,63 @@ async fn pdf_with_the_native_renderer() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A pdf template of three nested loops printing `{% lorem 300 w %}`: 4,000 paragraphs of
+/// 300 words, 8 MB of HTML whose layout needs about 500 MB (security probe, issue 30).
+const LOREM_PDF: &str = "<html><body>{% for a in \"xxxxxxxxxxxxxxxxxxxx\" %}{% for b in \"xxxxxxxxxxxxxxxxxxxx\" %}{% for c in \"xxxxxxxxxx\" %}<p>{% lorem 300 w %}</p>{% endfor %}{% endfor %}{% endfor %}</body></html>";
+
+/// This process's peak resident set (`VmHWM`), in MiB.
+fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+#[tokio::test]
+async fn a_pdf_layout_over_its_bounds_ends_errored_and_the_service_serves_on() {
+    type Tweak = fn(&mut reporter::config::RawConfig);
+    let cases: [(Tweak, &str); 2] = [
+        (
+            |r| r.pdf_memory_mib = "64".into(),
+            "report_generation_failed",
+        ),
+        (
+            |r| r.pdf_timeout_seconds = "1".into(),
+            "report_generation_timeout",
+        ),
+    ];
+    for (tweak, code) in cases {
+        let (t, dir) = instance(false, Some(tweak)).await;
+        let tpl = t.upload_template("pdf", LOREM_PDF).await;
+        let peak_before = peak_rss_mib();
+        let started = std::time::Instant::now();
+        let id = t.request_report(&tpl, json!({})).await;
+        let r = t.wait_report(&id, 600).await;
+        let peak_after = peak_rss_mib();
+        eprintln!(
+            "{code}: ended in {:?}; service peak RSS {peak_before} MiB -> {peak_after} MiB",
+            started.elapsed()
+        );
+        assert_eq!(r["status"], "Error", "{r}");
+        assert_eq!(r["metadata"]["error_code"], code, "{r}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // The layout ran in a child: the service's memory did not follow it (in the service,
+        // it would have raised the peak by about 500 MiB).
+        assert!(
+            peak_after - peak_before < 200,
+            "service peak RSS {peak_before} MiB -> {peak_after} MiB"
+        );
+        // Still serving, PDF included.
+        pdf_flow(&t).await;
+        let resp = t.get(&token(), "/health").await;
+        assert_eq!(resp.0.status(), StatusCode::OK);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
 #[tokio::test]
 async fn pdf_with_the_chromium_renderer() {
     let Some(path) = reporter_contract::services::service_url("CHROMIUM_PATH", "Chromium") else {

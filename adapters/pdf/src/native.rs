@@ -1,32 +1,37 @@
-//! [`NativePdfRenderer`]: pure-Rust HTML → PDF with sghtmltopdf and bundled DejaVu Sans.
+//! [`NativePdfRenderer`]: pure-Rust HTML → PDF with sghtmltopdf and bundled DejaVu Sans, in a
+//! bounded child process per conversion.
+use crate::child_args::ChildArgs;
 use crate::page::{PageSetup, validate};
+use crate::process::{PdfChildCommand, Spawner, convert_in_child};
 use async_trait::async_trait;
 use reporter_ports::ports::{PdfError, PdfRenderer};
-use sghtmltopdf::{
-    EdgeSizes, Engine, EngineError, EngineOptions, FontSpec, LocalAccess, MemorySink, PageSize,
-    with_render_stack,
-};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Semaphore;
-
-/// CSS px per inch.
-const PX_PER_INCH: f64 = 96.0;
-/// HTML is fed in chunks of this size, so the deadline is checked between them.
-const FEED_CHUNK: usize = 64 * 1024;
+use tokio::time::{Instant, timeout_at};
 
 /// Options of a [`NativePdfRenderer`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NativePdfOptions {
     /// Paper and margins. Default: US Letter, 0.5 in.
     pub page: PageSetup,
-    /// Longest a caller waits for one conversion, slot wait included. Default: 90 s (the
-    /// reference's `PDF_TIMEOUT_SECONDS`).
+    /// Longest a caller waits for one conversion, slot wait included; the child is killed
+    /// then, and its CPU time is bounded to the same number of seconds (rounded up).
+    /// Default: 90 s (the reference's `PDF_TIMEOUT_SECONDS`).
     pub timeout: Duration,
-    /// Conversions running at once (each holds a blocking thread with a 16 MiB stack).
-    /// Default: 2 (the reference's `PDF_POOL_WORKERS`). At least 1.
+    /// Conversions (children) running at once. Default: 2 (the reference's
+    /// `PDF_POOL_WORKERS`). At least 1.
     pub max_concurrency: usize,
+    /// Heap one conversion may use (bytes), the HTML included: the child's `RLIMIT_DATA` (plus
+    /// the 16 MiB render stack). Over it the conversion is [`PdfError::MemoryLimit`].
+    /// Default: [`NativePdfOptions::DEFAULT_MEMORY_BYTES`].
+    pub memory_bytes: u64,
+}
+
+impl NativePdfOptions {
+    /// The default heap bound of one conversion: 1 GiB.
+    pub const DEFAULT_MEMORY_BYTES: u64 = 1024 * 1024 * 1024;
 }
 
 impl Default for NativePdfOptions {
@@ -35,12 +40,13 @@ impl Default for NativePdfOptions {
             page: PageSetup::default(),
             timeout: Duration::from_secs(90),
             max_concurrency: 2,
+            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
         }
     }
 }
 
 /// The four DejaVu Sans faces, written once per renderer into a private (0700) temp dir that
-/// is removed when the renderer is dropped.
+/// is removed when the renderer is dropped; the children read them from there.
 struct Fonts {
     dir: tempfile::TempDir,
     files: Vec<PathBuf>,
@@ -70,41 +76,58 @@ impl Fonts {
     }
 }
 
+/// What clones of a renderer ([`NativePdfRenderer::with_timeout`]) share.
+struct Shared {
+    fonts: Fonts,
+    slots: Semaphore,
+    child: PdfChildCommand,
+    spawner: Spawner,
+}
+
 /// A [`PdfRenderer`] that needs nothing installed: sghtmltopdf (no browser) with bundled
 /// DejaVu Sans (regular, bold, oblique, bold oblique), system fonts disabled so output is the
 /// same on every machine.
 ///
-/// - Each conversion runs on a blocking thread (`spawn_blocking` + a 16 MiB render stack).
-/// - At most `max_concurrency` run at once; a timed-out conversion keeps its slot until its
-///   thread notices the deadline and stops.
-/// - The whole call (slot wait + conversion) is bounded by `timeout` ([`PdfError::Timeout`]).
+/// - Each conversion runs in a fresh child process ([`PdfChildCommand`], running
+///   [`crate::child::run`]): env cleared, cwd `/`, parent-death `SIGKILL`, no new privileges,
+///   lowest priority, no file writes, and the OS limits of the options: heap
+///   (`memory_bytes`, over it [`PdfError::MemoryLimit`]) and CPU seconds (`timeout`). The
+///   layout's memory is the child's, never the service's.
+/// - At most `max_concurrency` children run at once; a slot is held until its child has
+///   exited (or was killed and reaped).
+/// - The whole call (slot wait + conversion) is bounded by `timeout`: then the child is killed
+///   ([`PdfError::Timeout`]). Dropping the call kills the child too.
 /// - No local file access and no remote fetches from the HTML (`<img>`, stylesheets).
 /// - Output under 1,000 bytes or not starting with `%PDF-` is [`PdfError::Failed`].
 pub struct NativePdfRenderer {
     options: NativePdfOptions,
-    fonts: Arc<Fonts>,
-    slots: Arc<Semaphore>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for NativePdfRenderer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativePdfRenderer")
             .field("options", &self.options)
-            .field("font_dir", &self.fonts.dir.path())
+            .field("font_dir", &self.shared.fonts.dir.path())
+            .field("child", &self.shared.child)
             .finish()
     }
 }
 
 impl NativePdfRenderer {
-    /// Writes the bundled fonts to a private temp dir. Fails with
-    /// [`PdfError::Unavailable`] if they cannot be written.
-    pub fn new(options: NativePdfOptions) -> Result<Self, PdfError> {
+    /// Writes the bundled fonts to a private temp dir; conversions will run `child`. Fails
+    /// with [`PdfError::Unavailable`] if the fonts cannot be written.
+    pub fn new(options: NativePdfOptions, child: PdfChildCommand) -> Result<Self, PdfError> {
         let fonts = Fonts::write()
             .map_err(|e| PdfError::Unavailable(format!("cannot write bundled fonts: {e}")))?;
         Ok(Self {
             options,
-            fonts: Arc::new(fonts),
-            slots: Arc::new(Semaphore::new(options.max_concurrency.max(1))),
+            shared: Arc::new(Shared {
+                fonts,
+                slots: Semaphore::new(options.max_concurrency.max(1)),
+                child,
+                spawner: Spawner::default(),
+            }),
         })
     }
 
@@ -121,68 +144,27 @@ impl NativePdfRenderer {
                 timeout,
                 ..self.options
             },
-            fonts: Arc::clone(&self.fonts),
-            slots: Arc::clone(&self.slots),
+            shared: Arc::clone(&self.shared),
         }
     }
 
-    /// Concurrency slots free right now. A conversion holds its slot until its thread ends,
-    /// even after its caller timed out.
+    /// Concurrency slots free right now. A conversion holds its slot until its child has
+    /// exited, even after its caller timed out.
     pub fn idle_slots(&self) -> usize {
-        self.slots.available_permits()
+        self.shared.slots.available_permits()
     }
-}
 
-fn engine_options(page: &PageSetup, fonts: &Fonts, deadline: Instant) -> EngineOptions {
-    let (w, h) = page.paper.inches();
-    let px = |inches: f64| (inches * PX_PER_INCH) as f32;
-    let mut o = EngineOptions::default();
-    o.settings.size = PageSize {
-        width: px(w),
-        height: px(h),
-    };
-    o.settings.margin = EdgeSizes {
-        top: px(page.margins.top),
-        right: px(page.margins.right),
-        bottom: px(page.margins.bottom),
-        left: px(page.margins.left),
-    };
-    o.fonts = fonts
-        .files
-        .iter()
-        .map(|path| FontSpec {
-            path: path.clone(),
-            index: 0,
-        })
-        .collect();
-    o.disable_system_fonts = true;
-    o.allow_remote_assets = false;
-    let mut local = LocalAccess::default();
-    local.allow = false;
-    o.local_access = local;
-    o.deadline = Some(deadline);
-    o
-}
-
-fn convert(
-    html: &str,
-    page: &PageSetup,
-    fonts: &Fonts,
-    deadline: Instant,
-    timeout: Duration,
-) -> Result<Vec<u8>, PdfError> {
-    let map = |e: EngineError<std::io::Error>| match e {
-        EngineError::TimedOut => PdfError::Timeout(timeout),
-        other => PdfError::Failed(other.to_string()),
-    };
-    // EngineOptions is !Send: build it on the render thread.
-    with_render_stack(|| {
-        let mut engine = Engine::new(engine_options(page, fonts, deadline), MemorySink::new());
-        for chunk in html.as_bytes().chunks(FEED_CHUNK) {
-            engine.feed(chunk).map_err(map)?;
+    /// The child's command line for a conversion that must end by `deadline`.
+    fn child_args(&self, deadline: Instant) -> ChildArgs {
+        ChildArgs {
+            memory_bytes: self.options.memory_bytes,
+            cpu_seconds: (self.options.timeout.as_secs_f64().ceil() as u64).max(1),
+            timeout: deadline.saturating_duration_since(Instant::now()),
+            parent_pid: std::process::id(),
+            page: self.options.page,
+            fonts: self.shared.fonts.files.clone(),
         }
-        engine.finish().map_err(map)
-    })
+    }
 }
 
 #[async_trait]
@@ -190,35 +172,34 @@ impl PdfRenderer for NativePdfRenderer {
     async fn render(&self, html: &str) -> Result<Vec<u8>, PdfError> {
         let timeout = self.options.timeout;
         let deadline = Instant::now() + timeout;
-        let run = async {
-            let permit = Arc::clone(&self.slots)
-                .acquire_owned()
-                .await
-                .map_err(|_| PdfError::Unavailable("renderer closed".into()))?;
-            let html = html.to_owned();
-            let page = self.options.page;
-            let fonts = Arc::clone(&self.fonts);
-            let job = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                convert(&html, &page, &fonts, deadline, timeout)
-            });
-            match job.await {
-                Ok(result) => result,
-                Err(e) if e.is_panic() => Err(PdfError::Failed("pdf engine panicked".into())),
-                Err(e) => Err(PdfError::Failed(format!("pdf task failed: {e}"))),
-            }
+        let _permit = match timeout_at(deadline, self.shared.slots.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(PdfError::Unavailable("renderer closed".into())),
+            Err(_) => return Err(PdfError::Timeout(timeout)),
         };
-        let pdf = tokio::time::timeout(timeout, run)
-            .await
-            .map_err(|_| PdfError::Timeout(timeout))??;
+        let args = self.child_args(deadline);
+        let pdf = convert_in_child(
+            &self.shared.spawner,
+            &self.shared.child,
+            &args,
+            html.as_bytes(),
+            deadline,
+            timeout,
+        )
+        .await?;
         validate(pdf)
     }
 
     async fn check(&self) -> Result<(), PdfError> {
-        if self.fonts.present() {
-            Ok(())
-        } else {
-            Err(PdfError::Unavailable("bundled fonts are missing".into()))
+        if !self.shared.fonts.present() {
+            return Err(PdfError::Unavailable("bundled fonts are missing".into()));
         }
+        if !self.shared.child.exe.is_file() {
+            return Err(PdfError::Unavailable(format!(
+                "the pdf child {} is missing",
+                self.shared.child.exe.display()
+            )));
+        }
+        Ok(())
     }
 }

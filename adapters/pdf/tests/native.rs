@@ -1,17 +1,62 @@
-//! NativePdfRenderer: valid PDFs with the expected text, limits, hostile input.
+//! NativePdfRenderer: valid PDFs with the expected text, limits, hostile input; every
+//! conversion in a child process (this crate's `pdf-child` binary) under its limits.
 mod common;
 
-use common::{assert_statement_text, page_size, statement_html};
-use reporter_adapter_pdf::{Margins, NativePdfOptions, NativePdfRenderer, PageSetup, PaperSize};
+use common::{assert_statement_text, lorem_html, page_size, peak_rss_bytes, statement_html};
+use reporter_adapter_pdf::{
+    Margins, NativePdfOptions, NativePdfRenderer, PageSetup, PaperSize, PdfChildCommand,
+};
 use reporter_ports::ports::{PdfError, PdfRenderer};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn renderer(options: NativePdfOptions) -> NativePdfRenderer {
-    match NativePdfRenderer::new(options) {
+const MIB: u64 = 1024 * 1024;
+
+fn child_command() -> PdfChildCommand {
+    PdfChildCommand {
+        exe: PathBuf::from(env!("CARGO_BIN_EXE_pdf-child")),
+        args: Vec::new(),
+    }
+}
+
+fn renderer_running(options: NativePdfOptions, child: PdfChildCommand) -> NativePdfRenderer {
+    match NativePdfRenderer::new(options, child) {
         Ok(r) => r,
         Err(e) => panic!("renderer: {e}"),
     }
+}
+
+fn renderer(options: NativePdfOptions) -> NativePdfRenderer {
+    renderer_running(options, child_command())
+}
+
+/// Pids of this process's `pdf-child` children started with `--memory-bytes=<memory_bytes>`
+/// (each test that looks for its children gives them a bound of its own: the tests of this
+/// file run in parallel).
+fn pdf_children(memory_bytes: u64) -> Vec<u32> {
+    let me = std::process::id();
+    let marker = format!("--memory-bytes={memory_bytes}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        panic!("no /proc");
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid …
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            head.ends_with("(pdf-child")
+                && ppid == Some(me)
+                && cmdline.split(|b| *b == 0).any(|a| a == marker.as_bytes())
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -131,4 +176,121 @@ async fn hostile_or_empty_html_never_panics() {
             Err(other) => panic!("{head:?}: unexpected {other:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn a_layout_over_the_memory_bound_is_a_memory_limit_error_and_the_service_is_unmoved() {
+    let bound = 64 * MIB;
+    let r = renderer(NativePdfOptions {
+        memory_bytes: bound,
+        ..NativePdfOptions::default()
+    });
+    // 1,200 paragraphs of 300 words: a few MB of HTML, a layout of several hundred MB.
+    let html = lorem_html(1_200);
+    let peak_before = peak_rss_bytes();
+    let started = Instant::now();
+    let result = r.render(&html).await;
+    eprintln!(
+        "native: {} bytes of lorem under a {bound}-byte bound -> {:?} in {:?}",
+        html.len(),
+        result.as_ref().map(Vec::len),
+        started.elapsed()
+    );
+    assert_eq!(result, Err(PdfError::MemoryLimit(bound)));
+    let grown = peak_rss_bytes().saturating_sub(peak_before);
+    assert!(
+        grown < bound,
+        "the layout's memory showed in this process: peak RSS grew {grown} bytes"
+    );
+    assert!(
+        pdf_children(bound).is_empty(),
+        "a child outlived its conversion"
+    );
+    assert_eq!(r.idle_slots(), 2, "slot released");
+    // The renderer keeps converting.
+    match r.render(&statement_html(20)).await {
+        Ok(pdf) => assert!(pdf.starts_with(b"%PDF-")),
+        Err(e) => panic!("render after the memory limit: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_conversion_past_its_deadline_kills_its_child() {
+    let timeout = Duration::from_millis(1_500);
+    let bound = 1024 * MIB + 1;
+    let r = renderer(NativePdfOptions {
+        timeout,
+        memory_bytes: bound,
+        ..NativePdfOptions::default()
+    });
+    let html = lorem_html(4_000);
+    let render = r.render(&html);
+    tokio::pin!(render);
+    // The child exists while the conversion runs…
+    let mut seen = false;
+    let started = Instant::now();
+    let result = loop {
+        tokio::select! {
+            result = &mut render => break result,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {
+                seen |= !pdf_children(bound).is_empty();
+            }
+        }
+    };
+    let elapsed = started.elapsed();
+    assert_eq!(result, Err(PdfError::Timeout(timeout)));
+    assert!(seen, "no pdf child was seen running");
+    assert!(
+        elapsed >= timeout && elapsed < timeout + Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+    // …and is gone (killed and reaped) when the call returns.
+    assert!(
+        pdf_children(bound).is_empty(),
+        "the child outlived its deadline"
+    );
+    assert_eq!(r.idle_slots(), 2, "slot released");
+}
+
+#[tokio::test]
+async fn a_missing_child_program_is_unavailable() {
+    let r = renderer_running(
+        NativePdfOptions::default(),
+        PdfChildCommand {
+            exe: PathBuf::from("/nonexistent/reporter"),
+            args: vec!["pdf-render".into()],
+        },
+    );
+    assert!(matches!(r.check().await, Err(PdfError::Unavailable(_))));
+    assert!(matches!(
+        r.render(&statement_html(1)).await,
+        Err(PdfError::Unavailable(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_child_that_exits_without_a_document_is_a_failure() {
+    let r = renderer_running(
+        NativePdfOptions::default(),
+        PdfChildCommand {
+            exe: PathBuf::from("/bin/true"),
+            args: Vec::new(),
+        },
+    );
+    match r.render(&statement_html(1)).await {
+        Err(PdfError::Failed(m)) => assert!(m.contains("without a document"), "{m}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn html_larger_than_the_memory_bound_is_a_memory_limit_error() {
+    let bound = MIB;
+    let r = renderer(NativePdfOptions {
+        memory_bytes: bound,
+        ..NativePdfOptions::default()
+    });
+    let html = lorem_html(1_000);
+    assert!(html.len() as u64 > bound);
+    assert_eq!(r.render(&html).await, Err(PdfError::MemoryLimit(bound)));
 }

@@ -165,6 +165,9 @@ pub enum PdfError {
     /// Conversion took longer than the configured timeout.
     #[error("pdf conversion timed out after {0:?}")]
     Timeout(Duration),
+    /// Conversion needed more memory than its bound (bytes) allows.
+    #[error("pdf conversion exceeded its memory limit of {0} bytes")]
+    MemoryLimit(u64),
 }
 
 /// Converts rendered HTML into a PDF document.

@@ -100,3 +100,47 @@ pub fn page_size(pdf: &[u8]) -> Option<String> {
         .find(|l| l.starts_with("Page size:"))
         .map(str::to_owned)
 }
+
+/// `paragraphs` paragraphs of 300 lorem-ipsum words (what `{% lorem 300 w %}` prints): text
+/// whose layout needs far more memory than its HTML.
+pub fn lorem_html(paragraphs: usize) -> String {
+    const WORDS: [&str; 12] = [
+        "lorem",
+        "ipsum",
+        "dolor",
+        "sit",
+        "amet",
+        "consectetur",
+        "adipisicing",
+        "elit",
+        "sed",
+        "do",
+        "eiusmod",
+        "tempor",
+    ];
+    let mut html = String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>");
+    for p in 0..paragraphs {
+        html.push_str("<p>");
+        for w in 0..300 {
+            html.push_str(WORDS[(p + w) % WORDS.len()]);
+            html.push(' ');
+        }
+        html.push_str("</p>");
+    }
+    html.push_str("</body></html>");
+    html
+}
+
+/// This process's peak resident set (`VmHWM`), in bytes.
+pub fn peak_rss_bytes() -> u64 {
+    let status = match std::fs::read_to_string("/proc/self/status") {
+        Ok(s) => s,
+        Err(e) => panic!("/proc/self/status: {e}"),
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .unwrap_or_else(|| panic!("no VmHWM in /proc/self/status"))
+}

@@ -1,0 +1,277 @@
+//! The service side of a PDF child: start it, hand it the HTML, read its answer within the
+//! deadline (killing it when the deadline passes) and read its death when it gives none.
+use crate::child::{FAILED, OVER_MEMORY, PDF, TIMED_OUT};
+use crate::child_args::ChildArgs;
+use reporter_ports::ports::PdfError;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, timeout_at};
+
+/// Bytes of a child's stderr kept to explain its death.
+const STDERR_TAIL: usize = 4096;
+/// Room for the answer's tag on top of the largest document.
+const ANSWER_SLACK: u64 = 1024 * 1024;
+
+/// How the service starts a PDF child: an executable and the arguments before the child's
+/// own (e.g. `reporter` and `pdf-render`). The program MUST run [`crate::child::run`] with the
+/// remaining arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PdfChildCommand {
+    /// The executable.
+    pub exe: PathBuf,
+    /// Arguments before the child's own (the subcommand).
+    pub args: Vec<String>,
+}
+
+type SpawnRequest = (Command, oneshot::Sender<std::io::Result<Child>>);
+
+/// Forks children from one dedicated thread that lives as long as the renderer: a child's
+/// parent-death signal is tied to the thread that forked it, so it must not be forked from a
+/// runtime thread that may exit (a blocking-pool thread) while the child still works.
+#[derive(Default)]
+pub(crate) struct Spawner(Mutex<Option<mpsc::Sender<SpawnRequest>>>);
+
+impl Spawner {
+    async fn spawn(&self, command: Command) -> std::io::Result<Child> {
+        let (tx, rx) = oneshot::channel();
+        self.sender()?
+            .send((command, tx))
+            .map_err(|_| std::io::Error::other("the pdf spawner thread is gone"))?;
+        rx.await
+            .map_err(|_| std::io::Error::other("the pdf spawner thread is gone"))?
+    }
+
+    fn sender(&self) -> std::io::Result<mpsc::Sender<SpawnRequest>> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = slot.as_ref() {
+            return Ok(tx.clone());
+        }
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        let handle = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("pdf-spawner".into())
+            .spawn(move || {
+                while let Ok((mut command, reply)) = rx.recv() {
+                    let _runtime = handle.enter();
+                    let _ = reply.send(command.spawn());
+                }
+            })?;
+        *slot = Some(tx.clone());
+        Ok(tx)
+    }
+}
+
+/// One conversion in a fresh child: `args` on its command line, `html` on its stdin. The child
+/// is killed (and reaped) when `deadline` passes ([`PdfError::Timeout`] of `timeout`) and
+/// when this future is dropped.
+pub(crate) async fn convert_in_child(
+    spawner: &Spawner,
+    command: &PdfChildCommand,
+    args: &ChildArgs,
+    html: &[u8],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<u8>, PdfError> {
+    let mut cmd = Command::new(&command.exe);
+    cmd.args(&command.args)
+        .args(args.to_args())
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = spawner.spawn(cmd).await.map_err(|e| {
+        PdfError::Unavailable(format!(
+            "cannot start the pdf child {}: {e}",
+            command.exe.display()
+        ))
+    })?;
+    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(PdfError::Unavailable(
+            "the pdf child's pipes are missing".into(),
+        ));
+    };
+    let stderr = tokio::spawn(stderr_tail(stderr));
+    let max_answer = args.memory_bytes.saturating_add(ANSWER_SLACK);
+    let talk = async {
+        // A child that dies while reading breaks the pipe: its death explains more.
+        let _ = stdin.write_all(html).await;
+        drop(stdin);
+        let mut answer = Vec::new();
+        let read = (&mut stdout)
+            .take(max_answer)
+            .read_to_end(&mut answer)
+            .await;
+        let status = child.wait().await;
+        (answer, read, status)
+    };
+    let Ok((answer, read, status)) = timeout_at(deadline, talk).await else {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        stderr.abort();
+        tracing::warn!(
+            ?timeout,
+            "a pdf conversion passed its deadline; its child was killed"
+        );
+        return Err(PdfError::Timeout(timeout));
+    };
+    let stderr = stderr.await.unwrap_or_default();
+    let status =
+        status.map_err(|e| PdfError::Failed(format!("cannot wait for the pdf child: {e}")))?;
+    if let Err(e) = read {
+        return Err(PdfError::Failed(format!(
+            "cannot read the pdf child's answer: {e}"
+        )));
+    }
+    let answered = status.success()
+        && matches!(
+            answer.first(),
+            Some(&(PDF | FAILED | TIMED_OUT | OVER_MEMORY))
+        );
+    let result = classify(answer, status, &stderr, args.memory_bytes, timeout);
+    if !answered && let Err(e) = &result {
+        tracing::warn!(error = %e, ?status, %stderr, "a pdf child died without answering");
+    }
+    result
+}
+
+async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> String {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&tail).trim().to_owned()
+}
+
+/// Reads a child's answer, or its death when it gave none: an allocation refused by its
+/// memory limit is [`PdfError::MemoryLimit`], its CPU limit (`SIGXCPU`) a timeout, anything
+/// else [`PdfError::Failed`].
+pub(crate) fn classify(
+    mut answer: Vec<u8>,
+    status: ExitStatus,
+    stderr: &str,
+    memory_bytes: u64,
+    timeout: Duration,
+) -> Result<Vec<u8>, PdfError> {
+    match answer.first().copied() {
+        Some(PDF) if status.success() => {
+            answer.remove(0);
+            return Ok(answer);
+        }
+        Some(FAILED) if status.success() => {
+            return Err(PdfError::Failed(
+                String::from_utf8_lossy(&answer[1..]).into_owned(),
+            ));
+        }
+        Some(TIMED_OUT) if status.success() => return Err(PdfError::Timeout(timeout)),
+        Some(OVER_MEMORY) if status.success() => return Err(PdfError::MemoryLimit(memory_bytes)),
+        _ => {}
+    }
+    if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
+        return Err(PdfError::MemoryLimit(memory_bytes));
+    }
+    Err(match status.signal() {
+        Some(24) => PdfError::Timeout(timeout), // SIGXCPU: the CPU-time limit
+        Some(9) => PdfError::Failed("the pdf child was killed (SIGKILL)".into()),
+        Some(11) => PdfError::Failed("the pdf child crashed (segmentation fault)".into()),
+        Some(6) => PdfError::Failed("the pdf child aborted".into()),
+        Some(s) => PdfError::Failed(format!("the pdf child was killed by signal {s}")),
+        None => PdfError::Failed(format!(
+            "the pdf child exited with {} without a document",
+            status.code().unwrap_or(-1)
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(code: i32) -> ExitStatus {
+        ExitStatus::from_raw(code << 8)
+    }
+
+    fn killed(signal: i32) -> ExitStatus {
+        ExitStatus::from_raw(signal)
+    }
+
+    const T: Duration = Duration::from_secs(3);
+
+    #[test]
+    fn answers_are_read_by_their_tag() {
+        let mut pdf = vec![PDF];
+        pdf.extend_from_slice(b"%PDF-1.7 body");
+        assert_eq!(
+            classify(pdf, exited(0), "", 5, T),
+            Ok(b"%PDF-1.7 body".to_vec())
+        );
+        let mut failed = vec![FAILED];
+        failed.extend_from_slice(b"bad html");
+        assert_eq!(
+            classify(failed, exited(0), "", 5, T),
+            Err(PdfError::Failed("bad html".into()))
+        );
+        assert_eq!(
+            classify(vec![TIMED_OUT], exited(0), "", 5, T),
+            Err(PdfError::Timeout(T))
+        );
+        assert_eq!(
+            classify(vec![OVER_MEMORY], exited(0), "", 5, T),
+            Err(PdfError::MemoryLimit(5))
+        );
+    }
+
+    #[test]
+    fn deaths_are_read_from_the_status_and_stderr() {
+        assert_eq!(
+            classify(
+                vec![],
+                killed(6),
+                "memory allocation of 4096 bytes failed",
+                5,
+                T
+            ),
+            Err(PdfError::MemoryLimit(5))
+        );
+        // A document cut short by a death is not a document.
+        assert_eq!(
+            classify(
+                vec![PDF, b'%'],
+                killed(6),
+                "memory allocation of 1 bytes failed",
+                5,
+                T
+            ),
+            Err(PdfError::MemoryLimit(5))
+        );
+        assert_eq!(
+            classify(vec![], killed(24), "", 5, T),
+            Err(PdfError::Timeout(T))
+        );
+        assert!(
+            matches!(classify(vec![], killed(9), "", 5, T), Err(PdfError::Failed(m)) if m.contains("SIGKILL"))
+        );
+        assert!(
+            matches!(classify(vec![], killed(11), "", 5, T), Err(PdfError::Failed(m)) if m.contains("segmentation"))
+        );
+        assert!(
+            matches!(classify(vec![], exited(2), "pdf child: missing --paper", 5, T), Err(PdfError::Failed(m)) if m.contains("exited with 2"))
+        );
+    }
+}
