@@ -106,6 +106,16 @@ pub struct RawConfig {
         default_value = "268435456"
     )]
     pub object_storage_memory_max_bytes: String,
+    /// Bytes the report artifacts of one tenant may take in the `memory` object storage (its
+    /// share); past it that tenant's own oldest artifacts are evicted. `auto`: a quarter of
+    /// OBJECT_STORAGE_MEMORY_MAX_BYTES in multi-tenant mode, none in single-tenant mode; `0`:
+    /// no share.
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES",
+        default_value = "auto"
+    )]
+    pub object_storage_memory_tenant_max_bytes: String,
     /// Register the bundled example data set as data source `bank` (default: only when no
     /// DATASOURCE_* variable is set).
     #[arg(long, env = "EXAMPLE_DATA_ENABLED", default_value = "auto")]
@@ -290,6 +300,11 @@ pub struct RawConfig {
     /// Jobs a worker generates at once (the reference's RABBITMQ_NUMBERS_OF_WORKERS).
     #[arg(long, env = "WORKER_CONCURRENCY", default_value = "4")]
     pub worker_concurrency: String,
+    /// Jobs of one tenant a worker generates at once; `auto`: one less than the render slots
+    /// (the smaller of WORKER_CONCURRENCY and TEMPLATE_SANDBOX_POOL_SIZE, at least 1) in
+    /// multi-tenant mode, WORKER_CONCURRENCY in single-tenant mode.
+    #[arg(long, env = "WORKER_MAX_JOBS_PER_TENANT", default_value = "auto")]
+    pub worker_max_jobs_per_tenant: String,
     /// Seconds in-flight jobs may finish after shutdown starts; then they are canceled.
     #[arg(long, env = "WORKER_DRAIN_TIMEOUT_SEC", default_value = "20")]
     pub worker_drain_timeout_sec: String,
@@ -461,10 +476,13 @@ pub enum Tenancy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectStorageChoice {
     /// In process memory (lost on exit), report artifacts bounded to `max_artifact_bytes`
-    /// (oldest evicted first; `None`: no bound).
+    /// and each tenant's to `tenant_max_bytes` (see `reporter_adapter_memory::ByteBudget`;
+    /// `None`: no bound).
     Memory {
         /// Bound on the artifacts' bytes.
         max_artifact_bytes: Option<u64>,
+        /// Bound on one tenant's artifacts' bytes (its share).
+        tenant_max_bytes: Option<u64>,
     },
     /// Local filesystem under a root directory.
     Filesystem(PathBuf),
@@ -826,6 +844,7 @@ impl RawConfig {
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
             object_storage_memory_max_bytes: "268435456".into(),
+            object_storage_memory_tenant_max_bytes: "auto".into(),
             example_data_enabled: "auto".into(),
             cors_allowed_origins: String::new(),
             max_request_body_bytes: "2097152".into(),
@@ -874,6 +893,7 @@ impl RawConfig {
             rabbitmq_dlx: "reporter.dlx".into(),
             worker_max_attempts: "5".into(),
             worker_concurrency: "4".into(),
+            worker_max_jobs_per_tenant: "auto".into(),
             worker_drain_timeout_sec: "20".into(),
             engine_timeout_sec: "300".into(),
             report_requeue_after_sec: "900".into(),
@@ -938,7 +958,7 @@ impl RawConfig {
             3600,
             10,
         );
-        let object_storage = self.object_storage(&mut c);
+        let object_storage = self.object_storage(&mut c, matches!(tenancy, Tenancy::Multi));
         let data_sources =
             DataSourceConfig::from_env(env, self.example_data(&mut c), &mut c.problems);
         let cors_origins = self.cors_origins(&mut c, production);
@@ -952,8 +972,14 @@ impl RawConfig {
 
         let rabbitmq = self.rabbitmq_url(&mut c);
         let streaming = self.streaming(rabbitmq.as_deref(), &mut c);
-        let worker = self.worker(rabbitmq.as_deref(), &mut c);
+        let mut worker = self.worker(rabbitmq.as_deref(), &mut c);
         let sandbox = self.sandbox(&mut c, worker.settings.render.max_output_bytes);
+        worker.settings.max_jobs_per_tenant = self.max_jobs_per_tenant(
+            &mut c,
+            matches!(tenancy, Tenancy::Multi),
+            worker.settings.concurrency,
+            sandbox.pool_size,
+        );
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(
@@ -1146,6 +1172,33 @@ impl RawConfig {
             ));
         }
         Some(max)
+    }
+
+    /// `OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES`: `auto` is a quarter of `total` in
+    /// multi-tenant mode (`None` otherwise), `0` is `None`, else at least 1 MiB.
+    fn memory_tenant_max_bytes(
+        &self,
+        c: &mut Checker,
+        total: Option<u64>,
+        multi_tenant: bool,
+    ) -> Option<u64> {
+        const VAR: &str = "OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES";
+        let raw = self.object_storage_memory_tenant_max_bytes.trim();
+        if raw.eq_ignore_ascii_case("auto") {
+            return total.filter(|_| multi_tenant).map(|t| t / 4);
+        }
+        let share = c.number(VAR, raw, 0u64, 1 << 50, 0);
+        if share == 0 {
+            return None;
+        }
+        if share < 1 << 20 {
+            c.problems.push(problem(
+                VAR,
+                format!("{share} is below 1 MiB"),
+                "auto, 0 (no share), or bytes from 1048576",
+            ));
+        }
+        Some(share)
     }
 }
 

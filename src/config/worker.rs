@@ -75,6 +75,8 @@ impl RawConfig {
             settings: crate::worker::WorkerSettings {
                 max_attempts,
                 concurrency,
+                // Resolved with the sandbox's pool and the tenancy (`max_jobs_per_tenant`).
+                max_jobs_per_tenant: concurrency,
                 section_concurrency,
                 job_timeout,
                 query_timeout,
@@ -94,6 +96,33 @@ impl RawConfig {
                 90,
             ),
         }
+    }
+
+    /// `WORKER_MAX_JOBS_PER_TENANT`: `auto` leaves one render slot (the smaller of
+    /// `concurrency` and `pool_size`) to the other tenants in multi-tenant mode, at least 1,
+    /// and is `concurrency` in single-tenant mode; else 1 to `concurrency`.
+    pub(super) fn max_jobs_per_tenant(
+        &self,
+        c: &mut Checker,
+        multi_tenant: bool,
+        concurrency: usize,
+        pool_size: usize,
+    ) -> usize {
+        let raw = self.worker_max_jobs_per_tenant.trim();
+        if raw.eq_ignore_ascii_case("auto") {
+            return if multi_tenant {
+                concurrency.min(pool_size).saturating_sub(1).max(1)
+            } else {
+                concurrency
+            };
+        }
+        c.number(
+            "WORKER_MAX_JOBS_PER_TENANT",
+            raw,
+            1usize,
+            concurrency.max(1),
+            concurrency,
+        )
     }
 
     /// RabbitMQ when `rabbitmq` is set (its exchange, queue, key, dead letters, prefetch),
