@@ -165,8 +165,9 @@ impl Worker {
                     match delivery {
                         Ok(Some(d)) => {
                             let tenant = d.job().tenant.clone();
-                            if let Some(d) = slots.admit(tenant.clone(), d) {
-                                self.start(&mut running, tenant, d, &cancel_rx);
+                            match slots.admit(tenant.clone(), d) {
+                                Some(d) => self.start(&mut running, tenant, d, &cancel_rx),
+                                None => self.metrics.held_back(),
                             }
                         }
                         Ok(None) => break,

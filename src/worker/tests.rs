@@ -107,6 +107,7 @@ async fn another_tenants_report_does_not_wait_for_a_tenant_at_its_bound() {
         release: release_rx,
     });
     let store = Arc::new(MemoryStore::new());
+    let registry = prometheus::Registry::new();
     let ports = Ports {
         templates: store.clone(),
         deadlines: store.clone(),
@@ -146,7 +147,7 @@ async fn another_tenants_report_does_not_wait_for_a_tenant_at_its_bound() {
             requeue_after: None,
             ..WorkerSettings::default()
         },
-        metrics: WorkerMetrics::register(&prometheus::Registry::new()).unwrap(),
+        metrics: WorkerMetrics::register(&registry).unwrap(),
     };
     let (a, b) = (caller("tenant-a"), caller("tenant-b"));
     let (heavy, light) = (
@@ -184,4 +185,14 @@ async fn another_tenants_report_does_not_wait_for_a_tenant_at_its_bound() {
         .expect("B's report waited for A's renders");
     stop.send(true).unwrap();
     running.await.unwrap();
+    let held_back = registry
+        .gather()
+        .into_iter()
+        .find(|f| f.name() == "reporter_jobs_held_back_total")
+        .map(|f| f.get_metric()[0].get_counter().get_value());
+    assert_eq!(
+        held_back,
+        Some(2.0),
+        "A's second and third jobs were held back"
+    );
 }
