@@ -291,8 +291,9 @@ pub struct RawConfig {
     /// Dead-letter exchange of the job queues.
     #[arg(long, env = "RABBITMQ_DLX", default_value = "reporter.dlx")]
     pub rabbitmq_dlx: String,
-    /// Jobs a worker prefetches.
-    #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "4")]
+    /// Jobs a worker prefetches (unsettled at once, running and held back); `auto`: twice
+    /// WORKER_CONCURRENCY when one tenant is bounded below it (multi-tenant mode), else 4.
+    #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "auto")]
     pub rabbitmq_prefetch: String,
     /// Deliveries of a job before it is dead-lettered.
     #[arg(long, env = "WORKER_MAX_ATTEMPTS", default_value = "5")]
@@ -889,7 +890,7 @@ impl RawConfig {
             rabbitmq_queue: "reporter.generate-report.queue".into(),
             rabbitmq_key: "reporter.generate-report.key".into(),
             rabbitmq_dlq: "reporter.dlq".into(),
-            rabbitmq_prefetch: "4".into(),
+            rabbitmq_prefetch: "auto".into(),
             rabbitmq_dlx: "reporter.dlx".into(),
             worker_max_attempts: "5".into(),
             worker_concurrency: "4".into(),
@@ -980,6 +981,7 @@ impl RawConfig {
             worker.settings.concurrency,
             sandbox.pool_size,
         );
+        self.auto_prefetch(&mut worker);
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(

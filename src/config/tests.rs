@@ -133,6 +133,31 @@ fn one_tenant_leaves_a_render_slot_to_the_others_in_multi_tenant_mode() {
 }
 
 #[test]
+fn the_rabbitmq_prefetch_leaves_room_for_held_back_jobs_in_multi_tenant_mode() {
+    let prefetch = |multi: bool, value: &str, concurrency: &str| {
+        let mut raw = RawConfig::defaults();
+        raw.rabbitmq_uri = Some("amqp://localhost:5672/%2f".into());
+        if multi {
+            raw.multi_tenant_enabled = "true".into();
+        }
+        raw.rabbitmq_prefetch = value.into();
+        raw.worker_concurrency = concurrency.into();
+        match raw.validate(&[]).unwrap().worker.queue {
+            JobQueueChoice::Rabbit { prefetch, .. } => prefetch,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(prefetch(true, "auto", "4"), 8);
+    assert_eq!(prefetch(false, "auto", "4"), 4, "the reference's value");
+    assert_eq!(
+        prefetch(true, "auto", "1"),
+        4,
+        "a bound of 1 of 1 holds nothing back"
+    );
+    assert_eq!(prefetch(true, "3", "4"), 3, "as set");
+}
+
+#[test]
 fn multi_tenant_needs_auth_and_production_needs_a_key() {
     let mut raw = RawConfig::defaults();
     raw.multi_tenant_enabled = "true".into();

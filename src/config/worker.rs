@@ -125,6 +125,27 @@ impl RawConfig {
         )
     }
 
+    fn prefetch_is_auto(&self) -> bool {
+        self.rabbitmq_prefetch.trim().eq_ignore_ascii_case("auto")
+    }
+
+    /// `RABBITMQ_PREFETCH=auto`: twice the worker's concurrency when one tenant's jobs are
+    /// bounded below it, so that the worker can hold back a busy tenant's jobs and still
+    /// receive the next tenant's (see `Worker::run`); else 4 (the reference's value).
+    pub(super) fn auto_prefetch(&self, worker: &mut WorkerConfig) {
+        let settings = &worker.settings;
+        let auto = if settings.max_jobs_per_tenant < settings.concurrency {
+            u16::try_from(settings.concurrency.saturating_mul(2)).map_or(1000, |p| p.min(1000))
+        } else {
+            4
+        };
+        if let JobQueueChoice::Rabbit { prefetch, .. } = &mut worker.queue
+            && self.prefetch_is_auto()
+        {
+            *prefetch = auto;
+        }
+    }
+
     /// RabbitMQ when `rabbitmq` is set (its exchange, queue, key, dead letters, prefetch),
     /// else the in-process queue.
     fn job_queue(&self, rabbitmq: Option<&str>, c: &mut Checker) -> JobQueueChoice {
@@ -137,7 +158,12 @@ impl RawConfig {
                 key: self.rabbitmq_key.trim().to_owned(),
                 dlq: self.rabbitmq_dlq.trim().to_owned(),
                 dlx: self.rabbitmq_dlx.trim().to_owned(),
-                prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
+                // `auto` is resolved with the per-tenant bound (`auto_prefetch`).
+                prefetch: if self.prefetch_is_auto() {
+                    4
+                } else {
+                    c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4)
+                },
             },
         }
     }
