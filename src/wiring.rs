@@ -615,8 +615,9 @@ fn sandbox_summary(config: &Config) -> String {
 /// The start-up banner's line about the worker.
 fn worker_summary(config: &Config) -> String {
     format!(
-        "worker: {} job(s) at once, PDF via {}",
+        "worker: {} job(s) at once, at most {} of one tenant, PDF via {}",
         config.worker.settings.concurrency,
+        config.worker.settings.max_jobs_per_tenant,
         match config.worker.pdf {
             PdfChoice::Native => "the built-in renderer",
             PdfChoice::Chromium(_) => "headless Chromium",

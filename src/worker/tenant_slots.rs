@@ -45,7 +45,7 @@ impl<J> TenantSlots<J> {
             self.start(&tenant);
             return Some(job);
         }
-        tracing::info!(%tenant, max_per_tenant = self.max_per_tenant, "job held back: its tenant runs WORKER_MAX_JOBS_PER_TENANT jobs already");
+        tracing::debug!(%tenant, max_per_tenant = self.max_per_tenant, "job held back: its tenant runs WORKER_MAX_JOBS_PER_TENANT jobs already");
         self.parked.push_back((tenant, job));
         None
     }
