@@ -99,7 +99,8 @@ pub struct RawConfig {
     #[arg(long, env = "OBJECT_STORAGE_PATH", default_value = "./.data/objects")]
     pub object_storage_path: String,
     /// Bytes the report artifacts of the `memory` object storage may take together; past it
-    /// the oldest artifacts are evicted (template files never are). `0`: no bound.
+    /// the oldest artifacts of the tenant that takes the most are evicted (template files
+    /// never are). `0`: no bound.
     #[arg(
         long,
         env = "OBJECT_STORAGE_MEMORY_MAX_BYTES",
