@@ -342,36 +342,50 @@ async fn open_source(
     })
 }
 
-/// The in-memory object storage, its report artifacts bounded to `max_bytes` (oldest evicted
-/// first, each eviction logged and counted in `reporter_object_storage_evicted_total`).
+/// The in-memory object storage, its report artifacts bounded to `max_bytes` and each
+/// tenant's to `tenant_max_bytes` (see [`ByteBudget`]; each eviction logged and counted in
+/// `reporter_object_storage_evicted_total`).
 fn memory_storage(
     max_bytes: Option<u64>,
+    tenant_max_bytes: Option<u64>,
     registry: &prometheus::Registry,
     summary: &mut Vec<String>,
 ) -> anyhow::Result<Arc<dyn ObjectStorage>> {
-    let Some(max_bytes) = max_bytes else {
+    if max_bytes.is_none() && tenant_max_bytes.is_none() {
         summary.push("object storage: in memory, unbounded".to_owned());
         return Ok(Arc::new(MemoryObjectStorage::new()));
-    };
+    }
     let evicted = prometheus::IntCounter::new(
         "reporter_object_storage_evicted_total",
         "Report artifacts the in-memory object storage evicted to stay within \
-         OBJECT_STORAGE_MEMORY_MAX_BYTES (their downloads answer 404 TPL-0035)",
+         OBJECT_STORAGE_MEMORY_MAX_BYTES or a tenant's OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES \
+         (their downloads answer 404 TPL-0035)",
     )?;
     registry.register(Box::new(evicted.clone()))?;
+    let max_bytes = max_bytes.unwrap_or(u64::MAX);
+    let mib = |b: u64| {
+        if b == u64::MAX {
+            "unbounded".to_owned()
+        } else {
+            format!("{} MiB", b >> 20)
+        }
+    };
     summary.push(format!(
-        "object storage: in memory, report artifacts up to {} MiB (oldest evicted first)",
-        max_bytes >> 20
+        "object storage: in memory, report artifacts up to {} in all, {} per tenant (each tenant's oldest evicted first)",
+        mib(max_bytes),
+        mib(tenant_max_bytes.unwrap_or(max_bytes)),
     ));
     Ok(Arc::new(MemoryObjectStorage::bounded(ByteBudget {
         max_bytes,
+        owner_max_bytes: tenant_max_bytes.unwrap_or(max_bytes),
         evictable: KeyLayout::is_report_artifact,
+        owner: KeyLayout::artifact_owner,
         on_evict: Arc::new(move |key, bytes| {
             evicted.inc();
             tracing::warn!(
                 key,
                 bytes,
-                "in-memory object storage full: evicted the oldest report artifact"
+                "in-memory object storage full: evicted a report artifact (the oldest of its tenant)"
             );
         }),
     })))
@@ -392,9 +406,10 @@ fn object_storage(
             ));
             Arc::new(db.gridfs())
         }
-        ObjectStorageChoice::Memory { max_artifact_bytes } => {
-            memory_storage(*max_artifact_bytes, registry, summary)?
-        }
+        ObjectStorageChoice::Memory {
+            max_artifact_bytes,
+            tenant_max_bytes,
+        } => memory_storage(*max_artifact_bytes, *tenant_max_bytes, registry, summary)?,
         ObjectStorageChoice::Filesystem(root) => {
             summary.push(format!("object storage: {}", root.display()));
             Arc::new(LocalObjectStorage::new(root.clone()))
@@ -623,8 +638,9 @@ fn sandbox_summary(config: &Config) -> String {
 /// The start-up banner's line about the worker.
 fn worker_summary(config: &Config) -> String {
     format!(
-        "worker: {} job(s) at once, PDF via {}",
+        "worker: {} job(s) at once, at most {} of one tenant, PDF via {}",
         config.worker.settings.concurrency,
+        config.worker.settings.max_jobs_per_tenant,
         match config.worker.pdf {
             PdfChoice::Native => "the built-in renderer",
             PdfChoice::Chromium(_) => "headless Chromium",

@@ -46,6 +46,15 @@ impl KeyLayout {
             && segments[segments.len() - 3] == "reports"
             && segments[segments.len() - 2] != "templates"
     }
+
+    /// The tenant segment of a report artifact's key: what comes before
+    /// `reports/<template>/<report>.<ext>` (`""` for a single-tenant key, which has no
+    /// prefix). The owner the in-memory storage shares its budget by.
+    pub fn artifact_owner(key: &str) -> &str {
+        let mut tail = key.rsplitn(4, '/');
+        let _ = (tail.next(), tail.next(), tail.next());
+        tail.next().unwrap_or("")
+    }
 }
 
 #[cfg(test)]
@@ -71,6 +80,17 @@ mod tests {
             .report(&t, tpl, rep, OutputFormat::Pdf),
             "org-01abc/reports/8f2c1a9e-4b30-4c02-9a1b-2d5e6f7a1c33/019826f4-6a9c-7b31-9d40-2f1e8c5a4b77.pdf"
         );
+    }
+
+    #[test]
+    fn an_artifact_is_owned_by_its_tenant_segment() {
+        for (key, owner) in [
+            ("acme/reports/0198/0199.pdf", "acme"),
+            ("reports/reports/0198/0199.txt", "reports"),
+            ("reports/0198/0199.csv", ""),
+        ] {
+            assert_eq!(KeyLayout::artifact_owner(key), owner, "{key}");
+        }
     }
 
     #[test]

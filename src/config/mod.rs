@@ -103,13 +103,24 @@ pub struct RawConfig {
     #[arg(long, env = "OBJECT_STORAGE_PATH", default_value = "./.data/objects")]
     pub object_storage_path: String,
     /// Bytes the report artifacts of the `memory` object storage may take together; past it
-    /// the oldest artifacts are evicted (template files never are). `0`: no bound.
+    /// the oldest artifacts of the tenant that takes the most are evicted (template files
+    /// never are). `0`: no bound.
     #[arg(
         long,
         env = "OBJECT_STORAGE_MEMORY_MAX_BYTES",
         default_value = "268435456"
     )]
     pub object_storage_memory_max_bytes: String,
+    /// Bytes the report artifacts of one tenant may take in the `memory` object storage (its
+    /// share); past it that tenant's own oldest artifacts are evicted. `auto`: a quarter of
+    /// OBJECT_STORAGE_MEMORY_MAX_BYTES in multi-tenant mode, none in single-tenant mode; `0`:
+    /// no share.
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES",
+        default_value = "auto"
+    )]
+    pub object_storage_memory_tenant_max_bytes: String,
     /// Register the bundled example data set as data source `bank` (default: only when no
     /// DATASOURCE_* variable is set).
     #[arg(long, env = "EXAMPLE_DATA_ENABLED", default_value = "auto")]
@@ -294,8 +305,9 @@ pub struct RawConfig {
     /// Dead-letter exchange of the job queues.
     #[arg(long, env = "RABBITMQ_DLX", default_value = "reporter.dlx")]
     pub rabbitmq_dlx: String,
-    /// Jobs a worker prefetches.
-    #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "4")]
+    /// Jobs a worker prefetches (unsettled at once, running and held back); `auto`: twice
+    /// WORKER_CONCURRENCY when one tenant is bounded below it (multi-tenant mode), else 4.
+    #[arg(long, env = "RABBITMQ_PREFETCH", default_value = "auto")]
     pub rabbitmq_prefetch: String,
     /// Deliveries of a job before it is dead-lettered.
     #[arg(long, env = "WORKER_MAX_ATTEMPTS", default_value = "5")]
@@ -303,6 +315,11 @@ pub struct RawConfig {
     /// Jobs a worker generates at once (the reference's RABBITMQ_NUMBERS_OF_WORKERS).
     #[arg(long, env = "WORKER_CONCURRENCY", default_value = "4")]
     pub worker_concurrency: String,
+    /// Jobs of one tenant a worker generates at once; `auto`: one less than the render slots
+    /// (the smaller of WORKER_CONCURRENCY and TEMPLATE_SANDBOX_POOL_SIZE, at least 1) in
+    /// multi-tenant mode, WORKER_CONCURRENCY in single-tenant mode.
+    #[arg(long, env = "WORKER_MAX_JOBS_PER_TENANT", default_value = "auto")]
+    pub worker_max_jobs_per_tenant: String,
     /// Seconds in-flight jobs may finish after shutdown starts; then they are canceled.
     #[arg(long, env = "WORKER_DRAIN_TIMEOUT_SEC", default_value = "20")]
     pub worker_drain_timeout_sec: String,
@@ -493,10 +510,13 @@ pub enum Tenancy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectStorageChoice {
     /// In process memory (lost on exit), report artifacts bounded to `max_artifact_bytes`
-    /// (oldest evicted first; `None`: no bound).
+    /// and each tenant's to `tenant_max_bytes` (see `reporter_adapter_memory::ByteBudget`;
+    /// `None`: no bound).
     Memory {
         /// Bound on the artifacts' bytes.
         max_artifact_bytes: Option<u64>,
+        /// Bound on one tenant's artifacts' bytes (its share).
+        tenant_max_bytes: Option<u64>,
     },
     /// Local filesystem under a root directory.
     Filesystem(PathBuf),
@@ -863,6 +883,7 @@ impl RawConfig {
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
             object_storage_memory_max_bytes: "268435456".into(),
+            object_storage_memory_tenant_max_bytes: "auto".into(),
             example_data_enabled: "auto".into(),
             cors_allowed_origins: String::new(),
             max_request_body_bytes: "2097152".into(),
@@ -910,10 +931,11 @@ impl RawConfig {
             rabbitmq_queue: "reporter.generate-report.queue".into(),
             rabbitmq_key: "reporter.generate-report.key".into(),
             rabbitmq_dlq: "reporter.dlq".into(),
-            rabbitmq_prefetch: "4".into(),
+            rabbitmq_prefetch: "auto".into(),
             rabbitmq_dlx: "reporter.dlx".into(),
             worker_max_attempts: "5".into(),
             worker_concurrency: "4".into(),
+            worker_max_jobs_per_tenant: "auto".into(),
             worker_drain_timeout_sec: "20".into(),
             engine_timeout_sec: "300".into(),
             report_requeue_after_sec: "900".into(),
@@ -979,7 +1001,7 @@ impl RawConfig {
             3600,
             10,
         );
-        let object_storage = self.object_storage(&mut c);
+        let object_storage = self.object_storage(&mut c, matches!(tenancy, Tenancy::Multi));
         let data_sources =
             DataSourceConfig::from_env(env, self.example_data(&mut c), &mut c.problems);
         let cors_origins = self.cors_origins(&mut c, production);
@@ -994,8 +1016,15 @@ impl RawConfig {
 
         let rabbitmq = self.rabbitmq_url(&mut c);
         let streaming = self.streaming(rabbitmq.as_deref(), &mut c);
-        let worker = self.worker(rabbitmq.as_deref(), &mut c);
+        let mut worker = self.worker(rabbitmq.as_deref(), &mut c);
         let sandbox = self.sandbox(&mut c, worker.settings.render.max_output_bytes);
+        worker.settings.max_jobs_per_tenant = self.max_jobs_per_tenant(
+            &mut c,
+            matches!(tenancy, Tenancy::Multi),
+            worker.settings.concurrency,
+            sandbox.pool_size,
+        );
+        self.auto_prefetch(&mut worker);
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(
@@ -1189,6 +1218,33 @@ impl RawConfig {
             ));
         }
         Some(max)
+    }
+
+    /// `OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES`: `auto` is a quarter of `total` in
+    /// multi-tenant mode (`None` otherwise), `0` is `None`, else at least 1 MiB.
+    fn memory_tenant_max_bytes(
+        &self,
+        c: &mut Checker,
+        total: Option<u64>,
+        multi_tenant: bool,
+    ) -> Option<u64> {
+        const VAR: &str = "OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES";
+        let raw = self.object_storage_memory_tenant_max_bytes.trim();
+        if raw.eq_ignore_ascii_case("auto") {
+            return total.filter(|_| multi_tenant).map(|t| t / 4);
+        }
+        let share = c.number(VAR, raw, 0u64, 1 << 50, 0);
+        if share == 0 {
+            return None;
+        }
+        if share < 1 << 20 {
+            c.problems.push(problem(
+                VAR,
+                format!("{share} is below 1 MiB"),
+                "auto, 0 (no share), or bytes from 1048576",
+            ));
+        }
+        Some(share)
     }
 }
 

@@ -4,16 +4,28 @@ use std::path::PathBuf;
 
 impl RawConfig {
     /// `OBJECT_STORAGE_BACKEND` and its backend's variables.
-    pub(super) fn object_storage(&self, c: &mut Checker) -> ObjectStorageChoice {
+    pub(super) fn object_storage(
+        &self,
+        c: &mut Checker,
+        multi_tenant: bool,
+    ) -> ObjectStorageChoice {
         match self
             .object_storage_backend
             .trim()
             .to_ascii_lowercase()
             .as_str()
         {
-            "memory" => ObjectStorageChoice::Memory {
-                max_artifact_bytes: self.memory_max_bytes(c),
-            },
+            "memory" => {
+                let max_artifact_bytes = self.memory_max_bytes(c);
+                ObjectStorageChoice::Memory {
+                    max_artifact_bytes,
+                    tenant_max_bytes: self.memory_tenant_max_bytes(
+                        c,
+                        max_artifact_bytes,
+                        multi_tenant,
+                    ),
+                }
+            }
             "fs" | "filesystem" => {
                 if self.object_storage_path.trim().is_empty() {
                     c.problems
@@ -39,6 +51,7 @@ impl RawConfig {
                 ));
                 ObjectStorageChoice::Memory {
                     max_artifact_bytes: None,
+                    tenant_max_bytes: None,
                 }
             }
         }

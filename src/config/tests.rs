@@ -17,7 +17,8 @@ fn defaults_validate_to_in_memory_single_tenant() {
     assert_eq!(
         c.object_storage,
         ObjectStorageChoice::Memory {
-            max_artifact_bytes: Some(256 * 1024 * 1024)
+            max_artifact_bytes: Some(256 * 1024 * 1024),
+            tenant_max_bytes: None,
         }
     );
     assert!(c.data_sources.example);
@@ -74,6 +75,86 @@ fn every_problem_is_listed_with_variable_problem_and_rule() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn the_memory_storage_shares_its_bound_per_tenant_in_multi_tenant_mode() {
+    let memory = |multi: bool, share: &str| {
+        let mut raw = RawConfig::defaults();
+        if multi {
+            raw.multi_tenant_enabled = "true".into();
+        }
+        raw.object_storage_memory_tenant_max_bytes = share.into();
+        raw.validate(&[]).map(|c| c.object_storage)
+    };
+    let storage = |tenant_max_bytes| ObjectStorageChoice::Memory {
+        max_artifact_bytes: Some(256 << 20),
+        tenant_max_bytes,
+    };
+    assert_eq!(memory(true, "auto").unwrap(), storage(Some(64 << 20)));
+    assert_eq!(memory(false, "auto").unwrap(), storage(None));
+    assert_eq!(memory(true, "0").unwrap(), storage(None));
+    assert_eq!(memory(false, "2097152").unwrap(), storage(Some(2 << 20)));
+    for bad in ["1000", "lots"] {
+        let errs = memory(true, bad).unwrap_err();
+        assert_eq!(
+            errs.0[0].variable, "OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES",
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn one_tenant_leaves_a_render_slot_to_the_others_in_multi_tenant_mode() {
+    let bound = |multi: bool, value: &str, concurrency: &str, pool: &str| {
+        let mut raw = RawConfig::defaults();
+        if multi {
+            raw.multi_tenant_enabled = "true".into();
+        }
+        raw.worker_max_jobs_per_tenant = value.into();
+        raw.worker_concurrency = concurrency.into();
+        raw.template_sandbox_pool_size = pool.into();
+        raw.validate(&[])
+            .map(|c| c.worker.settings.max_jobs_per_tenant)
+    };
+    assert_eq!(bound(true, "auto", "4", "4").unwrap(), 3);
+    assert_eq!(
+        bound(true, "auto", "8", "2").unwrap(),
+        1,
+        "the pool is the slots"
+    );
+    assert_eq!(bound(true, "auto", "1", "4").unwrap(), 1, "never 0");
+    assert_eq!(bound(false, "auto", "4", "4").unwrap(), 4);
+    assert_eq!(bound(true, "2", "4", "4").unwrap(), 2);
+    for bad in ["0", "5", "many"] {
+        let errs = bound(true, bad, "4", "4").unwrap_err();
+        assert_eq!(errs.0[0].variable, "WORKER_MAX_JOBS_PER_TENANT", "{bad}");
+    }
+}
+
+#[test]
+fn the_rabbitmq_prefetch_leaves_room_for_held_back_jobs_in_multi_tenant_mode() {
+    let prefetch = |multi: bool, value: &str, concurrency: &str| {
+        let mut raw = RawConfig::defaults();
+        raw.rabbitmq_uri = Some("amqp://localhost:5672/%2f".into());
+        if multi {
+            raw.multi_tenant_enabled = "true".into();
+        }
+        raw.rabbitmq_prefetch = value.into();
+        raw.worker_concurrency = concurrency.into();
+        match raw.validate(&[]).unwrap().worker.queue {
+            JobQueueChoice::Rabbit { prefetch, .. } => prefetch,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(prefetch(true, "auto", "4"), 8);
+    assert_eq!(prefetch(false, "auto", "4"), 4, "the reference's value");
+    assert_eq!(
+        prefetch(true, "auto", "1"),
+        4,
+        "a bound of 1 of 1 holds nothing back"
+    );
+    assert_eq!(prefetch(true, "3", "4"), 3, "as set");
 }
 
 #[test]

@@ -75,6 +75,8 @@ impl RawConfig {
             settings: crate::worker::WorkerSettings {
                 max_attempts,
                 concurrency,
+                // Resolved with the sandbox's pool and the tenancy (`max_jobs_per_tenant`).
+                max_jobs_per_tenant: concurrency,
                 section_concurrency,
                 job_timeout,
                 query_timeout,
@@ -104,6 +106,54 @@ impl RawConfig {
         }
     }
 
+    /// `WORKER_MAX_JOBS_PER_TENANT`: `auto` leaves one render slot (the smaller of
+    /// `concurrency` and `pool_size`) to the other tenants in multi-tenant mode, at least 1,
+    /// and is `concurrency` in single-tenant mode; else 1 to `concurrency`.
+    pub(super) fn max_jobs_per_tenant(
+        &self,
+        c: &mut Checker,
+        multi_tenant: bool,
+        concurrency: usize,
+        pool_size: usize,
+    ) -> usize {
+        let raw = self.worker_max_jobs_per_tenant.trim();
+        if raw.eq_ignore_ascii_case("auto") {
+            return if multi_tenant {
+                concurrency.min(pool_size).saturating_sub(1).max(1)
+            } else {
+                concurrency
+            };
+        }
+        c.number(
+            "WORKER_MAX_JOBS_PER_TENANT",
+            raw,
+            1usize,
+            concurrency.max(1),
+            concurrency,
+        )
+    }
+
+    fn prefetch_is_auto(&self) -> bool {
+        self.rabbitmq_prefetch.trim().eq_ignore_ascii_case("auto")
+    }
+
+    /// `RABBITMQ_PREFETCH=auto`: twice the worker's concurrency when one tenant's jobs are
+    /// bounded below it, so that the worker can hold back a busy tenant's jobs and still
+    /// receive the next tenant's (see `Worker::run`); else 4 (the reference's value).
+    pub(super) fn auto_prefetch(&self, worker: &mut WorkerConfig) {
+        let settings = &worker.settings;
+        let auto = if settings.max_jobs_per_tenant < settings.concurrency {
+            u16::try_from(settings.concurrency.saturating_mul(2)).map_or(1000, |p| p.min(1000))
+        } else {
+            4
+        };
+        if let JobQueueChoice::Rabbit { prefetch, .. } = &mut worker.queue
+            && self.prefetch_is_auto()
+        {
+            *prefetch = auto;
+        }
+    }
+
     /// RabbitMQ when `rabbitmq` is set (its exchange, queue, key, dead letters, prefetch),
     /// else the in-process queue.
     fn job_queue(&self, rabbitmq: Option<&str>, c: &mut Checker) -> JobQueueChoice {
@@ -116,7 +166,12 @@ impl RawConfig {
                 key: self.rabbitmq_key.trim().to_owned(),
                 dlq: self.rabbitmq_dlq.trim().to_owned(),
                 dlx: self.rabbitmq_dlx.trim().to_owned(),
-                prefetch: c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4),
+                // `auto` is resolved with the per-tenant bound (`auto_prefetch`).
+                prefetch: if self.prefetch_is_auto() {
+                    4
+                } else {
+                    c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4)
+                },
             },
         }
     }

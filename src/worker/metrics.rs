@@ -23,6 +23,7 @@ pub struct WorkerMetrics {
     streams: IntCounterVec,
     streamed_rows: IntCounter,
     uploads: IntCounterVec,
+    held_back: IntCounter,
 }
 
 /// How an artifact written while rendered ended, as `reporter_artifact_uploads_total`
@@ -35,7 +36,8 @@ pub const STREAM_OUTCOMES: [&str; 2] = ["streamed", "rendered_again"];
 impl WorkerMetrics {
     /// Registers `reporter_jobs_received_total{redelivered}`, `reporter_jobs_total{outcome}`,
     /// `reporter_job_duration_seconds{outcome}`, `reporter_reports_generated_total{status}`,
-    /// `reporter_render_streams_total{outcome}` and `reporter_render_streamed_rows_total`.
+    /// `reporter_render_streams_total{outcome}`, `reporter_render_streamed_rows_total` and
+    /// `reporter_jobs_held_back_total`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let received = IntCounterVec::new(
             Opts::new(
@@ -87,6 +89,12 @@ impl WorkerMetrics {
             "Rows that reached a render as a stream (never held whole in the context)",
         )?;
         registry.register(Box::new(streamed_rows.clone()))?;
+        let held_back = IntCounter::new(
+            "reporter_jobs_held_back_total",
+            "Jobs held back because their tenant ran WORKER_MAX_JOBS_PER_TENANT jobs already \
+             (they start as that tenant's jobs end; other tenants' jobs pass them)",
+        )?;
+        registry.register(Box::new(held_back.clone()))?;
         for outcome in STREAM_OUTCOMES {
             streams.with_label_values(&[outcome]);
         }
@@ -129,7 +137,13 @@ impl WorkerMetrics {
             streams,
             streamed_rows,
             uploads,
+            held_back,
         })
+    }
+
+    /// Counts a job held back for its tenant's bound.
+    pub(super) fn held_back(&self) {
+        self.held_back.inc();
     }
 
     /// Counts an artifact upload that ended with `outcome` (one of [`UPLOAD_OUTCOMES`]).

@@ -13,22 +13,32 @@ mod metrics;
 mod ownership;
 mod pipeline;
 mod streamed;
+mod tenant_slots;
 
 pub use crate::app::Generation;
 pub use metrics::WorkerMetrics;
 pub use pipeline::SectionError;
 
 use crate::app::App;
-use reporter_ports::ports::{JobConsumer, PdfRenderer, RenderLimits, TemplateRunner};
+use reporter_ports::ports::{JobConsumer, JobDelivery, PdfRenderer, RenderLimits, TemplateRunner};
+use reporter_ports::{StoreError, TenantId};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Semaphore, watch};
+use tenant_slots::TenantSlots;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 /// Worker limits (the reference's ENGINE_* settings).
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     /// Jobs processed at once.
     pub concurrency: usize,
+    /// Jobs of one tenant processed at once (WORKER_MAX_JOBS_PER_TENANT): the others of
+    /// that tenant wait, held back, while other tenants' jobs start.
+    pub max_jobs_per_tenant: usize,
     /// Deliveries of a job (WORKER_MAX_ATTEMPTS): a transient failure of the last one records
     /// the report `Error` instead of retrying.
     pub max_attempts: u32,
@@ -55,6 +65,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             concurrency: 4,
+            max_jobs_per_tenant: 4,
             max_attempts: 5,
             section_concurrency: 4,
             job_timeout: Duration::from_secs(300),
@@ -85,9 +96,44 @@ pub struct Worker {
     pub metrics: WorkerMetrics,
 }
 
+/// Most jobs a worker holds back for tenants at their bound: past it the worker takes no
+/// more jobs from the queue until one ends (with RabbitMQ the prefetch bounds them first).
+const MAX_HELD_BACK: usize = 1024;
+
+/// A pending `JobConsumer::next`, kept across the loop's turns (never dropped half-way).
+type NextJob =
+    Pin<Box<dyn Future<Output = Result<Option<Box<dyn JobDelivery>>, StoreError>> + Send>>;
+
+/// The running jobs and the tenant of each.
+#[derive(Default)]
+struct Running {
+    tasks: JoinSet<()>,
+    tenants: HashMap<tokio::task::Id, TenantId>,
+}
+
+impl Running {
+    /// The tenant of the next job that ends (`None` when none runs).
+    async fn next_ended(&mut self) -> Option<TenantId> {
+        let id = match self.tasks.join_next_with_id().await? {
+            Ok((id, ())) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "a job task failed");
+                e.id()
+            }
+        };
+        self.tenants.remove(&id)
+    }
+}
+
 impl Worker {
     /// Consumes jobs until `shutdown` turns true, then drains in-flight jobs (canceling those
     /// still running after the drain timeout).
+    ///
+    /// At most `concurrency` jobs run, at most `max_jobs_per_tenant` of one tenant: a job of
+    /// a tenant at its bound is held back ([`TenantSlots`]) while the worker keeps taking
+    /// jobs, so another tenant's job behind it starts in a free slot without waiting for the
+    /// first tenant's. Held-back jobs start, oldest first, as their tenant's jobs end; at
+    /// shutdown they are given back unsettled (the queue delivers them again).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let sweep = self.settings.requeue_after.map(|after| {
             tokio::spawn(sweep_stale_reports(
@@ -96,42 +142,59 @@ impl Worker {
                 shutdown.clone(),
             ))
         });
-        let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
+        let concurrency = self.settings.concurrency.max(1);
+        let mut slots = TenantSlots::new(self.settings.max_jobs_per_tenant);
         let (cancel_tx, cancel_rx) = watch::channel(false);
-        let mut tasks = tokio::task::JoinSet::new();
+        let mut running = Running::default();
+        let mut next: Option<NextJob> = None;
         loop {
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                _ = shutdown.changed() => break,
-            };
-            let delivery = tokio::select! {
-                d = self.consumer.next() => d,
-                _ = shutdown.changed() => break,
-            };
-            match delivery {
-                Ok(Some(d)) => {
-                    let worker = self.clone();
-                    let cancel = cancel_rx.clone();
-                    tasks.spawn(async move {
-                        worker.handle(d, cancel).await;
-                        drop(permit);
-                    });
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::error!(error = %e, "job queue unavailable; retrying in 1 s");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
+            while running.tasks.len() < concurrency {
+                let Some((tenant, d)) = slots.next_ready() else {
+                    break;
+                };
+                self.start(&mut running, tenant, d, &cancel_rx);
             }
-            while tasks.try_join_next().is_some() {}
+            if next.is_none() && running.tasks.len() < concurrency && slots.parked() < MAX_HELD_BACK
+            {
+                let consumer = self.consumer.clone();
+                next = Some(Box::pin(async move { consumer.next().await }));
+            }
+            tokio::select! {
+                delivery = poll_next(&mut next) => {
+                    next = None;
+                    match delivery {
+                        Ok(Some(d)) => {
+                            let tenant = d.job().tenant.clone();
+                            match slots.admit(tenant.clone(), d) {
+                                Some(d) => self.start(&mut running, tenant, d, &cancel_rx),
+                                None => self.metrics.held_back(),
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::error!(error = %e, "job queue unavailable; retrying in 1 s");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+                Some(tenant) = running.next_ended(), if !running.tasks.is_empty() => {
+                    slots.finished(&tenant);
+                }
+                _ = shutdown.changed() => break,
+            }
         }
+        drop(next);
+        let held_back = slots.take_parked();
         if let Some(s) = sweep {
             s.abort();
         }
         tracing::info!(
-            in_flight = tasks.len(),
-            "worker stopping; draining in-flight jobs"
+            in_flight = running.tasks.len(),
+            held_back = held_back.len(),
+            "worker stopping; draining in-flight jobs (held-back jobs are given back unsettled)"
         );
+        drop(held_back);
+        let tasks = &mut running.tasks;
         let drained = tokio::time::timeout(self.settings.drain_timeout, async {
             while tasks.join_next().await.is_some() {}
         })
@@ -142,6 +205,30 @@ impl Worker {
             while tasks.join_next().await.is_some() {}
         }
         tracing::info!("worker stopped");
+    }
+
+    /// Runs delivery `d` of `tenant` as a task of `running`.
+    fn start(
+        &self,
+        running: &mut Running,
+        tenant: TenantId,
+        d: Box<dyn JobDelivery>,
+        cancel: &watch::Receiver<bool>,
+    ) {
+        let worker = self.clone();
+        let cancel = cancel.clone();
+        let handle = running
+            .tasks
+            .spawn(async move { worker.handle(d, cancel).await });
+        running.tenants.insert(handle.id(), tenant);
+    }
+}
+
+/// The result of the pending `next` (never ready when there is none).
+async fn poll_next(next: &mut Option<NextJob>) -> Result<Option<Box<dyn JobDelivery>>, StoreError> {
+    match next {
+        Some(f) => f.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -166,3 +253,6 @@ async fn sweep_stale_reports(app: Arc<App>, after: Duration, mut shutdown: watch
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

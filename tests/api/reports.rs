@@ -745,6 +745,7 @@ async fn the_in_memory_storage_evicts_the_oldest_artifact_past_its_bound() {
         config: Some(|c| {
             c.object_storage = reporter::config::ObjectStorageChoice::Memory {
                 max_artifact_bytes: Some(100),
+                tenant_max_bytes: None,
             }
         }),
         ..Default::default()
@@ -780,6 +781,93 @@ async fn the_in_memory_storage_evicts_the_oldest_artifact_past_its_bound() {
         m.lines()
             .any(|l| l == "reporter_object_storage_evicted_total 1"),
         "{m}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A finished TXT report of the ledger requested with `token` (its tenant's template).
+async fn tenant_report(t: &TestApp, token: &str, tpl: &str) -> String {
+    let resp = t
+        .post_json(
+            token,
+            "/v1/reports",
+            json!({ "templateId": tpl, "filters": {} }),
+        )
+        .await;
+    let id = json(resp).await["id"].as_str().expect("id").to_owned();
+    for _ in 0..600 {
+        let r = json(t.get(token, &format!("/v1/reports/{id}")).await).await;
+        if r["status"] != "Processing" {
+            assert_eq!(r["status"], "Finished", "{r}");
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("report {id} never finished");
+}
+
+/// Finding 6 of issue 30: in multi-tenant mode the in-memory storage gives each tenant its
+/// share (`OBJECT_STORAGE_MEMORY_TENANT_MAX_BYTES`). Tenant B's many reports evict only B's
+/// own oldest artifacts (404 TPL-0035); tenant A's artifact stays downloadable, although
+/// every artifact together passed what one budget for all would have kept.
+#[tokio::test]
+async fn one_tenants_reports_never_evict_another_tenants_artifact() {
+    let dir = ledger_dir();
+    let t = start_with(Options {
+        env: env_for(&dir, false),
+        multi_tenant: true,
+        // Each TXT artifact is 35 bytes: a tenant keeps two (70 of its 80), all keep five.
+        config: Some(|c| {
+            c.object_storage = reporter::config::ObjectStorageChoice::Memory {
+                max_artifact_bytes: Some(200),
+                tenant_max_bytes: Some(80),
+            }
+        }),
+        ..Default::default()
+    })
+    .await;
+    let scopes = all_scopes();
+    let a = token_for(Some("tenant-a"), &scopes);
+    let b = token_for(Some("tenant-b"), &scopes);
+    let upload = |token: String| {
+        let t = &t;
+        async move {
+            let form = Form::new()
+                .file("template", "t.tpl", TXT.as_bytes())
+                .text("outputFormat", "txt");
+            let resp = t.upload(&token, form).await;
+            resp.assert_status(StatusCode::CREATED);
+            json(resp).await["id"].as_str().expect("id").to_owned()
+        }
+    };
+    let (tpl_a, tpl_b) = (upload(a.clone()).await, upload(b.clone()).await);
+    let kept = tenant_report(&t, &a, &tpl_a).await;
+    let mut bs = Vec::new();
+    for _ in 0..7 {
+        bs.push(tenant_report(&t, &b, &tpl_b).await);
+    }
+    let resp = t.get(&a, &format!("/v1/reports/{kept}/download")).await;
+    resp.assert_status_is_ok();
+    assert_eq!(
+        resp.0.into_body().into_string().await.unwrap(),
+        "1 A 10.5\n2 B 3.25\n3 A 1\ntotal=14.75"
+    );
+    expect_error(
+        t.get(&b, &format!("/v1/reports/{}/download", bs[0])).await,
+        404,
+        "TPL-0035",
+    )
+    .await;
+    for id in &bs[5..] {
+        t.get(&b, &format!("/v1/reports/{id}/download"))
+            .await
+            .assert_status_is_ok();
+    }
+    let m = t.metrics().await;
+    assert!(
+        m.lines()
+            .any(|l| l == "reporter_object_storage_evicted_total 5"),
+        "B's five oldest, none of A's: {m}"
     );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -1,7 +1,7 @@
 //! Runs every port contract suite against the in-memory adapters: one test per check
 //! (`cargo test -p reporter-adapter-memory --test contract store::` runs the store's).
 use reporter_adapter_memory::{
-    MemoryJobQueue, MemoryJobReceiver, MemoryObjectStorage, MemoryStore,
+    ByteBudget, MemoryJobQueue, MemoryJobReceiver, MemoryObjectStorage, MemoryStore,
 };
 use reporter_contract::jobs::JobDrain;
 use reporter_ports::ports::ReportJob;
@@ -24,6 +24,19 @@ reporter_contract::idempotent_commit_contract!(mod idempotent_commit, |check| as
 
 reporter_contract::object_storage_contract!(mod object_storage, |check| async {
     check(&MemoryObjectStorage::new()).await
+});
+
+// With a budget shared per owner (as the service wires it in multi-tenant mode), every key
+// evictable and owned by its first segment; large enough that the suite evicts nothing.
+reporter_contract::object_storage_contract!(mod bounded_object_storage, |check| async {
+    check(&MemoryObjectStorage::bounded(ByteBudget {
+        max_bytes: 1 << 30,
+        owner_max_bytes: 1 << 29,
+        evictable: |_| true,
+        owner: |k| k.split('/').next().unwrap_or(""),
+        on_evict: std::sync::Arc::new(|_, _| {}),
+    }))
+    .await
 });
 
 struct Drain(MemoryJobReceiver);
