@@ -29,8 +29,9 @@ const DECLARATIONS: &[&str] = &["entity", "attlist", "element", "notation"];
 const INSTRUCTIONS: &[&str] = &["xml-stylesheet"];
 /// URL schemes that run script.
 const SCHEMES: &[&str] = &["javascript:", "vbscript:"];
-/// Longest name kept (longer ones are none of the above).
-const NAME_MAX: usize = 32;
+/// Longest name kept: longer ones are none of the elements and declarations above, and an
+/// attribute name longer than this that starts `on` and letters is taken for a handler.
+const NAME_MAX: usize = 64;
 /// Longest character reference decoded (`&#x0000006a;`, `&newline;`).
 const REFERENCE_MAX: usize = 16;
 /// Decoded characters kept to match a scheme.
@@ -75,11 +76,21 @@ enum State {
 }
 
 /// A bounded lower-case name.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Name {
     bytes: [u8; NAME_MAX],
     len: usize,
     too_long: bool,
+}
+
+impl Default for Name {
+    fn default() -> Self {
+        Self {
+            bytes: [0; NAME_MAX],
+            len: 0,
+            too_long: false,
+        }
+    }
 }
 
 impl Name {
@@ -115,11 +126,14 @@ impl Name {
             .is_some_and(|n| list.iter().any(|w| w.as_bytes() == n))
     }
 
-    /// `on` followed by letters only.
+    /// `on` followed by letters only (of a name too long to keep: its kept beginning).
     fn is_event_handler(&self) -> bool {
-        self.local().is_some_and(|n| {
-            n.len() > 2 && n.starts_with(b"on") && n[2..].iter().all(u8::is_ascii_alphabetic)
-        })
+        let kept = &self.bytes[..self.len];
+        let n = match kept.iter().rposition(|&b| b == b':') {
+            Some(i) => &kept[i + 1..],
+            None => kept,
+        };
+        n.len() > 2 && n.starts_with(b"on") && n[2..].iter().all(u8::is_ascii_alphabetic)
     }
 }
 
@@ -339,7 +353,12 @@ impl ActiveContentScan {
     }
 
     fn local_name(&self) -> String {
-        String::from_utf8_lossy(self.name.local().unwrap_or_default()).into_owned()
+        let kept = &self.name.bytes[..self.name.len];
+        let local = match kept.iter().rposition(|&b| b == b':') {
+            Some(i) => &kept[i + 1..],
+            None => kept,
+        };
+        String::from_utf8_lossy(local).into_owned()
     }
 
     fn step(&mut self, b: u8) {
@@ -468,7 +487,7 @@ fn is_name_byte(b: u8) -> bool {
 mod tests {
     use super::*;
 
-    /// Every vector, whole and split at every byte into two pieces.
+    /// Every vector, whole, split at every byte into two pieces, and fed a byte at a time.
     fn found_everywhere(doc: &str) -> Option<String> {
         let whole = find_active_content(doc);
         for cut in 0..=doc.len() {
@@ -477,7 +496,40 @@ mod tests {
             scan.feed(&doc.as_bytes()[cut..]);
             assert_eq!(scan.found(), whole.as_deref(), "{doc} cut at {cut}");
         }
+        let mut scan = ActiveContentScan::new();
+        for b in doc.as_bytes() {
+            scan.feed(std::slice::from_ref(b));
+        }
+        assert_eq!(scan.found(), whole.as_deref(), "{doc} byte by byte");
         whole
+    }
+
+    #[test]
+    fn the_state_is_bounded_whatever_the_document() {
+        assert!(std::mem::size_of::<ActiveContentScan>() < 512);
+        // A tag, a name and a reference far longer than what is kept: still read right.
+        let long = format!(
+            "<r {}=\"{}\" a=\"&#{};\"/><{}script/>",
+            "n".repeat(100_000),
+            ">".repeat(100_000),
+            "1".repeat(1000),
+            "x".repeat(100)
+        );
+        assert_eq!(find_active_content(&long), None);
+        // Handler names grow (`oncontentvisibilityautostatechange`): a long one still counts.
+        for name in [
+            "oncontentvisibilityautostatechange",
+            &format!("on{}", "x".repeat(200)),
+        ] {
+            let doc = format!("<r {name}=\"x\"/>");
+            assert!(
+                find_active_content(&doc)
+                    .is_some_and(|f| f.starts_with("onc") || f.starts_with("onx")),
+                "{name}"
+            );
+        }
+        let long = format!("<r a=\"{}\" onload=\"x\"/>", "'>".repeat(100_000));
+        assert_eq!(find_active_content(&long).as_deref(), Some("onload="));
     }
 
     #[test]
