@@ -4,6 +4,11 @@
 //! a page global (read over CDP), call a beacon on a local listener and change the title;
 //! after the page loads, every link is clicked and every form submitted. No vector may run.
 //! The same corpus rendered to PDF by the Chromium renderer must not show script output.
+//!
+//! Without a browser (issue 30): an html report keeps no reference that loads from elsewhere
+//! once saved (finding 4), and an xml report whose rendered output holds script — assembled
+//! by the template, so the upload check cannot see it — ends `Error` `report_script_detected`
+//! with nothing stored, also when its output went to storage in pieces (finding 5).
 use crate::common;
 
 use common::cdp::Chromium;

@@ -12,7 +12,7 @@
 //! loses its `src` (relative URLs too: a saved report would resolve them against the file
 //! system), and every CSS reference — `url()`, `@import`, `@font-face` `src`, `image-set()`…,
 //! escapes included — in `style` attributes and `<style>` elements is replaced by `none`
-//! (see [`css_refs`]). Links (`<a href>`) are navigation, not loads: they stay.
+//! (module `css_refs`). Links (`<a href>`) are navigation, not loads: they stay.
 //! The elements that load by themselves (`<link>`, `<iframe>`, `<object>`, `<embed>`,
 //! `<video>`, `<audio>`, `<source>`, `<track>`, `<picture>`, `<input type=image>`, SVG) are
 //! not kept at all, nor are the attributes that load (`srcset`, `poster`, `background`,
