@@ -251,3 +251,20 @@ fn css_nested_too_deep_is_dropped_whole() {
     assert!(!out.contains("evil"), "{out}");
     assert!(out.contains("<style></style>"), "{out}");
 }
+
+/// The `<style>` elements are found in ammonia's output on the serializer's word that `<` is
+/// escaped everywhere but in their text (attribute values included): an upgrade that changes
+/// it must fail here.
+#[test]
+fn only_style_text_holds_a_raw_less_than_sign() {
+    let out = clean(
+        r#"<html><body><p title="<style>p{background:url(https://evil.test/a.png)}</style>">a &lt;style&gt; b</p></body></html>"#,
+    );
+    assert!(
+        out.contains(
+            r#"title="&lt;style&gt;p{background:url(https://evil.test/a.png)}&lt;/style&gt;""#
+        ),
+        "{out}"
+    );
+    assert!(out.contains("a &lt;style&gt; b"), "{out}");
+}
