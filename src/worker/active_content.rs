@@ -1,7 +1,7 @@
 //! The rendered output of a format a browser runs as a document (XML: see
 //! [`reporter_ports::active_content`]) is read for script-capable markup before it is stored,
 //! whole or piece by piece: the upload check (TPL-0032) reads the template's source, where
-//! `{{ "<scr" }}ipt>` hides what the render writes. A report whose output holds any ends
+//! `{{ "<scr"|safe }}ipt>` hides what the render writes. A report whose output holds any ends
 //! `Error` `report_script_detected` and nothing is stored (refused rather than rewritten:
 //! an XML document cannot be cleaned piece by piece without changing what it means, and a
 //! report that was meant to be data has no script to keep).
