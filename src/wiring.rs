@@ -15,7 +15,7 @@ use crate::streaming::{
 };
 use crate::worker::{Worker, WorkerMetrics};
 use anyhow::Context;
-use reporter_adapter_ammonia::AmmoniaSanitizer;
+use reporter_adapter_ammonia::{AllowedOrigins, AmmoniaSanitizer};
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{ByteBudget, MemoryObjectStorage, MemoryPublisher, MemoryStore};
 use reporter_adapter_mongo::{
@@ -113,11 +113,17 @@ const SANDBOX_START_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
     let s = &config.sandbox;
     let exe = child_exe(config)?;
+    let mut args = vec![SANDBOX_SUBCOMMAND.to_owned()];
+    args.extend(
+        s.html_allowed_origins
+            .iter()
+            .map(|o| format!("{ALLOWED_ORIGIN_ARG}{o}")),
+    );
     let pool = |name, memory_bytes, cpu_seconds, wall_timeout, queue_timeout| {
         ProcessPool::new(PoolConfig {
             name,
             exe: exe.clone(),
-            args: vec![SANDBOX_SUBCOMMAND.to_owned()],
+            args: args.clone(),
             size: s.pool_size,
             memory_bytes,
             cpu_seconds,
@@ -147,13 +153,27 @@ fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
     ))
 }
 
+/// A sandbox child's argument naming one origin html reports may load from
+/// (`REPORT_HTML_ALLOWED_ORIGINS`), before its limits; repeated for each origin.
+const ALLOWED_ORIGIN_ARG: &str = "--html-allowed-origin=";
+
 /// The body of `reporter template-sandbox …`: one sandbox child with the template engine and
-/// the HTML sanitizer (see `reporter_adapter_sandbox::child`).
+/// the HTML sanitizer (see `reporter_adapter_sandbox::child`), which allows the origins of
+/// its `--html-allowed-origin=` arguments.
 pub fn template_sandbox_child(args: &[String]) -> std::process::ExitCode {
-    match ChildLimits::parse_args(args.iter().cloned()) {
-        Ok(limits) => reporter_adapter_sandbox::child::run(
+    let (origins, limits): (Vec<&String>, Vec<&String>) =
+        args.iter().partition(|a| a.starts_with(ALLOWED_ORIGIN_ARG));
+    let origins: Vec<&str> = origins
+        .iter()
+        .filter_map(|a| a.strip_prefix(ALLOWED_ORIGIN_ARG))
+        .collect();
+    let parsed = AllowedOrigins::parse(&origins)
+        .map_err(|e| e.to_string())
+        .and_then(|o| Ok((o, ChildLimits::parse_args(limits.into_iter().cloned())?)));
+    match parsed {
+        Ok((origins, limits)) => reporter_adapter_sandbox::child::run(
             &Pongo2Engine::new(),
-            &AmmoniaSanitizer::new(),
+            &AmmoniaSanitizer::with_allowed_origins(origins),
             &limits,
         ),
         Err(e) => {

@@ -4,6 +4,7 @@
 //! [`ports`]; the application (`src/`) drives them. Dependencies point inward: this crate
 //! depends on no other Reporter crate.
 
+pub mod active_content;
 pub mod clock;
 pub mod datasource;
 pub mod deadline;

@@ -98,6 +98,9 @@ pub enum ReportErrorCode {
     ReportGenerationTimeout,
     /// Generation was canceled (e.g. shutdown).
     ReportGenerationCanceled,
+    /// The rendered output holds markup a browser runs as script when the report is opened
+    /// (an XML report: see [`crate::active_content`]); nothing was stored.
+    ReportScriptDetected,
 }
 
 impl ReportErrorCode {
@@ -107,6 +110,7 @@ impl ReportErrorCode {
             Self::ReportGenerationFailed => "report_generation_failed",
             Self::ReportGenerationTimeout => "report_generation_timeout",
             Self::ReportGenerationCanceled => "report_generation_canceled",
+            Self::ReportScriptDetected => "report_script_detected",
         }
     }
     /// The fixed summary of the code.
@@ -115,6 +119,7 @@ impl ReportErrorCode {
             Self::ReportGenerationFailed => "Report generation failed",
             Self::ReportGenerationTimeout => "Report generation timed out",
             Self::ReportGenerationCanceled => "Report generation was canceled",
+            Self::ReportScriptDetected => "The rendered report contains script",
         }
     }
 }

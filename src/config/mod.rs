@@ -349,6 +349,10 @@ pub struct RawConfig {
     /// Largest rendered output in bytes.
     #[arg(long, env = "ENGINE_MAX_OUTPUT_BYTES", default_value = "67108864")]
     pub engine_max_output_bytes: String,
+    /// Origins (`https://host[:port]`, comma-separated) html and pdf reports may load images,
+    /// stylesheets and fonts from. Default: none (a report loads nothing from elsewhere).
+    #[arg(long, env = "REPORT_HTML_ALLOWED_ORIGINS", default_value = "")]
+    pub report_html_allowed_origins: String,
     /// Template sandbox: the executable of its child processes (run with the hidden
     /// `template-sandbox` subcommand). Default: this `reporter` binary.
     #[arg(long, env = "TEMPLATE_SANDBOX_EXE")]
@@ -664,6 +668,9 @@ pub struct SandboxSettings {
     pub parse_timeout: std::time::Duration,
     /// Largest output (ENGINE_MAX_OUTPUT_BYTES).
     pub max_output_bytes: u64,
+    /// Origins html (and pdf) reports may load from (REPORT_HTML_ALLOWED_ORIGINS); the
+    /// sanitizer in the render children applies them.
+    pub html_allowed_origins: reporter_adapter_ammonia::AllowedOrigins,
 }
 
 /// Where events are published.
@@ -945,6 +952,7 @@ impl RawConfig {
             engine_max_result_bytes: "104857600".into(),
             engine_render_fuel: "50000000".into(),
             engine_max_output_bytes: "67108864".into(),
+            report_html_allowed_origins: String::new(),
             template_sandbox_exe: None,
             template_sandbox_pool_size: "4".into(),
             template_render_memory_mib: "1024".into(),
@@ -1194,7 +1202,26 @@ impl RawConfig {
                 10_000,
             )),
             max_output_bytes: max_output_bytes as u64,
+            html_allowed_origins: self.html_allowed_origins(c),
         }
+    }
+
+    /// `REPORT_HTML_ALLOWED_ORIGINS`: comma-separated `http(s)://host[:port]` origins.
+    fn html_allowed_origins(&self, c: &mut Checker) -> reporter_adapter_ammonia::AllowedOrigins {
+        let entries: Vec<&str> = self
+            .report_html_allowed_origins
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        reporter_adapter_ammonia::AllowedOrigins::parse(&entries).unwrap_or_else(|e| {
+            c.problems.push(problem(
+                "REPORT_HTML_ALLOWED_ORIGINS",
+                e.to_string(),
+                "comma-separated origins such as https://cdn.example.com (scheme, host, port)",
+            ));
+            reporter_adapter_ammonia::AllowedOrigins::default()
+        })
     }
 
     /// `OBJECT_STORAGE_MEMORY_MAX_BYTES`: `None` when 0, else at least 1 MiB.

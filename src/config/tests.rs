@@ -687,6 +687,32 @@ fn sandbox_bounds_are_validated() {
     }
 }
 
+/// `REPORT_HTML_ALLOWED_ORIGINS`: none by default; origins are normalized; anything that is
+/// not an http(s) origin is refused, naming the variable.
+#[test]
+fn html_allowed_origins_are_validated() {
+    let c = RawConfig::defaults().validate(&[]).expect("defaults");
+    assert!(c.sandbox.html_allowed_origins.is_empty());
+    let mut raw = RawConfig::defaults();
+    raw.report_html_allowed_origins = " https://CDN.example.com/ , http://10.0.0.5:8080,".into();
+    let c = raw.validate(&[]).expect("valid origins");
+    assert_eq!(
+        c.sandbox.html_allowed_origins.iter().collect::<Vec<_>>(),
+        ["http://10.0.0.5:8080", "https://cdn.example.com"]
+    );
+    for bad in [
+        "cdn.example.com",
+        "https://cdn.example.com/fonts",
+        "ftp://x.example",
+    ] {
+        let mut raw = RawConfig::defaults();
+        raw.report_html_allowed_origins = bad.into();
+        let errs = raw.validate(&[]).unwrap_err();
+        assert_eq!(errs.0.len(), 1, "{errs}");
+        assert_eq!(errs.0[0].variable, "REPORT_HTML_ALLOWED_ORIGINS", "{bad}");
+    }
+}
+
 /// `STREAMING_EVENT_POLICIES`: Helm's empty default starts; an override the fixed policies
 /// cannot honour stops start-up naming the variable, never silently ignored.
 #[test]

@@ -208,12 +208,14 @@ pub struct SectionDto {
 #[oai(rename = "ReportMetadata", rename_all = "snake_case")]
 pub struct MetadataDto {
     /// Fixed summary: for `Error` the summary of `error_code` (`Report generation failed`,
-    /// `Report generation timed out`, `Report generation was canceled`), for `Partial`
+    /// `Report generation timed out`, `Report generation was canceled`, `The rendered report
+    /// contains script`), for `Partial`
     /// `Some report data sections failed`.
     #[oai(skip_serializing_if_is_none)]
     pub error: Option<String>,
-    /// `Error`: report_generation_failed, report_generation_timeout or
-    /// report_generation_canceled (as `report.errored`); `Partial`: report_sections_failed.
+    /// `Error`: report_generation_failed, report_generation_timeout,
+    /// report_generation_canceled or report_script_detected (as `report.errored`); `Partial`:
+    /// report_sections_failed.
     #[oai(skip_serializing_if_is_none)]
     pub error_code: Option<String>,
     /// By data source id.

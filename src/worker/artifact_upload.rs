@@ -8,7 +8,10 @@
 //! the job commits after its generation deadline, as it would put a whole artifact, so a job
 //! that times out or is canceled never leaves one behind. A render that failed or was
 //! abandoned, a dropped [`ArtifactUpload`] or [`Written`], or a failed write aborts the
-//! upload: nothing partial is ever visible.
+//! upload: nothing partial is ever visible. The output of a format a browser runs as a
+//! document is scanned as it passes ([`super::active_content`]): script found in it makes
+//! `finish` refuse the artifact, which is then aborted.
+use super::active_content::{self, SharedScan};
 use super::{Worker, WorkerMetrics};
 use bytes::Bytes;
 use reporter_ports::StoreError;
@@ -21,13 +24,24 @@ use tokio::task::JoinHandle;
 /// An upload under way: the pieces' task and the signals it waits for.
 pub(super) struct ArtifactUpload {
     /// The render's answer (the output after the last piece); dropped: abort.
-    answer: oneshot::Sender<String>,
+    answer: oneshot::Sender<Bytes>,
     /// The artifact's size once every byte is written (or why not).
     written: oneshot::Receiver<Result<u64, StoreError>>,
     /// The go-ahead to commit; dropped: abort.
     commit: oneshot::Sender<()>,
     /// The key as stored, once committed.
     done: JoinHandle<Result<String, StoreError>>,
+    /// The scan of the pieces, for a checked format.
+    scan: Option<SharedScan>,
+}
+
+/// Why an artifact written in pieces is not [`Written`] (its upload is aborted).
+#[derive(Debug)]
+pub(super) enum NotWritten {
+    /// A write failed.
+    Store(StoreError),
+    /// The output holds script-capable markup (what was found).
+    Script(String),
 }
 
 /// An artifact written whole and not yet visible: [`Self::commit`] or drop (abort).
@@ -48,7 +62,7 @@ pub(super) struct Stored {
 
 /// The task's signals.
 struct Signals {
-    answered: oneshot::Receiver<String>,
+    answered: oneshot::Receiver<Bytes>,
     written: oneshot::Sender<Result<u64, StoreError>>,
     commit: oneshot::Receiver<()>,
 }
@@ -78,7 +92,13 @@ impl Worker {
             upload.abort().await;
             return None;
         };
-        Some(ArtifactUpload::start(upload, pieces, self.metrics.clone()))
+        let (pieces, scan) = active_content::scanned(report.output_format, pieces);
+        Some(ArtifactUpload::start(
+            upload,
+            pieces,
+            scan,
+            self.metrics.clone(),
+        ))
     }
 }
 
@@ -86,6 +106,7 @@ impl ArtifactUpload {
     fn start(
         upload: Box<dyn ObjectUpload>,
         pieces: Box<dyn OutputPieces>,
+        scan: Option<SharedScan>,
         metrics: WorkerMetrics,
     ) -> Self {
         let (answer, answered) = oneshot::channel();
@@ -106,17 +127,29 @@ impl ArtifactUpload {
             written,
             commit,
             done,
+            scan,
         }
     }
 
     /// Writes the render's answer `tail` (what follows the last piece) after the pieces.
     /// MUST only be called once the render answered `Ok` (its pieces are then the output's
-    /// beginning). An `Err` (a write failed) has aborted the upload.
-    pub(super) async fn finish(self, tail: String) -> Result<Written, StoreError> {
+    /// beginning). An `Err` (a write failed, or the output holds script) has aborted the
+    /// upload.
+    pub(super) async fn finish(self, tail: String) -> Result<Written, NotWritten> {
         let gone = || StoreError::Unavailable("the artifact upload task ended early".into());
+        let tail = Bytes::from(tail);
         // The task only ends after the answer; a send that fails finds it gone.
-        let _ = self.answer.send(tail);
-        let size = self.written.await.map_err(|_| gone())??;
+        let _ = self.answer.send(tail.clone());
+        let size = self
+            .written
+            .await
+            .map_err(|_| NotWritten::Store(gone()))?
+            .map_err(NotWritten::Store)?;
+        // Every piece was read (and scanned) before the size was answered.
+        if let Some(found) = self.scan.as_ref().and_then(|s| s.finish(&tail)) {
+            // Dropping the go-ahead aborts the upload.
+            return Err(NotWritten::Script(found));
+        }
         Ok(Written {
             commit: self.commit,
             done: self.done,
@@ -168,7 +201,7 @@ async fn write_pieces(
         (None, Ok(tail)) if tail.is_empty() => Ok(()),
         (None, Ok(tail)) => {
             size += tail.len() as u64;
-            upload.write(Bytes::from(tail)).await
+            upload.write(tail).await
         }
     };
     if let Err(e) = tail_written {
@@ -268,7 +301,7 @@ mod tests {
         let (written, written_rx) = oneshot::channel();
         let (go, commit_rx) = oneshot::channel();
         match tail {
-            Some(tail) => answer.send(tail.to_owned()).unwrap(),
+            Some(tail) => answer.send(Bytes::from(tail.to_owned())).unwrap(),
             None => drop(answer),
         }
         if commit {

@@ -8,6 +8,7 @@
 //! limit, a sandboxed render process bounded in memory, CPU and wall-clock time, and a limit on
 //! concurrent jobs. html and pdf output is sanitized in the sandbox before it is stored. On shutdown in-flight jobs get a drain period, after
 //! which they are recorded as canceled.
+mod active_content;
 mod artifact_upload;
 mod metrics;
 mod ownership;

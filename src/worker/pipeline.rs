@@ -221,10 +221,17 @@ impl Worker {
             Err(e) => render_failure(e, BTreeMap::new()),
         };
         match rendered? {
-            Rendered::Text(text, sections, phases) => self
-                .convert(report, text, sections, phases)
-                .await
-                .map(Generated::from),
+            Rendered::Text(text, sections, phases) => {
+                match super::active_content::found_in_text(report.output_format, &text) {
+                    Some(found) => {
+                        Ok(super::active_content::script_detected(&found, sections).into())
+                    }
+                    None => self
+                        .convert(report, text, sections, phases)
+                        .await
+                        .map(Generated::from),
+                }
+            }
             Rendered::Written(written, sections, phases) => {
                 phases.log_generated(0, written.size);
                 Ok(Generated::Written(written, sections))

@@ -11,13 +11,12 @@
 //! rendered again from the other sections, as if that section had failed before the render.
 //! A query that passes its deadline while streaming may only have been held back by a slow
 //! render: then every table is extracted again and the report rendered from a whole context.
-use super::artifact_upload::Written;
+use super::artifact_upload::{NotWritten, Written};
 use super::pipeline::{
     Phases, Rendered, charge_section_bytes, render_failure, rendered, section_error,
     storage_failed, table_query,
 };
 use super::{SectionError, Worker};
-use reporter_ports::StoreError;
 use reporter_ports::ports::{
     DataSourceError, RenderSession, Row, RowSink, RunnerError, SinkReady, StreamPlan,
 };
@@ -178,15 +177,19 @@ impl Worker {
     }
 }
 
-/// The render of an artifact written in pieces ([`storage_failed`] when the upload failed).
+/// The render of an artifact written in pieces ([`storage_failed`] when the upload failed,
+/// `report_script_detected` when the output holds script).
 fn written(
-    upload: Result<Written, StoreError>,
+    upload: Result<Written, NotWritten>,
     sections: std::collections::BTreeMap<String, SectionOutcome>,
     phases: Phases,
 ) -> Rendered {
     match upload {
         Ok(written) => Rendered::Written(written, sections, phases),
-        Err(e) => Rendered::Failed(storage_failed(&e, sections)),
+        Err(NotWritten::Store(e)) => Rendered::Failed(storage_failed(&e, sections)),
+        Err(NotWritten::Script(found)) => {
+            Rendered::Failed(super::active_content::script_detected(&found, sections))
+        }
     }
 }
 

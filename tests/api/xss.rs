@@ -4,6 +4,11 @@
 //! a page global (read over CDP), call a beacon on a local listener and change the title;
 //! after the page loads, every link is clicked and every form submitted. No vector may run.
 //! The same corpus rendered to PDF by the Chromium renderer must not show script output.
+//!
+//! Without a browser (issue 30): an html report keeps no reference that loads from elsewhere
+//! once saved (finding 4), and an xml report whose rendered output holds script — assembled
+//! by the template, so the upload check cannot see it — ends `Error` `report_script_detected`
+//! with nothing stored, also when its output went to storage in pieces (finding 5).
 use crate::common;
 
 use common::cdp::Chromium;
@@ -402,4 +407,261 @@ async fn no_xss_vector_runs_in_a_browser() {
         }
         Err(e) => eprintln!("pdftotext not available ({e}); the PDF text was not checked"),
     }
+}
+
+/// Downloads report `id`'s artifact as text (the report must have finished).
+async fn downloaded(t: &common::TestApp, id: &str) -> String {
+    let resp = t
+        .get(&common::token(), &format!("/v1/reports/{id}/download"))
+        .await;
+    assert_eq!(resp.0.status(), poem::http::StatusCode::OK);
+    let bytes = resp.0.into_body().into_vec().await.expect("artifact");
+    String::from_utf8(bytes).expect("UTF-8 artifact")
+}
+
+/// Issue 30, finding 4: the references of an html report that would load from elsewhere
+/// when the saved report is opened (a logger at `evil.test` would learn the report was
+/// opened, and what the URLs carry). Split or escaped where the template allows it.
+const REMOTE_REFERENCES: &str = r#"<img src="http://evil.test/1.png?d={{ "data" }}">
+{{ "<img src=ht"|safe }}{{ "tps://evil.test/2.png>"|safe }}
+<img src="evil-relative.png">
+<style>
+@import url(http://evil.test/3.css);
+@\69mport "http://evil.test/4.css";
+@font-face { font-family: f; src: url(https://evil.test/5.woff2) format("woff2") }
+body { background: u\72l(http://evil.test/6.png) }
+td { background-image: image-set("https://evil.test/7.png" 1x) }
+</style>
+<p style="background: url('//evil.test/8.png')">styled</p>
+<img src="data:image/png;base64,iVBORw0KGgo=" alt="inline">"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding4_html_reports_load_nothing_from_elsewhere() {
+    let t = common::start().await;
+    let tpl = t.upload_template("html", &html_of(REMOTE_REFERENCES)).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let html = downloaded(&t, &report).await;
+    assert!(
+        !html.contains("evil"),
+        "a remote reference survived:\n{html}"
+    );
+    for kept in [
+        r#"src="data:image/png;base64,iVBORw0KGgo=""#,
+        "@import none;",
+        "body { background: none }",
+        r#"<p style="background: none">styled</p>"#,
+    ] {
+        assert!(html.contains(kept), "lost {kept}:\n{html}");
+    }
+}
+
+/// `REPORT_HTML_ALLOWED_ORIGINS` reaches the sanitizer in the render process: references to
+/// the listed origin stay, others do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding4_listed_origins_may_load() {
+    let t = common::start_with(common::Options {
+        tweak: Some(|r| r.report_html_allowed_origins = "https://cdn.example.com".into()),
+        ..Default::default()
+    })
+    .await;
+    let body = r#"<img src="https://cdn.example.com/logo.png"><img src="https://evil.test/x.png">
+<style>@font-face { font-family: f; src: url(https://cdn.example.com/f.woff2) } p { background: url(https://evil.test/p.png) }</style>"#;
+    let tpl = t.upload_template("html", &html_of(body)).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let html = downloaded(&t, &report).await;
+    assert!(!html.contains("evil"), "{html}");
+    assert!(
+        html.contains(r#"<img src="https://cdn.example.com/logo.png">"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("url(https://cdn.example.com/f.woff2)"),
+        "{html}"
+    );
+}
+
+/// Issue 30, finding 5: XML templates whose script passes the upload check (TPL-0032) only
+/// because the source splits or encodes it; rendered, each is script in an XHTML or SVG
+/// document opened from disk: (id, template).
+fn xml_script_vectors() -> Vec<(&'static str, String)> {
+    let xhtml = |body: &str| {
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><body><p>{{{{ \"Report\" }}}}</p>{body}</body></html>"
+        )
+    };
+    vec![
+        (
+            "split-script",
+            xhtml(
+                r#"{% autoescape off %}{{ "<scr" }}ipt>alert(1){{ "</scr" }}ipt>{% endautoescape %}"#,
+            ),
+        ),
+        (
+            "split-script-safe",
+            xhtml(r#"{{ "<scr"|safe }}{{ "ipt>alert(1)</scr"|safe }}{{ "ipt>"|safe }}"#),
+        ),
+        (
+            "prefixed-script",
+            r#"<?xml version="1.0"?><r xmlns:h="http://www.w3.org/1999/xhtml">{{ "<h:scr"|safe }}ipt>alert(1)</h:script></r>"#.to_owned(),
+        ),
+        (
+            "svg-onload",
+            r#"<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" {{ "o" }}nload="alert(1)"><text>x</text></svg>"#.to_owned(),
+        ),
+        (
+            "svg-javascript-link",
+            r#"<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"><a xlink:href="java{{ "script" }}:alert(1)"><text>x</text></a></svg>"#.to_owned(),
+        ),
+        (
+            "svg-set-handler",
+            r#"<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><set attributeName="&#111;nclick" to="alert(1)"/></svg>"#.to_owned(),
+        ),
+        (
+            "iframe",
+            xhtml(r#"{{ "<ifr"|safe }}ame src="data:text/html,x"></iframe>"#),
+        ),
+        (
+            "xslt",
+            r##"<?xml version="1.0"?>{{ "<?xml-sty"|safe }}lesheet type="text/xsl" href="#s"?><r/>"##.to_owned(),
+        ),
+        (
+            "entity",
+            r#"<?xml version="1.0"?><!DOCTYPE r [{{ "<!ENT"|safe }}ITY s "&#60;p/&#62;">]><r>&s;</r>"#.to_owned(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding5_script_in_a_rendered_xml_report_ends_it_error() {
+    let t = common::start().await;
+    for (id, source) in xml_script_vectors() {
+        let tpl = t.upload_template("xml", &source).await;
+        let report = t.request_report(&tpl, json!({})).await;
+        let r = t.wait_report(&report, 600).await;
+        assert_eq!(r["status"], "Error", "{id}: {r}");
+        assert_eq!(
+            r["metadata"]["error_code"], "report_script_detected",
+            "{id}: {r}"
+        );
+        let resp = t
+            .get(&common::token(), &format!("/v1/reports/{report}/download"))
+            .await;
+        assert_ne!(resp.0.status(), poem::http::StatusCode::OK, "{id}");
+        let stored = t
+            .app
+            .ports()
+            .storage
+            .get(&format!("reports/{tpl}/{report}.xml"))
+            .await
+            .expect("object storage");
+        assert!(stored.is_none(), "{id}: an artifact was stored");
+    }
+    // An XHTML report without script is stored as written.
+    let clean = "<?xml version=\"1.0\"?>\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><body><p title=\"{{ \"on\" }}\">online=yes</p></body></html>";
+    let tpl = t.upload_template("xml", clean).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    assert!(
+        downloaded(&t, &report)
+            .await
+            .contains("<p title=\"on\">online=yes</p>")
+    );
+    // The stored key the refusals above were looked up under.
+    let stored = t
+        .app
+        .ports()
+        .storage
+        .get(&format!("reports/{tpl}/{report}.xml"))
+        .await
+        .expect("object storage");
+    assert!(
+        stored.is_some(),
+        "the artifact key is reports/<tpl>/<id>.xml"
+    );
+}
+
+/// Where the pieces test below keeps its artifacts (`fs` object storage).
+fn xml_pieces_root() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("reporter-e2e-xml-pieces-{}", std::process::id()))
+}
+
+/// The uploads counted with `outcome` in the `/metrics` text.
+fn uploads(metrics: &str, outcome: &str) -> f64 {
+    let series = format!("reporter_artifact_uploads_total{{outcome=\"{outcome}\"}}");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series.as_str())?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Finding 5 where the output goes to storage in pieces (`fs` storage): an event handler in
+/// the second piece of a tag opened in the first is found; the upload is aborted, nothing
+/// is stored. The same output without the handler is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding5_script_split_between_pieces_is_found() {
+    let root = xml_pieces_root();
+    let t = common::start_with(common::Options {
+        tweak: Some(|r| {
+            r.object_storage_backend = "fs".into();
+            r.object_storage_path = xml_pieces_root().display().to_string();
+        }),
+        ..Default::default()
+    })
+    .await;
+    // No XML declaration (after one the rest of the output comes whole); a first line of
+    // 300 000 bytes ends the first piece inside the <svg> tag.
+    let source = |handler: &str| {
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"{{{{ \"\"|center:300000 }}}}\n {{{{ \"{handler}\" }}}}=\"alert(1)\"><text>x</text></svg>\n"
+        )
+    };
+    let before = t.metrics().await;
+    let tpl = t.upload_template("xml", &source("o\" + \"nload")).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
+    assert_eq!(r["status"], "Error", "{r}");
+    assert_eq!(r["metadata"]["error_code"], "report_script_detected", "{r}");
+    let stored = t
+        .app
+        .ports()
+        .storage
+        .get(&format!("reports/{tpl}/{id}.xml"))
+        .await
+        .expect("object storage");
+    assert!(stored.is_none(), "an artifact was stored");
+    let mut after = t.metrics().await;
+    for _ in 0..50 {
+        if uploads(&after, "aborted") > uploads(&before, "aborted") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = t.metrics().await;
+    }
+    assert_eq!(
+        uploads(&after, "aborted") - uploads(&before, "aborted"),
+        1.0,
+        "the output went to storage in pieces, then was aborted"
+    );
+    // Without the handler: written in pieces and committed.
+    let tpl = t.upload_template("xml", &source("data-x")).await;
+    let id = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let committed = t.metrics().await;
+    assert_eq!(
+        uploads(&committed, "committed") - uploads(&after, "committed"),
+        1.0
+    );
+    assert!(
+        downloaded(&t, &id)
+            .await
+            .contains("\n data-x=\"alert(1)\">")
+    );
+    drop(t);
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -56,6 +56,7 @@ fn error_code_back(raw: &str) -> Result<ReportErrorCode, StoreError> {
         ReportErrorCode::ReportGenerationFailed,
         ReportErrorCode::ReportGenerationTimeout,
         ReportErrorCode::ReportGenerationCanceled,
+        ReportErrorCode::ReportScriptDetected,
     ]
     .into_iter()
     .find(|c| c.as_str() == raw)
