@@ -19,12 +19,20 @@
 //! memory limit refused → `MemoryLimit`; a stack overflow, a signal, an unexpected exit →
 //! `Crashed`.
 pub mod child;
+mod confine;
+mod confinement;
+mod descriptors;
+mod identity;
 mod limits;
 mod pool;
 pub mod protocol;
+mod ruleset;
 mod runner;
 mod session;
+mod syscall_filter;
 
+pub use confinement::{Confinement, Enforcement};
+pub use identity::{NOBODY, NOGROUP};
 pub use limits::ChildLimits;
 pub use pool::{PoolConfig, ProcessPool, Session};
 pub use runner::ProcessTemplateRunner;
