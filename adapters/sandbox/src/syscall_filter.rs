@@ -1,5 +1,7 @@
-//! The child's seccomp filter: the system calls a template engine never needs fail with
+//! The child's seccomp filters: the system calls a template engine never needs fail with
 //! `EPERM`; everything else (memory, threads, futexes, the pipes, time, exit) is allowed.
+//! A second filter answers `clone3` with `ENOSYS`, so that the C library starts its threads
+//! with `clone`, whose flags the first filter reads (a `clone` that starts a process fails).
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -93,9 +95,12 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_personality,
 ];
 
-/// The x86-64 forms of the same calls (other architectures only have the `…at` forms).
+/// The x86-64 forms of the same calls (other architectures only have the `…at` forms and
+/// `clone`).
 #[cfg(target_arch = "x86_64")]
 const DENIED_LEGACY: &[libc::c_long] = &[
+    libc::SYS_fork,
+    libc::SYS_vfork,
     libc::SYS_rename,
     libc::SYS_unlink,
     libc::SYS_rmdir,
@@ -123,14 +128,22 @@ const WRITING_OPEN_FLAGS: &[libc::c_int] = &[
     libc::O_TMPFILE & !libc::O_DIRECTORY,
 ];
 
-/// Installs the filter on the calling thread (the threads it starts later inherit it).
+/// Installs the filters on the calling thread (the threads it starts later inherit them).
 ///
 /// MUST run last in the confinement (it refuses calls the steps before it make) and after
 /// `no_new_privs`, while the process has a single thread. A kernel without seccomp filters is
 /// no error: `Ok(false)`.
 pub(crate) fn install() -> Result<bool, FilterError> {
-    let program = program()?;
-    match seccompiler::apply_filter(&program) {
+    let (denied, threads) = (program()?, clone3_unsupported()?);
+    if !apply(&denied)? {
+        return Ok(false);
+    }
+    apply(&threads)
+}
+
+/// Installs one filter; `Ok(false)` when the kernel has no seccomp filters.
+fn apply(program: &BpfProgram) -> Result<bool, FilterError> {
+    match seccompiler::apply_filter(program) {
         Ok(()) => Ok(true),
         Err(seccompiler::Error::Seccomp(e) | seccompiler::Error::Prctl(e))
             if e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ENOSYS) =>
@@ -143,8 +156,6 @@ pub(crate) fn install() -> Result<bool, FilterError> {
 
 /// The compiled filter.
 fn program() -> Result<BpfProgram, FilterError> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|_| FilterError::Architecture(std::env::consts::ARCH))?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
         .iter()
         .chain(DENIED_LEGACY)
@@ -153,13 +164,44 @@ fn program() -> Result<BpfProgram, FilterError> {
     rules.insert(libc::SYS_openat, writing_open(2)?);
     #[cfg(target_arch = "x86_64")]
     rules.insert(libc::SYS_open, writing_open(1)?);
+    rules.insert(libc::SYS_clone, vec![new_process()?]);
+    compile(rules, libc::EPERM)
+}
+
+/// `clone3` answers `ENOSYS` (the C library then uses `clone`).
+fn clone3_unsupported() -> Result<BpfProgram, FilterError> {
+    compile(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        libc::ENOSYS,
+    )
+}
+
+/// A filter that fails the calls `rules` match with `errno` and allows every other.
+fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    errno: libc::c_int,
+) -> Result<BpfProgram, FilterError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|_| FilterError::Architecture(std::env::consts::ARCH))?;
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )?;
     Ok(filter.try_into()?)
+}
+
+/// A `clone` without `CLONE_THREAD` (its flags are the first argument): a new process.
+fn new_process() -> Result<SeccompRule, FilterError> {
+    let thread = libc::CLONE_THREAD as u64;
+    let flags = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::MaskedEq(thread),
+        0,
+    )?;
+    Ok(SeccompRule::new(vec![flags])?)
 }
 
 /// Rules that match an open whose flags (argument `flags_arg`) carry any of
@@ -185,8 +227,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_filter_compiles() {
+    fn the_filters_compile() {
         let program = program().expect("a filter");
         assert!(program.len() > DENIED.len());
+        assert!(!clone3_unsupported().expect("a filter").is_empty());
     }
 }

@@ -158,6 +158,13 @@ async fn a_child_cannot_exec() {
     assert_refused(&attempt("exec").await, "exec");
 }
 
+/// Neither a process of its own (a `clone` without `CLONE_THREAD`): a grandchild would
+/// outlive the child's parent-death signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_cannot_start_a_process() {
+    assert_refused(&attempt("fork").await, "fork");
+}
+
 /// The value of a `/proc/<pid>/status` field.
 fn status_field(status: &str, name: &str) -> String {
     status

@@ -13,7 +13,8 @@
 //!   `try:truncate:<path>` (open an existing file truncating it), `try:rename:<from>:<to>`,
 //!   `try:unlink:<path>`, `try:mkdir:<path>`, `try:read:<path>` (read a file),
 //!   `try:environ` (read the parent's `/proc/<pid>/environ`), `try:connect:<port>` (a TCP
-//!   connection to 127.0.0.1), `try:exec` (run `/bin/true`);
+//!   connection to 127.0.0.1), `try:exec` (run `/bin/true`), `try:fork` (start a process
+//!   that exits at once);
 //! - `big:<n>` renders `n` bytes;
 //! - streamed renders (`stream…` plans `ds.t`): `stream` renders the context and then each
 //!   chunk of rows on a line; `stream-early` answers after the first chunk; `stream-big:<n>`
@@ -113,7 +114,19 @@ fn attempt(what: &str) -> std::io::Result<()> {
             std::net::TcpStream::connect(("127.0.0.1", port)).map(drop)
         }
         "exec" => std::process::Command::new("/bin/true").status().map(drop),
+        "fork" => fork(),
         other => Err(std::io::Error::other(format!("unknown attempt {other}"))),
+    }
+}
+
+/// Starts a process that exits at once.
+fn fork() -> std::io::Result<()> {
+    // SAFETY: the new process only calls `_exit`, which is async-signal-safe.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        // SAFETY: `_exit` ends the new process without running anything of this one.
+        0 => unsafe { libc::_exit(0) },
+        _ => Ok(()),
     }
 }
 
