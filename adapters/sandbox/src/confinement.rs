@@ -55,6 +55,12 @@ impl Confinement {
         if !self.capabilities_dropped {
             missing.push("capability drop".to_owned());
         }
+        if self.uid == 0 {
+            missing.push(
+                "unprivileged user (the service runs as root without CAP_SETUID/CAP_SETGID)"
+                    .to_owned(),
+            );
+        }
         missing
     }
 
@@ -117,6 +123,8 @@ mod tests {
         };
         let m = bare.missing();
         assert_eq!(m.len(), 2, "{m:?}");
+        let root = Confinement { uid: 0, ..full() };
+        assert!(root.missing()[0].starts_with("unprivileged user"));
         assert!(m[0].starts_with("Landlock") && m[1].starts_with("seccomp"));
         assert!(bare.summary().contains("no Landlock") && bare.summary().contains("no seccomp"));
     }

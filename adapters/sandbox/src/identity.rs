@@ -22,19 +22,17 @@ pub(crate) struct Identity {
 /// Becomes unprivileged: when running as root, empties the capability bounding set, drops
 /// the supplementary groups and takes [`NOGROUP`] and [`NOBODY`] as real, effective and
 /// saved ids (which empties the other capability sets); in every case clears the ambient set
-/// and empties the effective, permitted and inheritable sets.
+/// and empties the effective, permitted and inheritable sets. A root without the capability
+/// a step needs (`CAP_SETPCAP`, `CAP_SETGID`, `CAP_SETUID`: a container that dropped them)
+/// skips that step, and the report says so (the child then stays root, without capabilities).
 ///
 /// MUST run while the process has a single thread (the calls apply to the calling thread)
 /// and before the parent-death signal is armed (a change of user clears it).
 pub(crate) fn become_unprivileged() -> io::Result<Identity> {
     let root = rustix::process::geteuid().is_root();
-    let bounding_set_dropped = root && empty_bounding_set()?;
+    let bounding_set_dropped = root && permitted(empty_bounding_set())?;
     if root {
-        rustix::thread::set_thread_groups(&[])?;
-        let gid = Gid::from_raw(NOGROUP);
-        rustix::thread::set_thread_res_gid(gid, gid, gid)?;
-        let uid = Uid::from_raw(NOBODY);
-        rustix::thread::set_thread_res_uid(uid, uid, uid)?;
+        permitted(switch_user())?;
     }
     rustix::thread::clear_ambient_capability_set()?;
     rustix::thread::set_capabilities(
@@ -56,16 +54,36 @@ pub(crate) fn become_unprivileged() -> io::Result<Identity> {
     })
 }
 
-/// Drops every capability from the bounding set (needs `CAP_SETPCAP`); true when done.
-fn empty_bounding_set() -> io::Result<bool> {
+/// `Ok(true)` when `step` was done, `Ok(false)` when the process lacked the capability it
+/// needs (`EPERM`).
+fn permitted(step: rustix::io::Result<()>) -> io::Result<bool> {
+    match step {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::PERM) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Drops the supplementary groups, then takes [`NOGROUP`] and [`NOBODY`] (needs
+/// `CAP_SETGID` and `CAP_SETUID`).
+fn switch_user() -> rustix::io::Result<()> {
+    rustix::thread::set_thread_groups(&[])?;
+    let gid = Gid::from_raw(NOGROUP);
+    rustix::thread::set_thread_res_gid(gid, gid, gid)?;
+    let uid = Uid::from_raw(NOBODY);
+    rustix::thread::set_thread_res_uid(uid, uid, uid)
+}
+
+/// Drops every capability from the bounding set (needs `CAP_SETPCAP`).
+fn empty_bounding_set() -> rustix::io::Result<()> {
     for bit in 0..64u32 {
         let cap = CapabilitySet::from_bits_retain(1 << bit);
         match rustix::thread::remove_capability_from_bounding_set(cap) {
             Ok(()) => {}
             // Past the kernel's last capability.
-            Err(rustix::io::Errno::INVAL) => return Ok(true),
-            Err(e) => return Err(e.into()),
+            Err(rustix::io::Errno::INVAL) => return Ok(()),
+            Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(())
 }

@@ -282,7 +282,7 @@ impl Inner {
     }
 
     /// Keeps a child's confinement report; logs it when it is the pool's first or differs
-    /// from the last (a warning names each mechanism the kernel did not provide).
+    /// from the last (a warning names each mechanism that is not enforced).
     fn record(&self, confinement: Confinement) {
         let mut last = self.confinement_report();
         if last.as_ref() == Some(&confinement) {
@@ -293,7 +293,7 @@ impl Inner {
         if missing.is_empty() {
             tracing::info!(pool = name, confinement = %summary, "template sandbox children are confined");
         } else {
-            tracing::warn!(pool = name, confinement = %summary, missing = %missing.join("; "), "template sandbox children lack a confinement mechanism this kernel does not provide");
+            tracing::warn!(pool = name, confinement = %summary, missing = %missing.join("; "), "template sandbox children lack part of their confinement");
         }
         *last = Some(confinement);
     }

@@ -251,3 +251,48 @@ async fn children_report_their_confinement() {
         assert!(c.bounding_set_dropped, "{c:?}");
     }
 }
+
+/// A root service without `CAP_SETUID`, `CAP_SETGID` and `CAP_SETPCAP` (a container that
+/// dropped them; here `setpriv` drops them from the bounding set before it runs the child):
+/// the child stays root but without capabilities, the rest of the confinement holds, and its
+/// report names what is missing. Only as root (as in CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_child_that_cannot_change_user_keeps_the_rest_and_says_so() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let render = PoolConfig {
+        exe: "/usr/bin/setpriv".into(),
+        args: vec![
+            "--bounding-set=-setuid,-setgid,-setpcap".into(),
+            "--".into(),
+            env!("CARGO_BIN_EXE_sandbox-fixture").into(),
+        ],
+        ..config("render")
+    };
+    let pool = ProcessPool::new(render);
+    let r = ProcessTemplateRunner::new(ProcessPool::new(config("parse")), pool.clone());
+    let dir = scratch("root");
+    let target = dir.join("new");
+    let verdict = r
+        .render(RenderJob {
+            source: format!("try:create:{}", path(&target)).into(),
+            data: RenderContext::from_value(&serde_json::json!({})),
+            limits: RenderLimits::default(),
+            sanitize_html: false,
+        })
+        .await
+        .expect("the child answers");
+    assert_refused(&verdict, "create as root");
+    assert!(!target.exists(), "the child created a file");
+    let c = pool.confinement().expect("the child said hello");
+    assert_eq!(c.uid, 0, "{c:?}");
+    assert!(c.capabilities_dropped && !c.bounding_set_dropped, "{c:?}");
+    assert!(c.seccomp && c.landlock == Enforcement::Full, "{c:?}");
+    let missing = c.missing();
+    assert!(
+        missing.len() == 1 && missing[0].starts_with("unprivileged user"),
+        "{missing:?}"
+    );
+}
