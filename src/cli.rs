@@ -284,12 +284,10 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         return ExitCode::FAILURE;
     };
     print_banner(&addr, &built, role);
-    // Pre-start the sandbox children of the pools this role uses.
-    if role != wiring::Role::Worker {
-        built.sandbox.parse_pool().warm_up();
-    }
-    if role != wiring::Role::Api {
-        built.sandbox.render_pool().warm_up();
+    // Pre-start the sandbox children of the pools this role uses (the first to say hello
+    // logs what confines them, and warns of a mechanism the kernel lacks).
+    for pool in wiring::sandbox_pools(&built.sandbox, role) {
+        pool.warm_up();
     }
     let drain = built.http.readiness.drain();
     let endpoint = match http::endpoint(built.app.clone(), built.http) {

@@ -41,6 +41,7 @@ use std::sync::Arc;
 mod dev_token;
 mod jobs;
 mod readiness;
+mod sandbox_check;
 
 /// What the process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +157,18 @@ fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
 /// A sandbox child's argument naming one origin html reports may load from
 /// (`REPORT_HTML_ALLOWED_ORIGINS`), before its limits; repeated for each origin.
 const ALLOWED_ORIGIN_ARG: &str = "--html-allowed-origin=";
+
+/// The sandbox pools `role` uses: upload parses (not the worker), renders (not the API).
+pub fn sandbox_pools(sandbox: &ProcessTemplateRunner, role: Role) -> Vec<ProcessPool> {
+    let mut pools = Vec::new();
+    if role != Role::Worker {
+        pools.push(sandbox.parse_pool().clone());
+    }
+    if role != Role::Api {
+        pools.push(sandbox.render_pool().clone());
+    }
+    pools
+}
 
 /// The body of `reporter template-sandbox …`: one sandbox child with the template engine and
 /// the HTML sanitizer (see `reporter_adapter_sandbox::child`), which allows the origins of
@@ -580,6 +593,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         pdf: worker.as_ref().map(|_| pdf.clone()),
         rabbit: transport.rabbit,
         events: events_check,
+        sandbox: sandbox_pools(&sandbox, role),
         catalog: &catalog,
         clock: app.ports().clock.clone(),
     });

@@ -1,10 +1,12 @@
 //! `/readyz`: one probe per dependency this process uses.
 use super::probe;
+use super::sandbox_check::sandbox_check;
 use crate::app::DataSourceCatalog;
 use crate::http::Readiness;
 use crate::http::ops::CheckProbe;
 use reporter_adapter_mongo::DeploymentDatabase;
 use reporter_adapter_rabbitmq::RabbitJobQueue;
+use reporter_adapter_sandbox::ProcessPool;
 use reporter_ports::ports::{ObjectStorage, Outbox, PdfRenderer};
 use std::sync::Arc;
 
@@ -18,14 +20,16 @@ pub(super) struct Dependencies<'a> {
     pub pdf: Option<Arc<dyn PdfRenderer>>,
     pub rabbit: Option<RabbitJobQueue>,
     pub events: Option<CheckProbe>,
+    /// The template sandbox pools this process uses (their children's confinement).
+    pub sandbox: Vec<ProcessPool>,
     pub catalog: &'a DataSourceCatalog,
     /// The clock the store probe reads the outbox at.
     pub clock: Arc<dyn reporter_ports::Clock>,
 }
 
 /// The readiness of `d`: the store, MongoDB, object storage, the PDF renderer, RabbitMQ,
-/// event publication and every data source; "not applicable" for what this process does
-/// not use.
+/// event publication, the template sandbox's confinement and every data source; "not
+/// applicable" for what this process does not use.
 pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
     let (outbox, clock) = (d.outbox, d.clock);
     let mut r = Readiness::default()
@@ -81,6 +85,7 @@ pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
         Some(check) => r.with_check("events", check),
         None => r.not_applicable("events"),
     };
+    r = r.with_check("templateSandbox", sandbox_check(d.sandbox));
     data_source_probes(r, d.catalog)
 }
 

@@ -1,6 +1,7 @@
 //! The template sandbox through the HTTP harness (real sandbox children of the `reporter`
 //! binary): upload refusals with the code of the bound, script constructs refused, a sandbox
-//! that cannot start, renders over a bound, and the service serving on after each.
+//! that cannot start, renders over a bound, and the service serving on after each; the live
+//! children's confinement (`/proc/<pid>/status`) and its readiness check.
 use crate::common;
 
 use common::{Form, expect_error, json, start, start_with, token};
@@ -212,4 +213,82 @@ async fn renders_over_a_bound_end_errored_and_the_service_serves_on() {
     let resp = t.get(&token(), "/health").await;
     assert_eq!(resp.0.status(), StatusCode::OK);
     let _ = json;
+}
+
+/// The value of a `/proc/<pid>/status` field, its columns joined by one space.
+fn status_field(status: &str, name: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {status}"))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The live `reporter template-sandbox` children of this test process, with their status.
+fn sandbox_children() -> Vec<(u32, String)> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let ours = String::from_utf8_lossy(&cmdline).contains("template-sandbox");
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if ours && status_field(&status, "PPid") == me {
+            found.push((pid, status));
+        }
+    }
+    found
+}
+
+/// The real children (the `reporter` binary under test) are confined as the README says: an
+/// unprivileged user when the service runs as root (as in CI), no capabilities, seccomp
+/// filter mode, `no_new_privs`, an empty environment, only their three pipes; `/readyz`
+/// reports the confinement as a `templateSandbox` check, `up` on this kernel.
+#[tokio::test]
+async fn the_live_children_are_confined_and_readyz_says_so() {
+    let t = start().await;
+    wait_sandbox_ready(&t).await;
+    let r = json(t.client.get("/readyz").send().await).await;
+    assert_eq!(r["checks"]["templateSandbox"]["status"], "up", "{r}");
+    let own = std::fs::read_to_string("/proc/self/status").expect("own status");
+    let root = status_field(&own, "Uid").starts_with("0 ");
+    let children = sandbox_children();
+    assert!(!children.is_empty(), "no live sandbox child found");
+    for (pid, status) in children {
+        if root {
+            assert_eq!(status_field(&status, "Uid"), "65534 65534 65534 65534");
+            assert_eq!(status_field(&status, "Gid"), "65534 65534 65534 65534");
+            assert_eq!(status_field(&status, "CapBnd"), "0000000000000000");
+        }
+        for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+            assert_eq!(status_field(&status, set), "0000000000000000", "{set}");
+        }
+        assert_eq!(status_field(&status, "Seccomp"), "2");
+        assert_eq!(status_field(&status, "NoNewPrivs"), "1");
+        // A child that just finished its request may be gone: what is still there is checked.
+        if let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) {
+            assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
+        }
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+            let mut fds: Vec<u32> = dir
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect();
+            fds.sort_unstable();
+            assert!(
+                fds.is_empty() || fds == vec![0, 1, 2],
+                "child {pid} holds {fds:?}"
+            );
+        }
+    }
+    still_serving(&t).await;
 }

@@ -1,11 +1,12 @@
 //! The child side: confine this process, answer one request, exit.
+pub use crate::confine::{ConfineError, confine};
+use crate::confinement::Confinement;
 use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN, ROWS, RequestHeader, SOURCE,
     VERSION, WireError,
 };
 use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
-use rustix::process::{Resource, Rlimit, setrlimit};
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
@@ -14,54 +15,6 @@ use std::process::ExitCode;
 const OUTPUT_PIECE_BYTES: usize = 256 * 1024;
 /// Largest request header or source a child accepts.
 const MAX_HEADER: u64 = 64 * 1024;
-/// Most open file descriptors (stdin, stdout, stderr and a few for the runtime).
-const MAX_OPEN_FILES: u64 = 16;
-/// Priority increment (to the lowest priority): template work yields the CPU to the service.
-const NICENESS: i32 = 19;
-
-/// Confines the current process: parent-death signal, no new privileges, lower priority,
-/// and the rlimits of `limits`. MUST run before the child reads any input.
-pub fn confine(limits: &ChildLimits) -> io::Result<()> {
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-    // The parent may have died before the signal was armed: then nobody will read the answer.
-    let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
-    if u32::try_from(parent).ok() != Some(limits.parent_pid) {
-        return Err(io::Error::other("the parent process is gone"));
-    }
-    rustix::thread::set_no_new_privs(true)?;
-    rustix::process::nice(NICENESS)?;
-    let fixed = |n: u64| Rlimit {
-        current: Some(n),
-        maximum: Some(n),
-    };
-    setrlimit(Resource::Core, fixed(0))?;
-    setrlimit(Resource::Fsize, fixed(0))?;
-    setrlimit(Resource::Nofile, fixed(MAX_OPEN_FILES))?;
-    setrlimit(Resource::Stack, fixed(limits.stack_bytes))?;
-    setrlimit(
-        Resource::Cpu,
-        Rlimit {
-            current: Some(limits.cpu_seconds),
-            maximum: Some(limits.cpu_seconds + 2),
-        },
-    )?;
-    // The engine thread's stack is a private mapping too: the heap keeps `memory_bytes`.
-    setrlimit(
-        Resource::Data,
-        fixed(limits.memory_bytes.saturating_add(limits.stack_bytes)),
-    )?;
-    setrlimit(
-        Resource::As,
-        fixed(
-            limits
-                .memory_bytes
-                .saturating_add(limits.stack_bytes)
-                .saturating_add(ChildLimits::ADDRESS_SPACE_SLACK),
-        ),
-    )?;
-    Ok(())
-}
-
 /// Runs the child: confines itself, says hello, answers one request with `engine` (and
 /// `sanitizer` for HTML renders), exits. Exit code 0 after an answer (success or a template
 /// error), 2 when confinement or the protocol failed.
@@ -70,11 +23,14 @@ pub fn run(
     sanitizer: &dyn HtmlSanitizer,
     limits: &ChildLimits,
 ) -> ExitCode {
-    if let Err(e) = confine(limits) {
-        eprintln!("template sandbox: cannot confine the child: {e}");
-        return ExitCode::from(2);
-    }
-    match serve(engine, sanitizer, limits) {
+    let confinement = match confine(limits) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("template sandbox: cannot confine the child: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match serve(engine, sanitizer, limits, confinement) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("template sandbox: {e}");
@@ -87,9 +43,14 @@ fn serve(
     engine: &dyn TemplateEngine,
     sanitizer: &dyn HtmlSanitizer,
     limits: &ChildLimits,
+    confinement: Confinement,
 ) -> io::Result<()> {
     let mut out = BufWriter::new(io::stdout());
-    let hello = serde_json::to_vec(&Hello { version: VERSION }).map_err(io::Error::other)?;
+    let hello = serde_json::to_vec(&Hello {
+        version: VERSION,
+        confinement,
+    })
+    .map_err(io::Error::other)?;
     protocol::write_frame(&mut out, HELLO, &hello)?;
     let mut input = BufReader::new(io::stdin());
     let header: RequestHeader = {

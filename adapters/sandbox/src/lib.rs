@@ -6,11 +6,16 @@
 //!   request per child over a framed protocol on stdin/stdout ([`protocol`]), bounds the
 //!   number running at once, enforces a wall-clock deadline per request (the child is killed
 //!   on expiry) and replaces every child it used, crashed or not.
-//! - [`child::run`] is the child side: before it reads anything it confines itself with
-//!   rlimits (address space and data segment, CPU seconds, stack, no file writes, few open
-//!   files, no core dumps), a parent-death signal (it dies with the service) and
-//!   `no_new_privs`, lowers its priority, then runs the engine on a thread with a bounded
-//!   stack and writes one answer. Its environment is empty (the parent clears it).
+//! - [`child::run`] is the child side: before it reads anything it confines itself
+//!   ([`child::confine`]): it closes every inherited descriptor but its pipes, sets rlimits
+//!   (address space and data segment, CPU seconds, stack, no file writes, few open files, no
+//!   core dumps) and its lowest priority, becomes unprivileged (`nobody`/`nogroup` under a
+//!   root service, no capabilities), arms a parent-death signal (it dies with the service),
+//!   sets `no_new_privs`, applies a Landlock ruleset (no filesystem access, no TCP, scoped
+//!   signals) and a seccomp filter (no socket, exec, new process or change to a file); then
+//!   it says hello with the [`Confinement`] the kernel enforces, runs the engine on a thread
+//!   with a bounded stack and writes one answer. Its environment is empty (the parent clears
+//!   it). The pool logs the first report, and keeps the last ([`ProcessPool::confinement`]).
 //! - [`ProcessTemplateRunner`] is the [`TemplateRunner`](reporter_ports::ports::TemplateRunner)
 //!   port on two pools: one for upload parses, one for renders, each with its own bounds.
 //!
@@ -19,12 +24,20 @@
 //! memory limit refused → `MemoryLimit`; a stack overflow, a signal, an unexpected exit →
 //! `Crashed`.
 pub mod child;
+mod confine;
+mod confinement;
+mod descriptors;
+mod identity;
 mod limits;
 mod pool;
 pub mod protocol;
+mod ruleset;
 mod runner;
 mod session;
+mod syscall_filter;
 
+pub use confinement::{Confinement, Enforcement};
+pub use identity::{NOBODY, NOGROUP};
 pub use limits::ChildLimits;
 pub use pool::{PoolConfig, ProcessPool, Session};
 pub use runner::ProcessTemplateRunner;

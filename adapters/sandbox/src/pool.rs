@@ -1,5 +1,6 @@
 //! [`ProcessPool`]: pre-started, confined children; one request each; bounded concurrency;
 //! a deadline per request; every used or dead child replaced.
+use crate::confinement::Confinement;
 use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
@@ -75,6 +76,8 @@ pub(crate) struct Inner {
     idle: Mutex<Vec<Warm>>,
     refilling: AtomicUsize,
     spawner: Mutex<Option<mpsc::Sender<SpawnRequest>>>,
+    /// What the last child that said hello reported.
+    confinement: Mutex<Option<Confinement>>,
 }
 
 type SpawnRequest = oneshot::Sender<std::io::Result<Child>>;
@@ -85,6 +88,8 @@ pub(crate) struct Warm {
     pub(crate) stdin: ChildStdin,
     pub(crate) stdout: ChildStdout,
     pub(crate) stderr: JoinHandle<String>,
+    /// Its hello was read (a child started in the background is greeted before it waits).
+    greeted: bool,
 }
 
 impl ProcessPool {
@@ -98,6 +103,7 @@ impl ProcessPool {
                 idle: Mutex::new(Vec::new()),
                 refilling: AtomicUsize::new(0),
                 spawner: Mutex::new(None),
+                confinement: Mutex::new(None),
             }),
         }
     }
@@ -117,6 +123,12 @@ impl ProcessPool {
     /// Children started and waiting for a request.
     pub fn idle_children(&self) -> usize {
         self.inner.idle().len()
+    }
+
+    /// What the operating system enforces on this pool's children, as the last child that
+    /// said hello reported it; `None` until one did.
+    pub fn confinement(&self) -> Option<Confinement> {
+        self.inner.confinement_report().clone()
     }
 
     /// Process ids of the children waiting for a request.
@@ -204,14 +216,13 @@ impl ProcessPool {
                     ))
                 })?,
             };
-            match timeout(inner.config.start_timeout, ready(&mut warm)).await {
+            match inner.greet(&mut warm).await {
                 // Its hello may have been written before it died while waiting.
-                Ok(Ok(())) if matches!(warm.child.try_wait(), Ok(Some(_))) => {
+                Ok(()) if matches!(warm.child.try_wait(), Ok(Some(_))) => {
                     last_error = "died while waiting".into();
                 }
-                Ok(Ok(())) => return Ok(warm),
-                Ok(Err(e)) => last_error = e,
-                Err(_) => last_error = "did not start in time".into(),
+                Ok(()) => return Ok(warm),
+                Err(e) => last_error = e,
             }
             let _ = warm.child.start_kill();
             let stderr = stderr_tail(warm.stderr).await;
@@ -225,8 +236,8 @@ impl ProcessPool {
     }
 }
 
-/// Reads the child's hello.
-async fn ready(warm: &mut Warm) -> Result<(), String> {
+/// Reads the child's hello: what confines it.
+async fn ready(warm: &mut Warm) -> Result<Confinement, String> {
     let (kind, bytes) = protocol::read_frame_async(&mut warm.stdout, 1024)
         .await
         .map_err(|e| format!("no hello: {e}"))?;
@@ -237,7 +248,7 @@ async fn ready(warm: &mut Warm) -> Result<(), String> {
             kind as char
         ));
     }
-    Ok(())
+    Ok(hello.confinement)
 }
 
 async fn stderr_tail(task: JoinHandle<String>) -> String {
@@ -253,6 +264,40 @@ impl Inner {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn confinement_report(&self) -> std::sync::MutexGuard<'_, Option<Confinement>> {
+        self.confinement.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads the child's hello (once, within the start bound) and records its confinement.
+    async fn greet(&self, warm: &mut Warm) -> Result<(), String> {
+        if warm.greeted {
+            return Ok(());
+        }
+        let confinement = timeout(self.config.start_timeout, ready(warm))
+            .await
+            .map_err(|_| "did not start in time".to_owned())??;
+        warm.greeted = true;
+        self.record(confinement);
+        Ok(())
+    }
+
+    /// Keeps a child's confinement report; logs it when it is the pool's first or differs
+    /// from the last (a warning names each mechanism that is not enforced).
+    fn record(&self, confinement: Confinement) {
+        let mut last = self.confinement_report();
+        if last.as_ref() == Some(&confinement) {
+            return;
+        }
+        let (name, summary) = (self.config.name, confinement.summary());
+        let missing = confinement.missing();
+        if missing.is_empty() {
+            tracing::info!(pool = name, confinement = %summary, "template sandbox children are confined");
+        } else {
+            tracing::warn!(pool = name, confinement = %summary, missing = %missing.join("; "), "template sandbox children lack part of their confinement");
+        }
+        *last = Some(confinement);
+    }
+
     /// Starts one child in the background if fewer than `size` are waiting or starting.
     fn refill(this: &Arc<Self>) {
         let size = this.config.size;
@@ -265,7 +310,15 @@ impl Inner {
         tokio::spawn(async move {
             let Some(this) = weak.upgrade() else { return };
             match Self::spawn(&this).await {
-                Ok(w) => this.idle().push(w),
+                Ok(mut w) => match this.greet(&mut w).await {
+                    Ok(()) => this.idle().push(w),
+                    Err(e) => {
+                        let _ = w.child.start_kill();
+                        let stderr = stderr_tail(w.stderr).await;
+                        tracing::warn!(pool = this.config.name, error = %e, %stderr, "a sandbox child did not start");
+                        tokio::time::sleep(RESPAWN_BACKOFF).await;
+                    }
+                },
                 Err(e) => {
                     tracing::warn!(pool = this.config.name, error = %e, exe = %this.config.exe.display(), "cannot start a sandbox child");
                     tokio::time::sleep(RESPAWN_BACKOFF).await;
@@ -310,6 +363,7 @@ impl Inner {
             stdin,
             stdout,
             stderr,
+            greeted: false,
         })
     }
 

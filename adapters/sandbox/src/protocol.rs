@@ -2,7 +2,8 @@
 //!
 //! A frame is one kind byte, the payload length as a little-endian `u64`, then the payload.
 //! Per child, exactly one exchange:
-//! - child → parent: [`HELLO`] (JSON [`Hello`]) as soon as the child has confined itself;
+//! - child → parent: [`HELLO`] (JSON [`Hello`]: the version and what confines the child) as
+//!   soon as the child has confined itself;
 //! - parent → child: [`HEADER`] (JSON [`RequestHeader`]), [`SOURCE`] (the template, UTF-8);
 //! - for a streamed render (`stream` in the header), child → parent: [`PLAN`] (JSON
 //!   `Option<StreamPlan>`: the table the template takes as a stream), or [`ERROR`] when the
@@ -16,6 +17,7 @@
 //! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes, after
 //!   the pieces) or [`ERROR`] (JSON [`WireError`]; pieces sent before are discarded); then
 //!   the child exits.
+use crate::confinement::Confinement;
 use reporter_ports::ports::{RenderError, RenderLimits};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -47,10 +49,13 @@ pub const ERROR: u8 = b'E';
 pub struct Hello {
     /// Protocol version ([`VERSION`]).
     pub version: u32,
+    /// What the operating system enforces on the child (since version 4).
+    pub confinement: Confinement,
 }
 
-/// Version of this protocol; a child speaking another one is refused.
-pub const VERSION: u32 = 3;
+/// Version of this protocol; a child speaking another one is refused. 4: the hello reports
+/// the child's [`Confinement`].
+pub const VERSION: u32 = 4;
 
 /// The operation of a request.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

@@ -90,6 +90,7 @@ impl Session {
             mut stdin,
             mut stdout,
             stderr,
+            ..
         } = warm;
         widen_pipes(&stdin, &stdout);
         let deadline = Instant::now() + inner.config.wall_timeout;

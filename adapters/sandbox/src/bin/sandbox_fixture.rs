@@ -8,6 +8,13 @@
 //! - `spin` loops forever; `sleep` sleeps forever (no CPU);
 //! - `abort` aborts; `exit` exits with code 3 without answering;
 //! - `write` tries to create a file; `env` renders the number of environment variables;
+//! - `try:<attempt>` makes one attempt the confinement must refuse and renders `allowed`, or
+//!   `denied errno <n>` with the error the OS answered: `try:create:<path>` (create a file),
+//!   `try:truncate:<path>` (open an existing file truncating it), `try:rename:<from>:<to>`,
+//!   `try:unlink:<path>`, `try:mkdir:<path>`, `try:read:<path>` (read a file),
+//!   `try:environ` (read the parent's `/proc/<pid>/environ`), `try:connect:<port>` (a TCP
+//!   connection to 127.0.0.1), `try:exec` (run `/bin/true`), `try:fork` (start a process
+//!   that exits at once);
 //! - `big:<n>` renders `n` bytes;
 //! - streamed renders (`stream…` plans `ds.t`): `stream` renders the context and then each
 //!   chunk of rows on a line; `stream-early` answers after the first chunk; `stream-big:<n>`
@@ -68,6 +75,7 @@ impl Scripted {
                 Err(e) => Err(RenderError::Evaluation(e.to_string())),
             },
             "env" => Ok(std::env::vars_os().count().to_string()),
+            s if s.starts_with("try:") => Ok(verdict(attempt(&s["try:".len()..]))),
             s if s.starts_with("echo:") => Ok(s["echo:".len()..].to_owned()),
             s if s.starts_with("big:") => {
                 let n: usize = s["big:".len()..].parse().unwrap_or(0);
@@ -75,6 +83,61 @@ impl Scripted {
             }
             other => Err(RenderError::Evaluation(format!("unknown command {other}"))),
         }
+    }
+}
+
+/// One attempt of `try:<attempt>`.
+fn attempt(what: &str) -> std::io::Result<()> {
+    use std::fs;
+    let (verb, arg) = what.split_once(':').unwrap_or((what, ""));
+    match verb {
+        "create" => fs::File::create_new(arg).map(drop),
+        "truncate" => fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(arg)
+            .map(drop),
+        "rename" => {
+            let (from, to) = arg.split_once(':').unwrap_or((arg, ""));
+            fs::rename(from, to)
+        }
+        "unlink" => fs::remove_file(arg),
+        "mkdir" => fs::create_dir(arg),
+        "read" => fs::read(arg).map(drop),
+        "environ" => fs::read(format!(
+            "/proc/{}/environ",
+            std::os::unix::process::parent_id()
+        ))
+        .map(drop),
+        "connect" => {
+            let port: u16 = arg.parse().unwrap_or(0);
+            std::net::TcpStream::connect(("127.0.0.1", port)).map(drop)
+        }
+        "exec" => std::process::Command::new("/bin/true").status().map(drop),
+        "fork" => fork(),
+        other => Err(std::io::Error::other(format!("unknown attempt {other}"))),
+    }
+}
+
+/// Starts a process that exits at once.
+fn fork() -> std::io::Result<()> {
+    // SAFETY: the new process only calls `_exit`, which is async-signal-safe.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        // SAFETY: `_exit` ends the new process without running anything of this one.
+        0 => unsafe { libc::_exit(0) },
+        _ => Ok(()),
+    }
+}
+
+/// `allowed`, or `denied errno <n>` (`denied <error>` without an OS error).
+fn verdict(outcome: std::io::Result<()>) -> String {
+    match outcome {
+        Ok(()) => "allowed".to_owned(),
+        Err(e) => match e.raw_os_error() {
+            Some(n) => format!("denied errno {n}"),
+            None => format!("denied {e}"),
+        },
     }
 }
 
