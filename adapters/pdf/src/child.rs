@@ -1,7 +1,8 @@
 //! The child side: confine this process, convert the HTML read from stdin, answer, exit.
 //!
-//! Protocol: the service writes the HTML to the child's stdin and closes it; the child
-//! answers on stdout with one tag byte and its payload, to EOF:
+//! Protocol: the service writes the HTML to the child's stdin and closes it; once confined
+//! (before it reads), the child writes [`CONFINEMENT`], its [`Confinement`] as JSON and a
+//! newline on stdout; then it answers with one tag byte and its payload, to EOF:
 //!
 //! - [`PDF`] then the document,
 //! - [`FAILED`] then a UTF-8 message (the engine refused or failed),
@@ -12,11 +13,15 @@
 //! on stdout; the service reads its death from the exit status and stderr.
 use crate::child_args::ChildArgs;
 use crate::engine::{self, ConvertError, Job};
-use rustix::process::{Resource, Rlimit, setrlimit};
+use crate::fonts::FontPipes;
+use reporter_child_confine::{Confinement, Limits};
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Tag of the report that comes before the answer: the child's [`Confinement`] as JSON, then
+/// a newline.
+pub(crate) const CONFINEMENT: u8 = b'C';
 /// Tag of an answer that carries the PDF.
 pub(crate) const PDF: u8 = b'P';
 /// Tag of an answer that carries the engine's error message.
@@ -29,49 +34,29 @@ pub(crate) const OVER_MEMORY: u8 = b'M';
 /// Stack of the engine's render thread (sghtmltopdf's `with_render_stack`), a private mapping
 /// counted by `RLIMIT_DATA` on top of the heap.
 pub(crate) const RENDER_STACK_BYTES: u64 = 16 * 1024 * 1024;
-/// Most open file descriptors (stdin, stdout, stderr, a font file being read, a few spare).
-const MAX_OPEN_FILES: u64 = 16;
-/// Priority increment (to the lowest priority): PDF layout yields the CPU to the service.
-const NICENESS: i32 = 19;
 
-/// Confines the current process: parent-death `SIGKILL`, no new privileges, lowest priority,
-/// no core dumps, no file writes (`RLIMIT_FSIZE` 0), few open files, `RLIMIT_CPU` and the
-/// memory bounds of `args` (`RLIMIT_DATA`, `RLIMIT_AS`). MUST run before the child reads any
-/// input.
-pub fn confine(args: &ChildArgs) -> io::Result<()> {
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-    // The parent may have died before the signal was armed: then nobody will read the answer.
-    let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
-    if u32::try_from(parent).ok() != Some(args.parent_pid) {
-        return Err(io::Error::other("the parent process is gone"));
-    }
-    rustix::thread::set_no_new_privs(true)?;
-    rustix::process::nice(NICENESS)?;
-    let fixed = |n: u64| Rlimit {
-        current: Some(n),
-        maximum: Some(n),
-    };
-    setrlimit(Resource::Core, fixed(0))?;
-    setrlimit(Resource::Fsize, fixed(0))?;
-    setrlimit(Resource::Nofile, fixed(MAX_OPEN_FILES))?;
-    setrlimit(
-        Resource::Cpu,
-        Rlimit {
-            current: Some(args.cpu_seconds),
-            maximum: Some(args.cpu_seconds.saturating_add(2)),
-        },
-    )?;
+/// The limits a PDF child confines itself with: `RLIMIT_CPU` and the heap of `args`,
+/// `RLIMIT_DATA` the heap plus the render stack, `RLIMIT_AS` that plus
+/// [`ChildArgs::ADDRESS_SPACE_SLACK`], [`Limits::OPEN_FILES`] descriptors (the pipes, the
+/// font pipes, one font being read).
+pub fn limits(args: &ChildArgs) -> Limits {
     let data = args.memory_bytes.saturating_add(RENDER_STACK_BYTES);
-    setrlimit(Resource::Data, fixed(data))?;
-    setrlimit(
-        Resource::As,
-        fixed(data.saturating_add(ChildArgs::ADDRESS_SPACE_SLACK)),
-    )?;
-    Ok(())
+    Limits {
+        cpu_seconds: args.cpu_seconds,
+        data_bytes: data,
+        address_space_bytes: data.saturating_add(ChildArgs::ADDRESS_SPACE_SLACK),
+        stack_bytes: None,
+        open_files: Limits::OPEN_FILES,
+        parent_pid: args.parent_pid,
+    }
 }
 
-/// Runs a PDF child with the command line `args` (after the subcommand): confines itself,
-/// reads the HTML from stdin to EOF, converts it, answers on stdout, exits. Exit code 0 after
+/// Runs a PDF child with the command line `args` (after the subcommand): confines itself
+/// ([`reporter_child_confine::confine`] with [`limits`]: only its pipes, `nobody` without
+/// capabilities under a root service, parent-death `SIGKILL`, `no_new_privs`, lowest
+/// priority, Landlock with no filesystem access, the seccomp filter), reports its
+/// [`Confinement`] on stdout, reads the HTML from stdin to EOF, converts it (the fonts come
+/// from memory: [`crate::fonts`]), answers on stdout, exits. Exit code 0 after
 /// an answer (a PDF, or the engine's error), 2 when the arguments, the confinement or the
 /// pipes failed. A child over its memory limit aborts ("memory allocation of … failed" on
 /// stderr); over its CPU limit it gets `SIGXCPU`.
@@ -84,11 +69,14 @@ pub fn run<I: IntoIterator<Item = String>>(args: I) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = confine(&args) {
-        eprintln!("pdf child: cannot confine the child: {e}");
-        return ExitCode::from(2);
-    }
-    match serve(&args, started) {
+    let confinement = match reporter_child_confine::confine(&limits(&args)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pdf child: cannot confine the child: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match serve(&args, &confinement, started) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pdf child: {e}");
@@ -97,20 +85,26 @@ pub fn run<I: IntoIterator<Item = String>>(args: I) -> ExitCode {
     }
 }
 
-fn serve(args: &ChildArgs, started: Instant) -> io::Result<()> {
+fn serve(args: &ChildArgs, confinement: &Confinement, started: Instant) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    let report = serde_json::to_vec(confinement).map_err(io::Error::other)?;
+    out.write_all(&[CONFINEMENT])?;
+    out.write_all(&report)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
     let mut html = Vec::new();
     io::stdin()
         .lock()
         .take(args.memory_bytes.saturating_add(1))
         .read_to_end(&mut html)?;
-    let mut out = io::stdout().lock();
     if html.len() as u64 > args.memory_bytes {
         out.write_all(&[OVER_MEMORY])?;
         return out.flush();
     }
+    let fonts = FontPipes::serve()?;
     let job = Job {
         page: args.page,
-        fonts: &args.fonts,
+        fonts: fonts.paths(),
         deadline: started + args.timeout,
     };
     let answer = engine::convert(&html, &job);

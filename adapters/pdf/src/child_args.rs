@@ -1,6 +1,6 @@
-//! What the service tells a PDF child on its command line: its limits, the page and the fonts.
+//! What the service tells a PDF child on its command line: its limits and the page (the fonts
+//! are compiled into the child).
 use crate::page::{Margins, PageSetup, PaperSize};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// The command line of one PDF child (after the subcommand), written by the service and
@@ -18,8 +18,6 @@ pub struct ChildArgs {
     pub parent_pid: u32,
     /// Paper and margins.
     pub page: PageSetup,
-    /// Font files the engine loads (system fonts are never used).
-    pub fonts: Vec<PathBuf>,
 }
 
 /// A command line the child cannot use.
@@ -41,7 +39,7 @@ pub enum ArgsError {
 
 impl ChildArgs {
     /// Address space allowed on top of heap and stack: the executable's mappings, shared
-    /// libraries, the font files and the allocator's reservations.
+    /// libraries, the fonts and the allocator's reservations.
     pub const ADDRESS_SPACE_SLACK: u64 = 512 * 1024 * 1024;
 
     /// The arguments that carry these settings.
@@ -51,19 +49,17 @@ impl ChildArgs {
             PaperSize::Letter => "letter",
             PaperSize::A4 => "a4",
         };
-        let mut args = vec![
+        vec![
             format!("--memory-bytes={}", self.memory_bytes),
             format!("--cpu-seconds={}", self.cpu_seconds),
             format!("--timeout-ms={}", self.timeout.as_millis()),
             format!("--parent-pid={}", self.parent_pid),
             format!("--paper={paper}"),
             format!("--margins={},{},{},{}", m.top, m.right, m.bottom, m.left),
-        ];
-        args.extend(self.fonts.iter().map(|f| format!("--font={}", f.display())));
-        args
+        ]
     }
 
-    /// Parses what [`ChildArgs::to_args`] wrote. Every argument but `--font` is required.
+    /// Parses what [`ChildArgs::to_args`] wrote. Every argument is required.
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Self, ArgsError> {
         let mut memory = None;
         let mut cpu = None;
@@ -71,7 +67,6 @@ impl ChildArgs {
         let mut parent = None;
         let mut paper = None;
         let mut margins = None;
-        let mut fonts = Vec::new();
         for arg in args {
             let Some((key, value)) = arg.split_once('=') else {
                 return Err(ArgsError::Shape(arg));
@@ -100,7 +95,6 @@ impl ChildArgs {
                     margins =
                         Some(parse_margins(value).ok_or_else(|| ArgsError::Value(arg.clone()))?)
                 }
-                "--font" => fonts.push(PathBuf::from(value)),
                 _ => return Err(ArgsError::Unknown(key.to_owned())),
             }
         }
@@ -113,7 +107,6 @@ impl ChildArgs {
                 paper: paper.ok_or(ArgsError::Missing("paper"))?,
                 margins: margins.ok_or(ArgsError::Missing("margins"))?,
             },
-            fonts,
         })
     }
 }
@@ -154,10 +147,6 @@ mod tests {
                     left: 0.0,
                 },
             },
-            fonts: vec![
-                PathBuf::from("/tmp/a b/DejaVuSans.ttf"),
-                PathBuf::from("/x=y.ttf"),
-            ],
         }
     }
 

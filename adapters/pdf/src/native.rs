@@ -4,8 +4,8 @@ use crate::child_args::ChildArgs;
 use crate::page::{PageSetup, validate};
 use crate::process::{PdfChildCommand, Spawner, convert_in_child};
 use async_trait::async_trait;
+use reporter_child_confine::{Confinement, LastReport};
 use reporter_ports::ports::{PdfError, PdfRenderer};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -45,41 +45,11 @@ impl Default for NativePdfOptions {
     }
 }
 
-/// The four DejaVu Sans faces, written once per renderer into a private (0700) temp dir that
-/// is removed when the renderer is dropped; the children read them from there.
-struct Fonts {
-    dir: tempfile::TempDir,
-    files: Vec<PathBuf>,
-}
-
-impl Fonts {
-    fn write() -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("reporter-fonts-")
-            .tempdir()?;
-        let mut files = Vec::new();
-        for (name, bytes) in [
-            ("DejaVuSans.ttf", dejavu::sans::regular()),
-            ("DejaVuSans-Bold.ttf", dejavu::sans::bold()),
-            ("DejaVuSans-Oblique.ttf", dejavu::sans::oblique()),
-            ("DejaVuSans-BoldOblique.ttf", dejavu::sans::bold_oblique()),
-        ] {
-            let path = dir.path().join(name);
-            std::fs::write(&path, bytes)?;
-            files.push(path);
-        }
-        Ok(Self { dir, files })
-    }
-
-    fn present(&self) -> bool {
-        self.dir.path().is_dir() && self.files.iter().all(|f| f.is_file())
-    }
-}
-
 /// What clones of a renderer ([`NativePdfRenderer::with_timeout`]) share.
 struct Shared {
-    fonts: Fonts,
     slots: Semaphore,
+    /// What the last child reported of its confinement.
+    confinement: LastReport,
     child: PdfChildCommand,
     spawner: Spawner,
 }
@@ -89,10 +59,15 @@ struct Shared {
 /// same on every machine.
 ///
 /// - Each conversion runs in a fresh child process ([`PdfChildCommand`], running
-///   [`crate::child::run`]): env cleared, cwd `/`, parent-death `SIGKILL`, no new privileges,
-///   lowest priority, no file writes, and the OS limits of the options: heap
-///   (`memory_bytes`, over it [`PdfError::MemoryLimit`]) and CPU seconds (`timeout`). The
-///   layout's memory is the child's, never the service's.
+///   [`crate::child::run`]): env cleared, cwd `/`, and before it reads the HTML the child
+///   confines itself as the template sandbox's children do ([`reporter_child_confine`]):
+///   only its pipes, `nobody`/`nogroup` without capabilities under a root service,
+///   parent-death `SIGKILL`, `no_new_privs`, lowest priority, no file writes, Landlock (no
+///   filesystem access, no TCP), seccomp (no socket, exec or new process), and the OS
+///   limits of the options: heap (`memory_bytes`, over it [`PdfError::MemoryLimit`]) and CPU
+///   seconds (`timeout`). The layout's memory is the child's, never the service's. The
+///   fonts come from the child's own memory. Its report is kept
+///   ([`NativePdfRenderer::confinement`]) and logged when it changes.
 /// - At most `max_concurrency` children run at once; a slot is held until its child has
 ///   exited (or was killed and reaped).
 /// - The whole call (slot wait + conversion) is bounded by `timeout`: then the child is killed
@@ -108,23 +83,20 @@ impl std::fmt::Debug for NativePdfRenderer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativePdfRenderer")
             .field("options", &self.options)
-            .field("font_dir", &self.shared.fonts.dir.path())
             .field("child", &self.shared.child)
             .finish()
     }
 }
 
 impl NativePdfRenderer {
-    /// Writes the bundled fonts to a private temp dir; conversions will run `child`. Fails
-    /// with [`PdfError::Unavailable`] if the fonts cannot be written.
+    /// A renderer whose conversions run `child` (which carries the fonts itself). Never
+    /// fails today; the `Result` is kept for renderers that need set-up.
     pub fn new(options: NativePdfOptions, child: PdfChildCommand) -> Result<Self, PdfError> {
-        let fonts = Fonts::write()
-            .map_err(|e| PdfError::Unavailable(format!("cannot write bundled fonts: {e}")))?;
         Ok(Self {
             options,
             shared: Arc::new(Shared {
-                fonts,
                 slots: Semaphore::new(options.max_concurrency.max(1)),
+                confinement: LastReport::default(),
                 child,
                 spawner: Spawner::default(),
             }),
@@ -148,6 +120,12 @@ impl NativePdfRenderer {
         }
     }
 
+    /// What the operating system enforces on this renderer's children, as the last child
+    /// reported it; `None` until a child did (children start per conversion).
+    pub fn confinement(&self) -> Option<Confinement> {
+        self.shared.confinement.last()
+    }
+
     /// Concurrency slots free right now. A conversion holds its slot until its child has
     /// exited, even after its caller timed out.
     pub fn idle_slots(&self) -> usize {
@@ -162,7 +140,6 @@ impl NativePdfRenderer {
             timeout: deadline.saturating_duration_since(Instant::now()),
             parent_pid: std::process::id(),
             page: self.options.page,
-            fonts: self.shared.fonts.files.clone(),
         }
     }
 }
@@ -180,6 +157,7 @@ impl PdfRenderer for NativePdfRenderer {
         let args = self.child_args(deadline);
         let pdf = convert_in_child(
             &self.shared.spawner,
+            &self.shared.confinement,
             &self.shared.child,
             &args,
             html.as_bytes(),
@@ -191,9 +169,6 @@ impl PdfRenderer for NativePdfRenderer {
     }
 
     async fn check(&self) -> Result<(), PdfError> {
-        if !self.shared.fonts.present() {
-            return Err(PdfError::Unavailable("bundled fonts are missing".into()));
-        }
         if !self.shared.child.exe.is_file() {
             return Err(PdfError::Unavailable(format!(
                 "the pdf child {} is missing",

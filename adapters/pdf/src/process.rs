@@ -1,9 +1,9 @@
 //! The service side of a PDF child: start it, hand it the HTML, read its answer within the
 //! deadline (killing it when the deadline passes) and read its death when it gives none.
-use crate::child::{FAILED, OVER_MEMORY, PDF, TIMED_OUT};
+use crate::child::{CONFINEMENT, FAILED, OVER_MEMORY, PDF, TIMED_OUT};
 use crate::child_args::ChildArgs;
+use reporter_child_confine::{Confinement, Death, LastReport};
 use reporter_ports::ports::PdfError;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Mutex, mpsc};
@@ -67,11 +67,42 @@ impl Spawner {
     }
 }
 
-/// One conversion in a fresh child: `args` on its command line, `html` on its stdin. The child
-/// is killed (and reaped) when `deadline` passes ([`PdfError::Timeout`] of `timeout`) and
-/// when this future is dropped.
+/// Keeps the confinement a child reported in `reports`; logs it when it is the first or
+/// differs from the last (a warning names each mechanism that is not enforced).
+fn record(reports: &LastReport, confinement: Confinement) {
+    if !reports.record(confinement.clone()) {
+        return;
+    }
+    let summary = confinement.summary();
+    let missing = confinement.missing();
+    if missing.is_empty() {
+        tracing::info!(confinement = %summary, "pdf children are confined");
+    } else {
+        tracing::warn!(confinement = %summary, missing = %missing.join("; "), "pdf children lack part of their confinement");
+    }
+}
+
+/// Splits the child's confinement report ([`CONFINEMENT`], JSON, newline) from the answer
+/// after it; `None` (and the output unchanged) when the output does not start with one.
+fn split_report(mut output: Vec<u8>) -> (Option<Confinement>, Vec<u8>) {
+    if output.first() != Some(&CONFINEMENT) {
+        return (None, output);
+    }
+    let Some(end) = output.iter().position(|b| *b == b'\n') else {
+        return (None, output);
+    };
+    let Ok(report) = serde_json::from_slice::<Confinement>(&output[1..end]) else {
+        return (None, output);
+    };
+    (Some(report), output.split_off(end + 1))
+}
+
+/// One conversion in a fresh child: `args` on its command line, `html` on its stdin; the
+/// confinement the child reports is kept in `reports`. The child is killed (and reaped) when
+/// `deadline` passes ([`PdfError::Timeout`] of `timeout`) and when this future is dropped.
 pub(crate) async fn convert_in_child(
     spawner: &Spawner,
+    reports: &LastReport,
     command: &PdfChildCommand,
     args: &ChildArgs,
     html: &[u8],
@@ -125,6 +156,10 @@ pub(crate) async fn convert_in_child(
         return Err(PdfError::Timeout(timeout));
     };
     let stderr = stderr.await.unwrap_or_default();
+    let (confinement, answer) = split_report(answer);
+    if let Some(c) = confinement {
+        record(reports, c);
+    }
     let status =
         status.map_err(|e| PdfError::Failed(format!("cannot wait for the pdf child: {e}")))?;
     if let Err(e) = read {
@@ -183,25 +218,20 @@ pub(crate) fn classify(
         Some(OVER_MEMORY) if status.success() => return Err(PdfError::MemoryLimit(memory_bytes)),
         _ => {}
     }
-    if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
-        return Err(PdfError::MemoryLimit(memory_bytes));
-    }
-    Err(match status.signal() {
-        Some(24) => PdfError::Timeout(timeout), // SIGXCPU: the CPU-time limit
-        Some(9) => PdfError::Failed("the pdf child was killed (SIGKILL)".into()),
-        Some(11) => PdfError::Failed("the pdf child crashed (segmentation fault)".into()),
-        Some(6) => PdfError::Failed("the pdf child aborted".into()),
-        Some(s) => PdfError::Failed(format!("the pdf child was killed by signal {s}")),
-        None => PdfError::Failed(format!(
-            "the pdf child exited with {} without a document",
-            status.code().unwrap_or(-1)
+    Err(match Death::classify(Some(status), stderr) {
+        Death::MemoryLimit => PdfError::MemoryLimit(memory_bytes),
+        Death::CpuLimit => PdfError::Timeout(timeout),
+        Death::Exited(code) => PdfError::Failed(format!(
+            "the pdf child exited with {code} without a document"
         )),
+        death => PdfError::Failed(format!("the pdf child died: {death}")),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     fn exited(code: i32) -> ExitStatus {
         ExitStatus::from_raw(code << 8)
@@ -235,6 +265,22 @@ mod tests {
             classify(vec![OVER_MEMORY], exited(0), "", 5, T),
             Err(PdfError::MemoryLimit(5))
         );
+    }
+
+    #[test]
+    fn the_confinement_report_is_split_from_the_answer() {
+        let report = Confinement::as_designed();
+        let mut output = vec![CONFINEMENT];
+        output.extend(serde_json::to_vec(&report).expect("json"));
+        output.push(b'\n');
+        output.extend_from_slice(&[PDF, b'%']);
+        assert_eq!(split_report(output), (Some(report), vec![PDF, b'%']));
+        assert_eq!(split_report(vec![PDF, b'\n']), (None, vec![PDF, b'\n']));
+        let cut = vec![CONFINEMENT, b'{'];
+        assert_eq!(split_report(cut.clone()), (None, cut));
+        let reports = LastReport::default();
+        record(&reports, Confinement::as_designed());
+        assert_eq!(reports.last(), Some(Confinement::as_designed()));
     }
 
     #[test]

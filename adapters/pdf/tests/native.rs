@@ -2,7 +2,9 @@
 //! conversion in a child process (this crate's `pdf-child` binary) under its limits.
 mod common;
 
-use common::{assert_statement_text, lorem_html, page_size, peak_rss_bytes, statement_html};
+use common::{
+    assert_statement_text, lorem_html, page_size, pdf_children, peak_rss_bytes, statement_html,
+};
 use reporter_adapter_pdf::{
     Margins, NativePdfOptions, NativePdfRenderer, PageSetup, PaperSize, PdfChildCommand,
 };
@@ -29,34 +31,6 @@ fn renderer_running(options: NativePdfOptions, child: PdfChildCommand) -> Native
 
 fn renderer(options: NativePdfOptions) -> NativePdfRenderer {
     renderer_running(options, child_command())
-}
-
-/// Pids of this process's `pdf-child` children started with `--memory-bytes=<memory_bytes>`
-/// (each test that looks for its children gives them a bound of its own: the tests of this
-/// file run in parallel).
-fn pdf_children(memory_bytes: u64) -> Vec<u32> {
-    let me = std::process::id();
-    let marker = format!("--memory-bytes={memory_bytes}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        panic!("no /proc");
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // pid (comm) state ppid …
-            let Some((head, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            head.ends_with("(pdf-child")
-                && ppid == Some(me)
-                && cmdline.split(|b| *b == 0).any(|a| a == marker.as_bytes())
-        })
-        .collect()
 }
 
 #[tokio::test]

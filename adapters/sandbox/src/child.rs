@@ -1,11 +1,10 @@
 //! The child side: confine this process, answer one request, exit.
-pub use crate::confine::{ConfineError, confine};
-use crate::confinement::Confinement;
 use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN, ROWS, RequestHeader, SOURCE,
     VERSION, WireError,
 };
+use reporter_child_confine::Confinement;
 use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
@@ -23,7 +22,7 @@ pub fn run(
     sanitizer: &dyn HtmlSanitizer,
     limits: &ChildLimits,
 ) -> ExitCode {
-    let confinement = match confine(limits) {
+    let confinement = match reporter_child_confine::confine(&limits.confinement_limits()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("template sandbox: cannot confine the child: {e}");

@@ -7,7 +7,7 @@
 //!   number running at once, enforces a wall-clock deadline per request (the child is killed
 //!   on expiry) and replaces every child it used, crashed or not.
 //! - [`child::run`] is the child side: before it reads anything it confines itself
-//!   ([`child::confine`]): it closes every inherited descriptor but its pipes, sets rlimits
+//!   ([`reporter_child_confine::confine`], shared with the PDF child): it closes every inherited descriptor but its pipes, sets rlimits
 //!   (address space and data segment, CPU seconds, stack, no file writes, few open files, no
 //!   core dumps) and its lowest priority, becomes unprivileged (`nobody`/`nogroup` under a
 //!   root service, no capabilities), arms a parent-death signal (it dies with the service),
@@ -24,20 +24,13 @@
 //! memory limit refused → `MemoryLimit`; a stack overflow, a signal, an unexpected exit →
 //! `Crashed`.
 pub mod child;
-mod confine;
-mod confinement;
-mod descriptors;
-mod identity;
 mod limits;
 mod pool;
 pub mod protocol;
-mod ruleset;
 mod runner;
 mod session;
-mod syscall_filter;
 
-pub use confinement::{Confinement, Enforcement};
-pub use identity::{NOBODY, NOGROUP};
 pub use limits::ChildLimits;
 pub use pool::{PoolConfig, ProcessPool, Session};
+pub use reporter_child_confine::{Confinement, Enforcement, NOBODY, NOGROUP};
 pub use runner::ProcessTemplateRunner;

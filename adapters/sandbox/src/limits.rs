@@ -1,4 +1,5 @@
 //! The bounds a child applies to itself, passed on its command line.
+use reporter_child_confine::Limits;
 
 /// OS-enforced bounds of one child process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,22 @@ impl ChildLimits {
     /// Address space allowed on top of heap and stack: the executable's mappings, shared
     /// libraries, the allocator's reservations.
     pub const ADDRESS_SPACE_SLACK: u64 = 512 * 1024 * 1024;
+
+    /// The limits the child confines itself with: `RLIMIT_DATA` heap plus stack,
+    /// `RLIMIT_AS` that plus [`ChildLimits::ADDRESS_SPACE_SLACK`], `RLIMIT_STACK` the engine
+    /// thread's stack, [`Limits::OPEN_FILES`] descriptors.
+    pub fn confinement_limits(&self) -> Limits {
+        // The engine thread's stack is a private mapping too: the heap keeps `memory_bytes`.
+        let data = self.memory_bytes.saturating_add(self.stack_bytes);
+        Limits {
+            cpu_seconds: self.cpu_seconds,
+            data_bytes: data,
+            address_space_bytes: data.saturating_add(Self::ADDRESS_SPACE_SLACK),
+            stack_bytes: Some(self.stack_bytes),
+            open_files: Limits::OPEN_FILES,
+            parent_pid: self.parent_pid,
+        }
+    }
 
     /// The command-line arguments that carry these limits (after the subcommand).
     pub fn to_args(&self) -> Vec<String> {

@@ -1,12 +1,11 @@
 //! [`ProcessPool`]: pre-started, confined children; one request each; bounded concurrency;
 //! a deadline per request; every used or dead child replaced.
-use crate::confinement::Confinement;
 use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
 };
+use reporter_child_confine::{Confinement, Death, LastReport};
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,7 +76,7 @@ pub(crate) struct Inner {
     refilling: AtomicUsize,
     spawner: Mutex<Option<mpsc::Sender<SpawnRequest>>>,
     /// What the last child that said hello reported.
-    confinement: Mutex<Option<Confinement>>,
+    confinement: LastReport,
 }
 
 type SpawnRequest = oneshot::Sender<std::io::Result<Child>>;
@@ -103,7 +102,7 @@ impl ProcessPool {
                 idle: Mutex::new(Vec::new()),
                 refilling: AtomicUsize::new(0),
                 spawner: Mutex::new(None),
-                confinement: Mutex::new(None),
+                confinement: LastReport::default(),
             }),
         }
     }
@@ -128,7 +127,7 @@ impl ProcessPool {
     /// What the operating system enforces on this pool's children, as the last child that
     /// said hello reported it; `None` until one did.
     pub fn confinement(&self) -> Option<Confinement> {
-        self.inner.confinement_report().clone()
+        self.inner.confinement.last()
     }
 
     /// Process ids of the children waiting for a request.
@@ -264,10 +263,6 @@ impl Inner {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn confinement_report(&self) -> std::sync::MutexGuard<'_, Option<Confinement>> {
-        self.confinement.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Reads the child's hello (once, within the start bound) and records its confinement.
     async fn greet(&self, warm: &mut Warm) -> Result<(), String> {
         if warm.greeted {
@@ -284,8 +279,7 @@ impl Inner {
     /// Keeps a child's confinement report; logs it when it is the pool's first or differs
     /// from the last (a warning names each mechanism that is not enforced).
     fn record(&self, confinement: Confinement) {
-        let mut last = self.confinement_report();
-        if last.as_ref() == Some(&confinement) {
+        if !self.confinement.record(confinement.clone()) {
             return;
         }
         let (name, summary) = (self.config.name, confinement.summary());
@@ -295,7 +289,6 @@ impl Inner {
         } else {
             tracing::warn!(pool = name, confinement = %summary, missing = %missing.join("; "), "template sandbox children lack part of their confinement");
         }
-        *last = Some(confinement);
     }
 
     /// Starts one child in the background if fewer than `size` are waiting or starting.
@@ -483,41 +476,32 @@ fn command(config: &PoolConfig) -> Command {
     cmd
 }
 
-/// Reads how a child died. `status` is `None` when it had to be killed after breaking the
-/// protocol.
+/// Reads how a child died ([`Death`]). `status` is `None` when it had to be killed after
+/// breaking the protocol: the CPU-time limit is a timeout, a refused allocation the memory
+/// limit, anything else a crash.
 fn classify(
     status: Option<ExitStatus>,
     stderr: &str,
     memory_bytes: u64,
     detail: &str,
 ) -> RenderError {
-    let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
-    if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
-        return RenderError::MemoryLimit(memory);
-    }
-    if stderr.contains("overflowed its stack") {
-        return RenderError::Crashed("stack overflow".into());
-    }
-    let Some(status) = status else {
-        return RenderError::Crashed(format!("protocol error: {detail}"));
-    };
-    match status.signal() {
-        Some(24) => RenderError::Timeout, // SIGXCPU: the CPU-time limit
-        Some(9) => RenderError::Crashed("killed (SIGKILL)".into()),
-        Some(11) => RenderError::Crashed("segmentation fault".into()),
-        Some(6) => RenderError::Crashed("aborted".into()),
-        Some(25) => RenderError::Crashed("tried to write a file (SIGXFSZ)".into()),
-        Some(s) => RenderError::Crashed(format!("killed by signal {s}")),
-        None => RenderError::Crashed(format!(
-            "exited with {} without answering ({detail})",
-            status.code().unwrap_or(-1)
-        )),
+    match Death::classify(status, stderr) {
+        Death::MemoryLimit => {
+            RenderError::MemoryLimit(usize::try_from(memory_bytes).unwrap_or(usize::MAX))
+        }
+        Death::CpuLimit => RenderError::Timeout,
+        Death::Unknown => RenderError::Crashed(format!("protocol error: {detail}")),
+        Death::Exited(code) => {
+            RenderError::Crashed(format!("exited with {code} without answering ({detail})"))
+        }
+        death => RenderError::Crashed(death.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     fn status(raw: i32) -> Option<ExitStatus> {
         Some(ExitStatus::from_raw(raw))

@@ -17,7 +17,7 @@
 //! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes, after
 //!   the pieces) or [`ERROR`] (JSON [`WireError`]; pieces sent before are discarded); then
 //!   the child exits.
-use crate::confinement::Confinement;
+use reporter_child_confine::Confinement;
 use reporter_ports::ports::{RenderError, RenderLimits};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};

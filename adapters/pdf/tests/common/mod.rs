@@ -144,3 +144,31 @@ pub fn peak_rss_bytes() -> u64 {
         .map(|kib| kib * 1024)
         .unwrap_or_else(|| panic!("no VmHWM in /proc/self/status"))
 }
+
+/// Pids of this process's `pdf-child` children started with `--memory-bytes=<memory_bytes>`
+/// (each test that looks for its children gives them a bound of its own: the tests of this
+/// file run in parallel).
+pub fn pdf_children(memory_bytes: u64) -> Vec<u32> {
+    let me = std::process::id();
+    let marker = format!("--memory-bytes={memory_bytes}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        panic!("no /proc");
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid …
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            head.ends_with("(pdf-child")
+                && ppid == Some(me)
+                && cmdline.split(|b| *b == 0).any(|a| a == marker.as_bytes())
+        })
+        .collect()
+}

@@ -1,6 +1,7 @@
-//! [`Confinement`]: what the operating system enforces on a child, as the child reports it in
-//! its hello.
+//! [`Confinement`]: what the operating system enforces on a child, as the child reports it to
+//! its parent.
 use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
 
 /// How much of the Landlock ruleset the kernel enforces.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -15,7 +16,7 @@ pub enum Enforcement {
     None,
 }
 
-/// The confinement a child applied to itself before it said hello.
+/// The confinement a child applied to itself ([`crate::confine`]) before it did any work.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Confinement {
     /// Real, effective and saved user id the child runs as (`nobody`, 65534, when the service
@@ -90,20 +91,63 @@ impl Confinement {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The last [`Confinement`] a parent's children reported (shared by the tasks that start
+/// them).
+#[derive(Debug, Default)]
+pub struct LastReport(Mutex<Option<Confinement>>);
 
-    fn full() -> Confinement {
-        Confinement {
-            uid: 65534,
-            gid: 65534,
+impl LastReport {
+    /// Keeps `report` as the last one. Returns `true` when it is the first or differs from
+    /// the last: the caller MUST then log it (and warn about [`Confinement::missing`]).
+    pub fn record(&self, report: Confinement) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_ref() == Some(&report) {
+            return false;
+        }
+        *last = Some(report);
+        true
+    }
+
+    /// The last report; `None` until a child reported.
+    pub fn last(&self) -> Option<Confinement> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[cfg(any(test, feature = "fixtures"))]
+impl Confinement {
+    /// For tests: a child confined as designed (`nobody`/`nogroup`, no capabilities, the
+    /// Landlock ruleset fully enforced at ABI 7, the seccomp filter installed).
+    pub fn as_designed() -> Self {
+        Self {
+            uid: crate::NOBODY,
+            gid: crate::NOGROUP,
             capabilities_dropped: true,
             bounding_set_dropped: true,
             landlock_abi: 7,
             landlock: Enforcement::Full,
             seccomp: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Confinement {
+        Confinement::as_designed()
+    }
+
+    #[test]
+    fn the_last_report_is_kept_and_changes_are_told() {
+        let last = LastReport::default();
+        assert_eq!(last.last(), None);
+        assert!(last.record(full()));
+        assert!(!last.record(full()), "the same report again is no change");
+        let root = Confinement { uid: 0, ..full() };
+        assert!(last.record(root.clone()));
+        assert_eq!(last.last(), Some(root));
     }
 
     #[test]

@@ -1,17 +1,11 @@
 //! [`confine`]: the steps a child takes, in order, before it reads anything.
 use crate::confinement::Confinement;
-use crate::limits::ChildLimits;
+use crate::limits::{self, Limits};
 use crate::syscall_filter::FilterError;
 use crate::{descriptors, identity, ruleset, syscall_filter};
-use rustix::process::{Resource, Rlimit, setrlimit};
 use std::io;
 
-/// Most open file descriptors (stdin, stdout, stderr and a few for the runtime).
-const MAX_OPEN_FILES: u64 = 16;
-/// Priority increment (to the lowest priority): template work yields the CPU to the service.
-const NICENESS: i32 = 19;
-
-/// Why a child could not confine itself (it then exits without saying hello).
+/// Why a child could not confine itself (it then exits without answering).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfineError {
     /// Closing the inherited descriptors failed.
@@ -39,21 +33,23 @@ pub enum ConfineError {
 
 /// Confines the current process and reports what the kernel enforces. In this order:
 /// 1. closes every inherited descriptor but stdin, stdout and stderr;
-/// 2. sets the rlimits of `limits` (no core, no file writes, 16 descriptors, stack, CPU,
+/// 2. sets the rlimits of `limits` (no core, no file writes, few descriptors, stack, CPU,
 ///    data, address space) and the lowest priority;
-/// 3. becomes unprivileged ([`identity`]: `nobody`/`nogroup` when root, no capabilities);
-/// 4. arms the parent-death signal (a change of user clears it) and checks the parent is
-///    still the one in `limits`;
+/// 3. becomes unprivileged (`nobody`/`nogroup` when root, no capabilities);
+/// 4. arms the parent-death signal `SIGKILL` (a change of user clears it) and checks the
+///    parent is still the one in `limits`;
 /// 5. sets `no_new_privs`;
-/// 6. applies the Landlock ruleset ([`ruleset`]: no filesystem access, no TCP, scoped);
-/// 7. installs the seccomp filter ([`syscall_filter`]) last.
+/// 6. applies the Landlock ruleset (no filesystem access at all, no TCP bind or connect,
+///    signals and abstract Unix sockets scoped to the child);
+/// 7. installs the seccomp filter last (no socket, exec, new process, change to a file).
 ///
-/// MUST run first in the child (before it opens a descriptor, starts a thread or reads any
-/// input). A mechanism the kernel lacks is reported in the [`Confinement`], not an error;
-/// any other failure is.
-pub fn confine(limits: &ChildLimits) -> Result<Confinement, ConfineError> {
+/// MUST run first in the child: before it opens a descriptor, starts a thread or reads any
+/// input (the steps apply to the calling thread; threads started later inherit them). A
+/// mechanism the kernel lacks is reported in the [`Confinement`], not an error; any other
+/// failure is, and the child MUST then exit without doing its work.
+pub fn confine(limits: &Limits) -> Result<Confinement, ConfineError> {
     descriptors::close_inherited().map_err(ConfineError::Descriptors)?;
-    set_limits(limits).map_err(ConfineError::Limits)?;
+    limits::apply(limits).map_err(ConfineError::Limits)?;
     let who = identity::become_unprivileged().map_err(ConfineError::Identity)?;
     watch_parent(limits.parent_pid)?;
     rustix::thread::set_no_new_privs(true).map_err(|e| ConfineError::Process(e.into()))?;
@@ -79,40 +75,5 @@ fn watch_parent(parent_pid: u32) -> Result<(), ConfineError> {
     if u32::try_from(parent).ok() != Some(parent_pid) {
         return Err(ConfineError::ParentGone);
     }
-    Ok(())
-}
-
-/// The rlimits of `limits` and the lowest priority.
-fn set_limits(limits: &ChildLimits) -> io::Result<()> {
-    rustix::process::nice(NICENESS)?;
-    let fixed = |n: u64| Rlimit {
-        current: Some(n),
-        maximum: Some(n),
-    };
-    setrlimit(Resource::Core, fixed(0))?;
-    setrlimit(Resource::Fsize, fixed(0))?;
-    setrlimit(Resource::Nofile, fixed(MAX_OPEN_FILES))?;
-    setrlimit(Resource::Stack, fixed(limits.stack_bytes))?;
-    setrlimit(
-        Resource::Cpu,
-        Rlimit {
-            current: Some(limits.cpu_seconds),
-            maximum: Some(limits.cpu_seconds + 2),
-        },
-    )?;
-    // The engine thread's stack is a private mapping too: the heap keeps `memory_bytes`.
-    setrlimit(
-        Resource::Data,
-        fixed(limits.memory_bytes.saturating_add(limits.stack_bytes)),
-    )?;
-    setrlimit(
-        Resource::As,
-        fixed(
-            limits
-                .memory_bytes
-                .saturating_add(limits.stack_bytes)
-                .saturating_add(ChildLimits::ADDRESS_SPACE_SLACK),
-        ),
-    )?;
     Ok(())
 }

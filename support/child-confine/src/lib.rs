@@ -1,0 +1,30 @@
+//! Process confinement shared by Reporter's child processes (the template sandbox's children
+//! and the native PDF child). Adapters MUST NOT import each other; both import this crate,
+//! which depends on no adapter, no driver and no runtime (only the kernel's interfaces).
+//!
+//! - [`confine`]: what a child does to itself before it reads any input, in order: closes
+//!   every inherited descriptor but stdin, stdout and stderr; sets its rlimits ([`Limits`]:
+//!   CPU seconds, data segment, address space, stack, open files, no core dumps, no file
+//!   writes) and the lowest priority; becomes unprivileged (`nobody`/`nogroup` under a root
+//!   service, no capabilities, empty bounding set); arms a parent-death `SIGKILL`; sets
+//!   `no_new_privs`; applies a Landlock ruleset (no filesystem access at all, no TCP bind or
+//!   connect, signals and abstract Unix sockets scoped); installs a seccomp filter (no
+//!   socket, exec, new process or change to a file: `EPERM`).
+//! - [`Confinement`]: what the kernel enforces, as the child reports it to its parent
+//!   ([`Confinement::missing`] names what is not).
+//! - [`Death`]: how a child that gave no answer died, from its exit status and stderr.
+mod confine;
+mod confinement;
+mod death;
+mod descriptors;
+mod identity;
+mod limits;
+mod ruleset;
+mod syscall_filter;
+
+pub use confine::{ConfineError, confine};
+pub use confinement::{Confinement, Enforcement, LastReport};
+pub use death::Death;
+pub use identity::{NOBODY, NOGROUP};
+pub use limits::{Limits, NICENESS};
+pub use syscall_filter::FilterError;
