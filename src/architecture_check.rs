@@ -3,7 +3,9 @@
 //! - `ports/` (the domain and the port traits) depends on no I/O crate and no other
 //!   Reporter crate;
 //! - the contract suites depend on the ports only;
-//! - an adapter depends on no other adapter and not on the application;
+//! - an adapter depends on no other adapter and not on the application; what two adapters
+//!   share lives in a support crate of [`SUPPORT_CRATES`], which depends on no Reporter crate
+//!   (no adapter, not the ports, not the application) and no I/O crate;
 //! - the application (`src/`) depends on no driver crate and names no driver type: drivers
 //!   are reached through the adapters.
 use std::collections::BTreeSet;
@@ -30,6 +32,33 @@ const DRIVERS: &[&str] = &[
     "object_store",
     "aws-sdk-s3",
 ];
+
+/// Support crates: code two adapters share (they cannot import each other). An adapter MAY
+/// depend on these; each MUST depend on no other Reporter crate and no I/O crate (driver,
+/// HTTP, runtime).
+const SUPPORT_CRATES: &[&str] = &["reporter-child-confine"];
+
+/// The dependencies of `adapter` that break the direction: another adapter, the application,
+/// or a Reporter crate that is neither the ports nor a support crate.
+fn wrong_adapter_dependencies(adapter: &Member) -> Vec<String> {
+    adapter
+        .deps
+        .iter()
+        .filter(|d| d.starts_with("reporter"))
+        .filter(|d| d.as_str() != "reporter-ports" && !SUPPORT_CRATES.contains(&d.as_str()))
+        .map(|d| format!("{} -> {d}", adapter.name))
+        .collect()
+}
+
+/// The dependencies of `support` that break the direction: any Reporter crate, any I/O crate.
+fn wrong_support_dependencies(support: &Member) -> Vec<String> {
+    support
+        .deps
+        .iter()
+        .filter(|d| d.starts_with("reporter") || is_io(d))
+        .map(|d| format!("{} -> {d}", support.name))
+        .collect()
+}
 
 /// One workspace member: its name and its normal (not dev) dependencies.
 struct Member {
@@ -109,15 +138,56 @@ fn no_adapter_depends_on_another_adapter_or_on_the_application() {
         .filter(|m| m.name.starts_with("reporter-adapter-"))
         .collect();
     assert!(adapters.len() >= 10, "the adapters are found");
+    let bad: Vec<String> = adapters
+        .into_iter()
+        .flat_map(wrong_adapter_dependencies)
+        .collect();
+    assert!(bad.is_empty(), "{bad:?}");
+}
+
+#[test]
+fn support_crates_depend_on_no_reporter_crate_and_no_io_crate() {
+    let all = members();
     let mut bad = Vec::new();
-    for a in adapters {
-        for d in &a.deps {
-            if d.starts_with("reporter-adapter-") || d == "reporter" {
-                bad.push(format!("{} -> {d}", a.name));
-            }
-        }
+    for name in SUPPORT_CRATES {
+        bad.extend(wrong_support_dependencies(member(&all, name)));
     }
     assert!(bad.is_empty(), "{bad:?}");
+}
+
+#[test]
+fn the_rules_refuse_an_adapter_on_an_adapter_and_a_support_crate_on_io() {
+    let crate_with = |name: &str, deps: &[&str]| Member {
+        name: name.to_owned(),
+        deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+    };
+    let pdf = crate_with(
+        "reporter-adapter-pdf",
+        &["reporter-ports", "reporter-child-confine", "tokio"],
+    );
+    assert!(wrong_adapter_dependencies(&pdf).is_empty());
+    let importing = crate_with(
+        "reporter-adapter-pdf",
+        &[
+            "reporter-child-confine",
+            "reporter-adapter-sandbox",
+            "reporter",
+        ],
+    );
+    assert_eq!(
+        wrong_adapter_dependencies(&importing),
+        vec![
+            "reporter-adapter-pdf -> reporter".to_owned(),
+            "reporter-adapter-pdf -> reporter-adapter-sandbox".to_owned(),
+        ]
+    );
+    let support = crate_with("reporter-child-confine", &["libc", "landlock"]);
+    assert!(wrong_support_dependencies(&support).is_empty());
+    let leaning = crate_with(
+        "reporter-child-confine",
+        &["tokio", "reporter-ports", "reporter-adapter-sandbox"],
+    );
+    assert_eq!(wrong_support_dependencies(&leaning).len(), 3);
 }
 
 #[test]

@@ -463,31 +463,51 @@ fn object_storage(
     })
 }
 
-fn pdf_renderer(config: &Config) -> anyhow::Result<Arc<dyn PdfRenderer>> {
+/// The PDF renderer of the configuration, and the same renderer when it is the native one
+/// (whose children report their confinement).
+type PdfRenderers = (Arc<dyn PdfRenderer>, Option<Arc<NativePdfRenderer>>);
+
+fn pdf_renderer(config: &Config) -> anyhow::Result<PdfRenderers> {
     let w = &config.worker;
     Ok(match &w.pdf {
-        PdfChoice::Native => Arc::new(
-            NativePdfRenderer::new(
-                NativePdfOptions {
-                    timeout: w.pdf_timeout,
-                    max_concurrency: w.pdf_pool,
-                    memory_bytes: w.pdf_memory_bytes,
-                    ..Default::default()
-                },
-                PdfChildCommand {
-                    exe: child_exe(config)?,
-                    args: vec![PDF_SUBCOMMAND.to_owned()],
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("PDF renderer: {e}"))?,
+        PdfChoice::Native => {
+            let native = Arc::new(
+                NativePdfRenderer::new(
+                    NativePdfOptions {
+                        timeout: w.pdf_timeout,
+                        max_concurrency: w.pdf_pool,
+                        memory_bytes: w.pdf_memory_bytes,
+                        ..Default::default()
+                    },
+                    PdfChildCommand {
+                        exe: child_exe(config)?,
+                        args: vec![PDF_SUBCOMMAND.to_owned()],
+                    },
+                )
+                .map_err(|e| anyhow::anyhow!("PDF renderer: {e}"))?,
+            );
+            (native.clone(), Some(native))
+        }
+        PdfChoice::Chromium(path) => (
+            Arc::new(ChromiumPdfRenderer::new(ChromiumOptions {
+                chromium_path: path.clone(),
+                pool_size: w.pdf_pool,
+                timeout: w.pdf_timeout,
+                ..Default::default()
+            })),
+            None,
         ),
-        PdfChoice::Chromium(path) => Arc::new(ChromiumPdfRenderer::new(ChromiumOptions {
-            chromium_path: path.clone(),
-            pool_size: w.pdf_pool,
-            timeout: w.pdf_timeout,
-            ..Default::default()
-        })),
     })
+}
+
+/// Starts one small conversion in the background, so that the PDF children's confinement is
+/// logged at start-up (as a warning naming what is missing) and `/readyz` shows it.
+fn probe_pdf_confinement(native: Arc<NativePdfRenderer>) {
+    tokio::spawn(async move {
+        if let Err(e) = native.probe_confinement().await {
+            tracing::warn!(error = %e, "the pdf children's confinement could not be probed");
+        }
+    });
 }
 
 fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
@@ -570,7 +590,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
         },
     };
     let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
-    let pdf = pdf_renderer(config)?;
+    let (pdf, native_pdf) = pdf_renderer(config)?;
     let worker = match (role, transport.consumer) {
         (Role::Api, _) | (_, None) => None,
         (_, Some(consumer)) => {
@@ -585,12 +605,16 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             })
         }
     };
+    if let (Some(_), Some(native)) = (&worker, &native_pdf) {
+        probe_pdf_confinement(native.clone());
+    }
     let readiness = readiness::readiness(readiness::Dependencies {
         deployment_mode: config.deployment_mode.as_str(),
         outbox,
         database: stores.database,
         storage,
         pdf: worker.as_ref().map(|_| pdf.clone()),
+        native_pdf: worker.as_ref().and(native_pdf.clone()),
         rabbit: transport.rabbit,
         events: events_check,
         sandbox: sandbox_pools(&sandbox, role),

@@ -1,10 +1,11 @@
 //! `/readyz`: one probe per dependency this process uses.
 use super::probe;
-use super::sandbox_check::sandbox_check;
+use super::sandbox_check::{pdf_check, sandbox_check};
 use crate::app::DataSourceCatalog;
 use crate::http::Readiness;
 use crate::http::ops::CheckProbe;
 use reporter_adapter_mongo::DeploymentDatabase;
+use reporter_adapter_pdf::NativePdfRenderer;
 use reporter_adapter_rabbitmq::RabbitJobQueue;
 use reporter_adapter_sandbox::ProcessPool;
 use reporter_ports::ports::{ObjectStorage, Outbox, PdfRenderer};
@@ -18,6 +19,8 @@ pub(super) struct Dependencies<'a> {
     pub storage: Arc<dyn ObjectStorage>,
     /// The PDF renderer, when this process runs a worker.
     pub pdf: Option<Arc<dyn PdfRenderer>>,
+    /// The same renderer when it is the native one (its children's confinement).
+    pub native_pdf: Option<Arc<NativePdfRenderer>>,
     pub rabbit: Option<RabbitJobQueue>,
     pub events: Option<CheckProbe>,
     /// The template sandbox pools this process uses (their children's confinement).
@@ -61,15 +64,16 @@ pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
             async move { s.check().await.map_err(|e| e.to_string()) }
         }),
     );
-    r = match d.pdf {
-        Some(p) => r.with(
+    r = match (d.pdf, d.native_pdf) {
+        (Some(_), Some(native)) => r.with_check("pdfRenderer", pdf_check(native)),
+        (Some(p), None) => r.with(
             "pdfRenderer",
             probe(move || {
                 let p = p.clone();
                 async move { p.check().await.map_err(|e| e.to_string()) }
             }),
         ),
-        None => r.not_applicable("pdfRenderer"),
+        (None, _) => r.not_applicable("pdfRenderer"),
     };
     r = match d.rabbit {
         Some(q) => r.with(

@@ -6,6 +6,7 @@ use crate::common;
 
 use common::{Form, expect_error, json, start, start_with, token};
 use poem::http::StatusCode;
+use reporter_child_confine::fixtures::{assert_confined_status, status_field};
 
 async fn upload(t: &common::TestApp, format: &str, source: &str) -> poem::test::TestResponse {
     let form = Form::new()
@@ -215,17 +216,6 @@ async fn renders_over_a_bound_end_errored_and_the_service_serves_on() {
     let _ = json;
 }
 
-/// The value of a `/proc/<pid>/status` field, its columns joined by one space.
-fn status_field(status: &str, name: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in {status}"))
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The live `reporter template-sandbox` children of this test process, with their status.
 fn sandbox_children() -> Vec<(u32, String)> {
     let me = std::process::id().to_string();
@@ -260,21 +250,10 @@ async fn the_live_children_are_confined_and_readyz_says_so() {
     wait_sandbox_ready(&t).await;
     let r = json(t.client.get("/readyz").send().await).await;
     assert_eq!(r["checks"]["templateSandbox"]["status"], "up", "{r}");
-    let own = std::fs::read_to_string("/proc/self/status").expect("own status");
-    let root = status_field(&own, "Uid").starts_with("0 ");
     let children = sandbox_children();
     assert!(!children.is_empty(), "no live sandbox child found");
     for (pid, status) in children {
-        if root {
-            assert_eq!(status_field(&status, "Uid"), "65534 65534 65534 65534");
-            assert_eq!(status_field(&status, "Gid"), "65534 65534 65534 65534");
-            assert_eq!(status_field(&status, "CapBnd"), "0000000000000000");
-        }
-        for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
-            assert_eq!(status_field(&status, set), "0000000000000000", "{set}");
-        }
-        assert_eq!(status_field(&status, "Seccomp"), "2");
-        assert_eq!(status_field(&status, "NoNewPrivs"), "1");
+        assert_confined_status(&status);
         // A child that just finished its request may be gone: what is still there is checked.
         if let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) {
             assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
@@ -289,6 +268,27 @@ async fn the_live_children_are_confined_and_readyz_says_so() {
                 "child {pid} holds {fds:?}"
             );
         }
+    }
+    still_serving(&t).await;
+}
+
+/// The native PDF children apply the same confinement: the start-up probe's child reports
+/// it, and `/readyz` shows it as the `pdfRenderer` check, `up` on this kernel (it is
+/// `degraded` until the first report, so the test waits for it).
+#[tokio::test]
+async fn the_pdf_children_report_their_confinement_to_readyz() {
+    let t = start().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = json(t.client.get("/readyz").send().await).await;
+        if r["checks"]["pdfRenderer"]["status"] == "up" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pdfRenderer check is not up: {r}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     still_serving(&t).await;
 }

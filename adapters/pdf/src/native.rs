@@ -11,6 +11,10 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 
+/// The document of [`NativePdfRenderer::probe_confinement`].
+const PROBE_HTML: &str =
+    "<!DOCTYPE html><html><body><p>Reporter: pdf child confinement probe</p></body></html>";
+
 /// Options of a [`NativePdfRenderer`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NativePdfOptions {
@@ -124,6 +128,15 @@ impl NativePdfRenderer {
     /// reported it; `None` until a child did (children start per conversion).
     pub fn confinement(&self) -> Option<Confinement> {
         self.shared.confinement.last()
+    }
+
+    /// Runs one small conversion to learn what confines the children (its report is kept
+    /// and logged as any child's): for the start-up log and readiness before the first
+    /// report. Takes a concurrency slot like any conversion.
+    pub async fn probe_confinement(&self) -> Result<Confinement, PdfError> {
+        self.render(PROBE_HTML).await?;
+        self.confinement()
+            .ok_or_else(|| PdfError::Failed("the pdf child reported no confinement".into()))
     }
 
     /// Concurrency slots free right now. A conversion holds its slot until its child has

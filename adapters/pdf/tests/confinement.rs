@@ -6,6 +6,7 @@ mod common;
 
 use common::{assert_statement_text, lorem_html, pdf_children, statement_html};
 use reporter_adapter_pdf::{Enforcement, NativePdfOptions, NativePdfRenderer, PdfChildCommand};
+use reporter_child_confine::fixtures::{assert_confined_status, running_as_root, status_field};
 use reporter_child_confine::{NOBODY, NOGROUP};
 use reporter_ports::ports::PdfRenderer;
 use std::path::PathBuf;
@@ -24,30 +25,19 @@ fn renderer(options: NativePdfOptions) -> NativePdfRenderer {
     }
 }
 
-/// The value of a `/proc/<pid>/status` field, its words joined by one space.
-fn status_field(status: &str, name: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in {status}"))
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The user and group a child of this test process runs as: `nobody`/`nogroup` when the
 /// test runs as root (as in CI), else the test's own.
 fn expected_ids() -> (bool, String, String) {
-    let own = std::fs::read_to_string("/proc/self/status").expect("own status");
-    let uid = status_field(&own, "Uid");
-    let gid = status_field(&own, "Gid");
-    let root = uid.split(' ').nth(1) == Some("0");
-    if root {
-        (true, NOBODY.to_string(), NOGROUP.to_string())
-    } else {
-        let first = |s: &str| s.split(' ').next().unwrap_or_default().to_owned();
-        (false, first(&uid), first(&gid))
+    if running_as_root() {
+        return (true, NOBODY.to_string(), NOGROUP.to_string());
     }
+    let own = std::fs::read_to_string("/proc/self/status").expect("own status");
+    let first = |s: String| s.split(' ').next().unwrap_or_default().to_owned();
+    (
+        false,
+        first(status_field(&own, "Uid")),
+        first(status_field(&own, "Gid")),
+    )
 }
 
 /// A child that is converting (a long document): unprivileged user and group, every
@@ -67,7 +57,6 @@ async fn a_live_pdf_child_runs_unprivileged_under_seccomp_with_only_pipes() {
     let html = lorem_html(4_000);
     let render = r.render(&html);
     tokio::pin!(render);
-    let (root, uid, gid) = expected_ids();
     // The child is seen once it confined itself (seccomp is its last step).
     let started = Instant::now();
     let (pid, status) = loop {
@@ -87,22 +76,7 @@ async fn a_live_pdf_child_runs_unprivileged_under_seccomp_with_only_pipes() {
             "no confined pdf child was seen"
         );
     };
-    assert_eq!(
-        status_field(&status, "Uid"),
-        format!("{uid} {uid} {uid} {uid}")
-    );
-    assert_eq!(
-        status_field(&status, "Gid"),
-        format!("{gid} {gid} {gid} {gid}")
-    );
-    assert_eq!(status_field(&status, "Groups"), "");
-    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
-        assert_eq!(status_field(&status, set), "0000000000000000", "{set}");
-    }
-    if root {
-        assert_eq!(status_field(&status, "CapBnd"), "0000000000000000");
-    }
-    assert_eq!(status_field(&status, "NoNewPrivs"), "1");
+    assert_confined_status(&status);
     let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
     assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
     let fds: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -147,4 +121,16 @@ async fn a_confined_child_converts_and_reports_its_confinement() {
     if root {
         assert!(c.bounding_set_dropped, "{c:?}");
     }
+}
+
+/// The start-up probe converts a small document and returns the report it kept.
+#[tokio::test]
+async fn the_confinement_probe_returns_the_childs_report() {
+    let r = renderer(NativePdfOptions::default());
+    let c = match r.probe_confinement().await {
+        Ok(c) => c,
+        Err(e) => panic!("probe: {e}"),
+    };
+    assert_eq!(r.confinement(), Some(c.clone()));
+    assert!(c.seccomp && c.capabilities_dropped, "{c:?}");
 }

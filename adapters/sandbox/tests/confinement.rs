@@ -6,6 +6,7 @@
 use reporter_adapter_sandbox::{
     Enforcement, NOBODY, NOGROUP, PoolConfig, ProcessPool, ProcessTemplateRunner,
 };
+use reporter_child_confine::fixtures::assert_confined_status;
 use reporter_ports::ports::{RenderContext, RenderJob, RenderLimits, TemplateRunner};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -165,17 +166,6 @@ async fn a_child_cannot_start_a_process() {
     assert_refused(&attempt("fork").await, "fork");
 }
 
-/// The value of a `/proc/<pid>/status` field.
-fn status_field(status: &str, name: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in {status}"))
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A waiting child (confined, hello said): unprivileged user and group (`nobody`/`nogroup`
 /// when the test runs as root, as in CI), every capability set empty, seccomp filter mode,
 /// `no_new_privs`, an empty environment, and no descriptor but its three pipes, although
@@ -192,32 +182,7 @@ async fn a_live_child_runs_unprivileged_under_seccomp_with_only_its_pipes() {
     }
     let pid = *pool.idle_pids().first().expect("a waiting child");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let root = rustix::process::geteuid().is_root();
-    let (uid, gid) = if root {
-        (NOBODY, NOGROUP)
-    } else {
-        (
-            rustix::process::getuid().as_raw(),
-            rustix::process::getgid().as_raw(),
-        )
-    };
-    assert_eq!(
-        status_field(&status, "Uid"),
-        format!("{uid} {uid} {uid} {uid}")
-    );
-    assert_eq!(
-        status_field(&status, "Gid"),
-        format!("{gid} {gid} {gid} {gid}")
-    );
-    assert_eq!(status_field(&status, "Groups"), "");
-    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
-        assert_eq!(status_field(&status, set), "0000000000000000", "{set}");
-    }
-    if root {
-        assert_eq!(status_field(&status, "CapBnd"), "0000000000000000");
-    }
-    assert_eq!(status_field(&status, "Seccomp"), "2");
-    assert_eq!(status_field(&status, "NoNewPrivs"), "1");
+    assert_confined_status(&status);
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
     let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))

@@ -17,6 +17,8 @@ mod confine;
 mod confinement;
 mod death;
 mod descriptors;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 mod identity;
 mod limits;
 mod ruleset;
