@@ -216,6 +216,20 @@ async fn renders_over_a_bound_end_errored_and_the_service_serves_on() {
     let _ = json;
 }
 
+/// `pid`'s status once it shows the seccomp filter (the child's last confinement step);
+/// `None` when it does not within 5 s, or the process is gone.
+async fn confined_status(pid: u32) -> Option<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        if status_field(&status, "Seccomp") == "2" {
+            return Some(status);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    None
+}
+
 /// The live `reporter template-sandbox` children of this test process, with their status.
 fn sandbox_children() -> Vec<(u32, String)> {
     let me = std::process::id().to_string();
@@ -253,6 +267,14 @@ async fn the_live_children_are_confined_and_readyz_says_so() {
     let children = sandbox_children();
     assert!(!children.is_empty(), "no live sandbox child found");
     for (pid, status) in children {
+        // A replacement child may be starting: its status is read once it confined itself
+        // (seccomp is its last step), or as it was when it still is not after 5 s; a child
+        // that is gone by then (it finished its request) is not checked.
+        let status = match confined_status(pid).await {
+            Some(confined) => confined,
+            None if !std::path::Path::new(&format!("/proc/{pid}")).exists() => continue,
+            None => status,
+        };
         assert_confined_status(&status);
         // A child that just finished its request may be gone: what is still there is checked.
         if let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) {

@@ -2,7 +2,11 @@
 //!
 //! - [`NativePdfRenderer`]: pure Rust (sghtmltopdf) with bundled DejaVu Sans fonts; needs
 //!   nothing installed. Each conversion runs in a child process under OS limits (memory, CPU
-//!   time, wall clock): the program of [`PdfChildCommand`], which runs [`child::run`].
+//!   time, wall clock) and the confinement the template sandbox's children apply too
+//!   ([`reporter_child_confine::confine`]: only its pipes, `nobody` without capabilities
+//!   under a root service, Landlock with no filesystem access, seccomp): the program of
+//!   [`PdfChildCommand`], which runs [`child::run`]. It reports its [`Confinement`]
+//!   ([`NativePdfRenderer::confinement`]).
 //! - [`ChromiumPdfRenderer`]: headless Chromium driven over the DevTools protocol
 //!   (`Page.printToPDF`), for full browser fidelity where Chromium is installed.
 //!

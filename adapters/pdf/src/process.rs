@@ -2,7 +2,7 @@
 //! deadline (killing it when the deadline passes) and read its death when it gives none.
 use crate::child::{CONFINEMENT, FAILED, OVER_MEMORY, PDF, TIMED_OUT};
 use crate::child_args::ChildArgs;
-use reporter_child_confine::{Confinement, Death, LastReport};
+use reporter_child_confine::{Confinement, Death, LastReport, StderrTail};
 use reporter_ports::ports::PdfError;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -180,18 +180,12 @@ pub(crate) async fn convert_in_child(
 }
 
 async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> String {
-    let mut tail = Vec::new();
+    let mut tail = StderrTail::new(STDERR_TAIL);
     let mut buf = [0u8; 4096];
-    while let Ok(n) = stderr.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        tail.extend_from_slice(&buf[..n]);
-        if tail.len() > STDERR_TAIL {
-            tail.drain(..tail.len() - STDERR_TAIL);
-        }
+    while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+        tail.push(&buf[..n]);
     }
-    String::from_utf8_lossy(&tail).trim().to_owned()
+    tail.text()
 }
 
 /// Reads a child's answer, or its death when it gave none: an allocation refused by its

@@ -4,7 +4,7 @@ use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
 };
-use reporter_child_confine::{Confinement, Death, LastReport};
+use reporter_child_confine::{Confinement, Death, LastReport, StderrTail};
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -338,18 +338,12 @@ impl Inner {
             return Err(std::io::Error::other("child pipes missing"));
         };
         let stderr = tokio::spawn(async move {
-            let mut tail = Vec::new();
+            let mut tail = StderrTail::new(STDERR_TAIL);
             let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
+            while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+                tail.push(&buf[..n]);
             }
-            String::from_utf8_lossy(&tail).trim().to_owned()
+            tail.text()
         });
         Ok(Warm {
             child,

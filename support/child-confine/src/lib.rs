@@ -12,7 +12,8 @@
 //!   socket, exec, new process or change to a file: `EPERM`).
 //! - [`Confinement`]: what the kernel enforces, as the child reports it to its parent
 //!   ([`Confinement::missing`] names what is not).
-//! - [`Death`]: how a child that gave no answer died, from its exit status and stderr.
+//! - [`Death`]: how a child that gave no answer died, from its exit status and the tail of
+//!   its stderr ([`StderrTail`]).
 mod confine;
 mod confinement;
 mod death;
@@ -22,6 +23,7 @@ pub mod fixtures;
 mod identity;
 mod limits;
 mod ruleset;
+mod stderr_tail;
 mod syscall_filter;
 
 pub use confine::{ConfineError, confine};
@@ -29,4 +31,5 @@ pub use confinement::{Confinement, Enforcement, LastReport};
 pub use death::Death;
 pub use identity::{NOBODY, NOGROUP};
 pub use limits::{Limits, NICENESS};
+pub use stderr_tail::StderrTail;
 pub use syscall_filter::FilterError;
