@@ -252,19 +252,98 @@ fn css_nested_too_deep_is_dropped_whole() {
     assert!(out.contains("<style></style>"), "{out}");
 }
 
-/// The `<style>` elements are found in ammonia's output on the serializer's word that `<` is
-/// escaped everywhere but in their text (attribute values included): an upgrade that changes
-/// it must fail here.
+/// Markup inside an attribute value is text: it stays as written, and only real `<style>`
+/// elements are read as CSS.
 #[test]
-fn only_style_text_holds_a_raw_less_than_sign() {
-    let out = clean(
-        r#"<html><body><p title="<style>p{background:url(https://evil.test/a.png)}</style>">a &lt;style&gt; b</p></body></html>"#,
+fn markup_in_attribute_values_stays_text() {
+    let doc = r#"<html><head><meta charset="utf-8"></head><body><p title="<style>p{background:url(https://evil.test/a.png)}</style>">a &lt;style&gt; b</p></body></html>"#;
+    assert_eq!(clean(doc), doc);
+}
+
+const CHARSET_META: &str = r#"<meta charset="utf-8">"#;
+
+/// Issue 33, item 5: a report is a document and stays the one its template wrote.
+#[test]
+fn a_document_comes_out_as_written() {
+    let doc = "<!DOCTYPE html>\n<html lang=\"en\">\n<HEAD>\n  <meta charset='UTF-8'>\n  <meta name=\"viewport\" content=\"width=device-width\">\n  <title>Extrato &#x2605; &amp; co</title>\n  <!-- layout -->\n  <style media=\"print\">\n    td.n { text-align: right }  /* &#x2605; */\n  </style>\n</HEAD>\n<body class=report>\n<h1 style='color: #1E88E5'>&#x2605; Statement &eacute; &lt;x&gt;</h1>\n<table border=1><tr><td class=\"n\">1.250,00</td></tr></table>\n<p>a<br/>b</p>\n</body>\n</html>\n";
+    assert_eq!(clean(doc), doc);
+}
+
+#[test]
+fn character_references_are_kept_as_written() {
+    let doc = r#"<html><head><meta charset="utf-8"></head><body><p title="&#x2605;&quot;">&#x2605; &#9733; &starf; &amp; &nbsp;</p><a href="?a=1&amp;b=2" rel="noopener noreferrer">x</a></body></html>"#;
+    assert_eq!(clean(doc), doc);
+}
+
+#[test]
+fn one_utf8_charset_is_declared() {
+    // None declared: one is added, first in the head.
+    let out = clean("<!DOCTYPE html><html><head><title>t</title></head><body>x</body></html>");
+    assert_eq!(
+        out,
+        format!(
+            "<!DOCTYPE html><html><head>{CHARSET_META}<title>t</title></head><body>x</body></html>"
+        )
     );
-    assert!(
-        out.contains(
-            r#"title="&lt;style&gt;p{background:url(https://evil.test/a.png)}&lt;/style&gt;""#
-        ),
-        "{out}"
-    );
-    assert!(out.contains("a &lt;style&gt; b"), "{out}");
+    // Without a head tag: before the first element.
+    assert_eq!(clean("<p>x</p>"), format!("{CHARSET_META}<p>x</p>"));
+    // Declared (either way): nothing added.
+    for doc in [
+        "<html><head><meta charset=\"utf-8\"></head><body>x</body></html>",
+        "<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=UTF-8\"></head><body>x</body></html>",
+    ] {
+        assert_eq!(clean(doc), doc);
+    }
+    // Another charset would be a lie (the report is UTF-8), and could hide markup.
+    let out = clean("<html><head><meta charset=\"iso-2022-jp\"></head><body>x</body></html>");
+    assert!(out.contains(r#"<meta charset="utf-8">"#), "{out}");
+    assert!(!out.to_ascii_lowercase().contains("2022"), "{out}");
+    assert_eq!(out.matches("charset").count(), 1, "{out}");
+}
+
+/// Markup a streaming rewriter could read differently from a browser (foreign content,
+/// raw text, CDATA): nothing of it may run.
+#[test]
+fn parser_differential_vectors_are_removed() {
+    let vectors = [
+        r#"<svg><![CDATA[<img src=x onerror=alert(1)>]]></svg>"#,
+        r#"<svg><p><style><a title="</style><img src=x onerror=alert(1)>">"#,
+        r#"<math><style></math><img src=x onerror=alert(1)></style>"#,
+        r#"<math><mi><mglyph><svg><mtext><textarea><path id="</textarea><img onerror=alert(1) src=1>">"#,
+        r#"<svg></p><style><a id="</style><img src=1 onerror=alert(1)>">"#,
+        r#"<noscript><style></noscript><img src=x onerror=alert(1)></style></noscript>"#,
+        r#"<select><template><style><img src=x onerror=alert(1)></style></template></select>"#,
+        r#"<table><svg><style><img src=x onerror=alert(1)></style></svg></table>"#,
+        r#"<xmp></xmp><img src=x onerror=alert(1)></xmp>"#,
+        r#"<title><img src=x onerror=alert(1)></title>"#,
+        r#"<style><img src=x onerror=alert(1)></style>"#,
+        r#"<textarea><img src=x onerror=alert(1)></textarea>"#,
+        r#"<plaintext><img src=x onerror=alert(1)>"#,
+        r#"<img src=x/onerror=alert(1)>"#,
+        r#"<img """><script>alert(1)</script>">"#,
+        r#"<a href="&Tab;javascript&colon;alert(1)">x</a>"#,
+        r#"<a href="jav&#x0A;ascript:alert(1)">x</a>"#,
+        r#"<a href=" &#x01;javascript:alert(1)">x</a>"#,
+        r#"<image src=x onerror=alert(1)>"#,
+        r#"<a href=x href="javascript:alert(1)" onclick=alert(1) ONCLICK=alert(1)>x</a>"#,
+    ];
+    for v in vectors {
+        let out = clean(&format!("<html><body>{v}</body></html>"));
+        let lower = out.to_ascii_lowercase();
+        // What a browser would run: an event handler on a live tag, a script, a script URL.
+        assert!(!lower.contains("<script"), "{v}: {out}");
+        assert!(!lower.contains("javascript"), "{v}: {out}");
+        for (i, _) in lower.match_indices("onerror") {
+            // Only as text of a raw-text element or an attribute value: never a live tag.
+            let before = &lower[..i];
+            let in_raw_text = ["<style", "<title"].iter().any(|t| {
+                before.rfind(t).is_some_and(|s| {
+                    let close = format!("</{}", &t[1..]);
+                    !before[s..].contains(&close)
+                })
+            });
+            let in_pre = lower.starts_with("<!doctype html>\n<meta charset=\"utf-8\">\n<pre>");
+            assert!(in_raw_text || in_pre, "{v}: live onerror in {out}");
+        }
+    }
 }
