@@ -192,12 +192,8 @@ impl DocumentSanitizer {
                 continue;
             }
             let rule = if tag == "a" && name == "rel" {
-                if attr_value::decode(raw).as_deref() == Some(LINK_REL) {
-                    has_rel = true;
-                    AttributeRule::Keep
-                } else {
-                    AttributeRule::Drop
-                }
+                has_rel = true;
+                link_rel(raw)
             } else {
                 policy::attribute_rule(&self.origins, tag, name, raw)
             };
@@ -257,6 +253,26 @@ impl HtmlSanitizer for DocumentSanitizer {
             }
         });
         result.unwrap_or_else(|_| refused(html))
+    }
+}
+
+/// A link's `rel` (as written): kept when it holds `noopener` and `noreferrer`, else with
+/// them added (the linked page learns neither the report's URL nor gets a handle on it).
+fn link_rel(raw: &str) -> AttributeRule {
+    let Some(value) = attr_value::decode(raw) else {
+        return AttributeRule::Replace(LINK_REL.to_owned());
+    };
+    let mut tokens: Vec<&str> = value.split_ascii_whitespace().collect();
+    let before = tokens.len();
+    for needed in LINK_REL.split(' ') {
+        if !tokens.iter().any(|t| t.eq_ignore_ascii_case(needed)) {
+            tokens.push(needed);
+        }
+    }
+    if tokens.len() == before {
+        AttributeRule::Keep
+    } else {
+        AttributeRule::Replace(attr_value::encode(&tokens.join(" ")))
     }
 }
 
