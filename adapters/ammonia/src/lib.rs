@@ -69,11 +69,9 @@ pub struct DocumentSanitizer {
 /// The name the sanitizer had when it was built on ammonia; the same type.
 pub type AmmoniaSanitizer = DocumentSanitizer;
 
-/// What one pass over a document has seen.
+/// The state of one pass over a document.
 #[derive(Debug, Default)]
 struct Pass {
-    /// A kept `<meta>` declares UTF-8.
-    charset_declared: bool,
     /// This pass inserts [`CHARSET_META`] before the first element (or first in `<head>`).
     insert_charset: bool,
     /// The text of the `<style>` element being read.
@@ -93,7 +91,7 @@ impl DocumentSanitizer {
     }
 
     /// One rewriting pass; with `insert_charset`, adds the UTF-8 declaration.
-    fn rewrite(&self, html: &str, insert_charset: bool) -> Result<(String, Pass), RewritingError> {
+    fn rewrite(&self, html: &str, insert_charset: bool) -> Result<String, RewritingError> {
         let pass = RefCell::new(Pass {
             insert_charset,
             ..Pass::default()
@@ -126,14 +124,12 @@ impl DocumentSanitizer {
             rewriter.write(html.as_bytes())?;
             rewriter.end()?;
         }
-        let mut pass = pass.into_inner();
         let mut out = String::from_utf8_lossy(&out).into_owned();
-        if pass.insert_charset {
+        if pass.into_inner().insert_charset {
             // No element took it.
             out.insert_str(0, CHARSET_META);
-            pass.insert_charset = false;
         }
-        Ok((out, pass))
+        Ok(out)
     }
 
     /// Applies the rules to one element (start tag).
@@ -166,9 +162,8 @@ impl DocumentSanitizer {
                 MetaRule::Drop => return el.remove(),
                 MetaRule::FixCharset => {
                     let _ = el.set_attribute("charset", "utf-8");
-                    pass.charset_declared = true;
                 }
-                MetaRule::Keep { declares_charset } => pass.charset_declared |= declares_charset,
+                MetaRule::Keep { .. } => {}
             }
         }
         self.filter_attributes(el, &tag);
@@ -245,15 +240,43 @@ impl DocumentSanitizer {
 
 impl HtmlSanitizer for DocumentSanitizer {
     fn sanitize(&self, html: &str) -> String {
-        let result = self.rewrite(html, false).and_then(|(out, pass)| {
-            if pass.charset_declared {
+        let result = self.rewrite(html, false).and_then(|out| {
+            if declares_utf8(&out)? {
                 Ok(out)
             } else {
-                self.rewrite(html, true).map(|(out, _)| out)
+                self.rewrite(html, true)
             }
         });
         result.unwrap_or_else(|_| refused(html))
     }
+}
+
+/// Whether a sanitized document declares UTF-8 in a `<meta>`. Read from the output, where
+/// every `<meta>` left is a kept one (none from inside a removed element).
+fn declares_utf8(sanitized: &str) -> Result<bool, RewritingError> {
+    let found = RefCell::new(false);
+    let settings = Settings::new()
+        .append_element_content_handler(element!("meta", |el| {
+            let rule = policy::meta_rule(
+                el.get_attribute("charset").as_deref(),
+                el.get_attribute("http-equiv").as_deref(),
+                el.get_attribute("content").as_deref(),
+            );
+            if rule
+                == (MetaRule::Keep {
+                    declares_charset: true,
+                })
+            {
+                *found.borrow_mut() = true;
+            }
+            Ok(())
+        }))
+        .with_memory_settings(MemorySettings::new().with_max_allowed_memory_usage(MAX_MEMORY))
+        .with_strict(true);
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    rewriter.write(sanitized.as_bytes())?;
+    rewriter.end()?;
+    Ok(found.into_inner())
 }
 
 /// A link's `rel` (as written): kept when it holds `noopener` and `noreferrer`, else with

@@ -449,3 +449,15 @@ fn golden_outputs_survive_byte_for_byte() {
     }
     assert!(compared > 10, "{compared}");
 }
+
+/// A charset declared only inside removed content declares nothing.
+#[test]
+fn a_removed_charset_declares_nothing() {
+    let out = clean(
+        "<html><head><noscript><meta charset=\"utf-8\"></noscript></head><body>x</body></html>",
+    );
+    assert_eq!(
+        out,
+        format!("<html><head>{CHARSET_META}</head><body>x</body></html>")
+    );
+}
