@@ -172,6 +172,9 @@ impl DocumentSanitizer {
     /// Removes the attributes the rules refuse and rewrites those they change; a start tag
     /// whose attributes all stay is left as written.
     fn filter_attributes(&self, el: &mut Element<'_, '_>, tag: &str) {
+        if tag != "a" && el.attributes().is_empty() {
+            return;
+        }
         let written: Vec<(String, String)> = el
             .attributes()
             .iter()
