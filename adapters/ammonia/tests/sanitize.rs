@@ -461,3 +461,15 @@ fn a_removed_charset_declares_nothing() {
         format!("<html><head>{CHARSET_META}</head><body>x</body></html>")
     );
 }
+
+/// Markup lol_html cannot read without a tree (strict mode) is not guessed at: the report is
+/// its text, escaped.
+#[test]
+fn ambiguous_markup_comes_out_as_escaped_text() {
+    let doc = "<html><body><select><template><style><img src=x onerror=alert(1)></style></template></select></body></html>";
+    let out = clean(doc);
+    assert_eq!(
+        out,
+        "<!DOCTYPE html>\n<meta charset=\"utf-8\">\n<pre>&lt;html&gt;&lt;body&gt;&lt;select&gt;&lt;template&gt;&lt;style&gt;&lt;img src=x onerror=alert(1)&gt;&lt;/style&gt;&lt;/template&gt;&lt;/select&gt;&lt;/body&gt;&lt;/html&gt;</pre>\n"
+    );
+}
