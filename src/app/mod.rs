@@ -14,6 +14,7 @@ mod metrics;
 mod optimistic;
 mod outbox_redrive;
 mod report_completion;
+mod report_filters;
 mod reports;
 mod templates;
 mod text;

@@ -270,7 +270,10 @@ impl DataSource for MongoDataSource {
             let fields = self.fields(&name).await?;
             tables.push(TableSchema { name, fields });
         }
-        Ok(SourceSchema { tables })
+        Ok(SourceSchema {
+            tables,
+            default_schema: None,
+        })
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
