@@ -5,7 +5,9 @@ use super::{App, Caller};
 use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::ReportRequested;
 use reporter_ports::page::{Page, PageRequest};
-use reporter_ports::ports::{Change, ReportJob, ReportQuery, StoredObject, UnitOfWork};
+use reporter_ports::ports::{
+    Change, FilterSupport, ReportJob, ReportQuery, StoredObject, UnitOfWork,
+};
 use reporter_ports::report::{
     FilterCondition, Report, ReportErrorCode, ReportFilters, ReportStatus,
 };
@@ -71,7 +73,9 @@ impl App {
     /// Validates filters against the template and the data source schemas.
     ///
     /// MUST answer `UnknownDataSource` / `UnknownTable` / `UnknownField` for names that do not
-    /// exist, `InvalidFilter` for a malformed condition or a table the template does not read,
+    /// exist, `InvalidFilter` for a malformed condition, a table the template does not read or
+    /// a filter the source refuses ([`DataSource::filter_support`](reporter_ports::ports::DataSource::filter_support):
+    /// an encrypted field it cannot match),
     /// and `DataSourceUnavailable` when a schema cannot be read.
     async fn check_filters(
         &self,
@@ -113,7 +117,13 @@ impl App {
                 }
                 for (field, condition) in fields {
                     let path = format!("{ds}.{table}.{field}");
-                    if !t.fields.iter().any(|f| f == field) {
+                    let support = source.filter_support(table, field, condition);
+                    if let FilterSupport::Refused(why) = support {
+                        first.get_or_insert(Code::InvalidFilter);
+                        problems.insert(path, why);
+                        continue;
+                    }
+                    if support == FilterSupport::Schema && !t.fields.iter().any(|f| f == field) {
                         first.get_or_insert(Code::UnknownField);
                         problems.insert(
                             path,
