@@ -49,6 +49,15 @@ fn is_encrypted(field: &str) -> bool {
     })
 }
 
+/// The first operator of `cond` that cannot compare search hashes (anything but `eq`, `in`,
+/// `nin`).
+fn first_unhashable_operator(cond: &FilterCondition) -> Option<&'static str> {
+    cond.operators()
+        .into_iter()
+        .find(|(op, v)| !v.is_empty() && !matches!(*op, "eq" | "in" | "nin"))
+        .map(|(op, _)| op)
+}
+
 /// What the CRM source answers about a filter on `table`.`field` (see
 /// [`reporter_ports::ports::DataSource::filter_support`]).
 ///
@@ -71,11 +80,7 @@ pub(crate) fn support(
              so no filter can match it"
         ));
     }
-    if let Some((op, _)) = cond
-        .operators()
-        .into_iter()
-        .find(|(op, v)| !v.is_empty() && !matches!(*op, "eq" | "in" | "nin"))
-    {
+    if let Some(op) = first_unhashable_operator(cond) {
         return FilterSupport::Refused(format!(
             "'{field}' is matched through its search hash, which only eq, in and nin can \
              compare ({op} cannot)"
@@ -102,15 +107,18 @@ pub(crate) fn rewrite(
 ) -> Result<(String, FilterCondition), DataSourceError> {
     match support(keys, table, field, cond) {
         FilterSupport::Schema => return Ok((field.to_owned(), cond.clone())),
-        FilterSupport::Refused(why) if keys.can_hash() => {
-            return Err(DataSourceError::InvalidFilter(why));
-        }
-        FilterSupport::Refused(_) => {
+        // Only the missing key is refused as such: the filter would be answerable with it.
+        FilterSupport::Refused(_)
+            if !keys.can_hash()
+                && written_hashes(table).contains(&field)
+                && first_unhashable_operator(cond).is_none() =>
+        {
             return Err(DataSourceError::Decryption {
                 field: field.to_owned(),
                 error: DecryptionError::KeyMissing,
             });
         }
+        FilterSupport::Refused(why) => return Err(DataSourceError::InvalidFilter(why)),
         FilterSupport::Accepted => {}
     }
     let Some((_, key)) = SEARCH_KEYS.iter().find(|(f, _)| *f == field) else {
@@ -219,9 +227,15 @@ mod tests {
                 error: DecryptionError::KeyMissing
             })
         );
-        assert!(matches!(
-            rewrite(&k, "holders", "name", &cond(json!({"eq": ["1"]}))),
-            Err(DataSourceError::InvalidFilter(_))
-        ));
+        for keys in [k, keys(false)] {
+            assert!(matches!(
+                rewrite(&keys, "holders", "name", &cond(json!({"eq": ["1"]}))),
+                Err(DataSourceError::InvalidFilter(_))
+            ));
+            assert!(matches!(
+                rewrite(&keys, "holders", "document", &cond(json!({"lt": ["1"]}))),
+                Err(DataSourceError::InvalidFilter(_))
+            ));
+        }
     }
 }
