@@ -19,8 +19,8 @@ use reporter_adapter_ammonia::{AllowedOrigins, AmmoniaSanitizer};
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{ByteBudget, MemoryObjectStorage, MemoryPublisher, MemoryStore};
 use reporter_adapter_mongo::{
-    DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
-    MongoTenantRouter, TransactionCheck,
+    CrmSettings, DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore,
+    MongoStoreConfig, MongoTenantRouter, TransactionCheck,
 };
 use reporter_adapter_mysql::{MysqlConfig, MysqlDataSource};
 use reporter_adapter_pdf::{
@@ -368,10 +368,33 @@ async fn open_source(
             ))?),
             place("SQL Server", &m.host, m.port, &m.database) + " (untested here)",
         ),
-        DataSourceSpec::Mongodb { uri, database } => (
-            Arc::new(MongoDataSource::connect(id.clone(), uri, database).await?),
-            format!("MongoDB database '{database}'"),
-        ),
+        DataSourceSpec::Mongodb { uri, database, crm } => {
+            let source = MongoDataSource::connect(id.clone(), uri, database).await?;
+            match crm {
+                None => (Arc::new(source), format!("MongoDB database '{database}'")),
+                Some(crm) => {
+                    let settings = CrmSettings::new(
+                        crm.encrypt_key.as_deref(),
+                        crm.hash_key.as_deref(),
+                        crm.organization_id.as_deref(),
+                    )?;
+                    let keys = match (crm.encrypt_key.is_some(), crm.hash_key.is_some()) {
+                        (true, true) => "both keys",
+                        (true, false) => "no hash key: filters on encrypted fields refused",
+                        (false, true) => "no encryption key: encrypted fields fail their section",
+                        (false, false) => "no keys: encrypted fields fail their section",
+                    };
+                    let orgs = crm.organization_id.as_deref().map_or_else(
+                        || "every organization".to_owned(),
+                        |o| format!("organization {o}"),
+                    );
+                    (
+                        Arc::new(source.with_crm(settings)),
+                        format!("MongoDB database '{database}', Midaz CRM ({orgs}; {keys})"),
+                    )
+                }
+            }
+        }
     })
 }
 

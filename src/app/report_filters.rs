@@ -3,6 +3,7 @@
 use super::App;
 use super::error::{AppError, AppResult, Code};
 use reporter_ports::datasource::SourceSchema;
+use reporter_ports::ports::FilterSupport;
 use reporter_ports::report::{FilterCondition, ReportFilters};
 use reporter_ports::template::Template;
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,8 +68,10 @@ impl App {
     ///
     /// MUST answer `UnknownDataSource` / `UnknownTable` / `UnknownField` for names that do not
     /// exist, `InvalidFilter` for a malformed condition, a table the template does not read or
-    /// a table named twice (two spellings of it), and `DataSourceUnavailable` when a schema
-    /// cannot be read.
+    /// a table named twice (two spellings of it) or a filter the source refuses
+    /// ([`DataSource::filter_support`](reporter_ports::ports::DataSource::filter_support): an
+    /// encrypted field it cannot match), and `DataSourceUnavailable` when a schema cannot be
+    /// read.
     pub(super) async fn check_filters(
         &self,
         filters: ReportFilters,
@@ -118,7 +121,13 @@ impl App {
                 }
                 for (field, condition) in &fields {
                     let path = format!("{ds}.{table}.{field}");
-                    if !t.fields.iter().any(|f| f == field) {
+                    let support = source.filter_support(&table, field, condition);
+                    if let FilterSupport::Refused(why) = support {
+                        first.get_or_insert(Code::InvalidFilter);
+                        problems.insert(path, why);
+                        continue;
+                    }
+                    if support == FilterSupport::Schema && !t.fields.iter().any(|f| f == field) {
                         first.get_or_insert(Code::UnknownField);
                         problems.insert(
                             path,

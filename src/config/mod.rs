@@ -4,6 +4,7 @@
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod auth;
+mod crm;
 mod datasource_tls;
 mod datasources;
 mod deployment;
@@ -14,6 +15,7 @@ mod storage;
 mod streaming;
 mod worker;
 
+pub use crm::CrmSpec;
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
 

@@ -912,3 +912,107 @@ fn pdf_memory_bound_is_validated() {
         );
     }
 }
+
+#[test]
+fn the_crm_source_reads_its_keys_under_both_names_and_its_organization() {
+    let mongo = [
+        ("DATASOURCE_PLUGIN_CRM_TYPE", "mongodb"),
+        ("DATASOURCE_PLUGIN_CRM_CONFIG_NAME", "plugin_crm"),
+        ("DATASOURCE_PLUGIN_CRM_URI", "mongodb://127.0.0.1:27017"),
+        ("DATASOURCE_PLUGIN_CRM_DATABASE", "crm"),
+    ];
+    let key = "000102030405060708090a0b0c0d0e0f";
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut all = mongo.to_vec();
+        all.extend_from_slice(extra);
+        RawConfig::defaults().validate(&env(&all))
+    };
+    let crm_of = |c: Config| match c
+        .data_sources
+        .sources
+        .get(&DataSourceId::parse("plugin_crm").unwrap())
+    {
+        Some(DataSourceSpec::Mongodb { crm, .. }) => crm.clone(),
+        other => panic!("{other:?}"),
+    };
+    for (enc, hash) in [
+        (
+            "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+            "CRYPTO_HASH_SECRET_KEY_PLUGIN_CRM",
+        ),
+        (
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+            "CRYPTO_HASH_SECRET_KEY_CRM",
+        ),
+    ] {
+        let spec = crm_of(
+            with(&[
+                (enc, key),
+                (hash, "raw text"),
+                ("DATASOURCE_PLUGIN_CRM_MIDAZ_ORGANIZATION_ID", "org-1"),
+            ])
+            .unwrap(),
+        )
+        .expect("the CRM source");
+        assert_eq!(spec.encrypt_key, Some(hex::decode(key).unwrap()));
+        assert_eq!(spec.hash_key, Some(b"raw text".to_vec()));
+        assert_eq!(spec.organization_id.as_deref(), Some("org-1"));
+        let shown = format!("{spec:?}");
+        assert!(
+            !shown.contains("raw text") && !shown.contains("0, 1, 2"),
+            "{shown}"
+        );
+    }
+    // Without keys the source still starts (encrypted fields fail their section).
+    assert_eq!(crm_of(with(&[]).unwrap()), Some(CrmSpec::default()));
+    for (bad, var) in [
+        (
+            &[("CRYPTO_ENCRYPT_SECRET_KEY_CRM", "zz")][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+        ),
+        (
+            &[("CRYPTO_ENCRYPT_SECRET_KEY_CRM", "0011")][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+        ),
+        (
+            &[
+                ("CRYPTO_ENCRYPT_SECRET_KEY_CRM", key),
+                (
+                    "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+                    "ffffffffffffffffffffffffffffffff",
+                ),
+            ][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+        ),
+    ] {
+        let errs = with(bad).unwrap_err();
+        assert_eq!(errs.0[0].variable, var, "{errs:?}");
+        assert!(
+            !errs.to_string().contains("ffff"),
+            "the key is shown: {errs}"
+        );
+    }
+    // Any other source: no CRM handling, and the organization setting stops start-up.
+    let other = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_DOCS_TYPE", "mongodb"),
+            ("DATASOURCE_DOCS_URI", "mongodb://127.0.0.1:27017"),
+            ("DATASOURCE_DOCS_DATABASE", "docs"),
+        ]))
+        .unwrap();
+    assert!(matches!(
+        other
+            .data_sources
+            .sources
+            .get(&DataSourceId::parse("docs").unwrap()),
+        Some(DataSourceSpec::Mongodb { crm: None, .. })
+    ));
+    let errs = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_PG_TYPE", "postgresql"),
+            ("DATASOURCE_PG_DATABASE", "core"),
+            ("DATASOURCE_PG_MIDAZ_ORGANIZATION_ID", "org-1"),
+        ]))
+        .unwrap_err();
+    assert_eq!(errs.0[0].variable, "DATASOURCE_PG_MIDAZ_ORGANIZATION_ID");
+}

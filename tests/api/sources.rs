@@ -503,26 +503,26 @@ async fn mongodb_source_end_to_end() {
     .await
     .unwrap();
     let env = vec![
-        ("DATASOURCE_CRM_TYPE".to_owned(), "mongodb".to_owned()),
-        ("DATASOURCE_CRM_URI".to_owned(), uri.clone()),
-        ("DATASOURCE_CRM_DATABASE".to_owned(), db.clone()),
+        ("DATASOURCE_DOCS_TYPE".to_owned(), "mongodb".to_owned()),
+        ("DATASOURCE_DOCS_URI".to_owned(), uri.clone()),
+        ("DATASOURCE_DOCS_DATABASE".to_owned(), db.clone()),
     ];
     let t = start_with(Options {
         env,
         ..Default::default()
     })
     .await;
-    let tpl = "{% for e in crm.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ crm.entries|sum:\"amount\" }}";
+    let tpl = "{% for e in docs.entries %}{{ e.id }} {{ e.account }} {{ e.amount }}\n{% endfor %}total={{ docs.entries|sum:\"amount\" }}";
     assert_eq!(
         generate(&t, tpl, json!({})).await,
         "1 A 10.5\n2 B 3.25\n3 A 1\ntotal=14.75"
     );
     assert_eq!(
-        generate(&t, tpl, json!({"crm": {"entries": {"id": {"gte": [2]}}}})).await,
+        generate(&t, tpl, json!({"docs": {"entries": {"id": {"gte": [2]}}}})).await,
         "2 B 3.25\n3 A 1\ntotal=4.25"
     );
     // Read once by a `for`, the collection streams into the render (cursor order).
-    let streamed = "{% for e in crm.entries %}{{ e.id }} {{ e.account }};{% endfor %}";
+    let streamed = "{% for e in docs.entries %}{{ e.id }} {{ e.account }};{% endfor %}";
     assert_eq!(generate(&t, streamed, json!({})).await, "1 A;2 B;3 A;");
     drop(t);
     let _ = client.database(&db).drop().await;
