@@ -457,13 +457,14 @@ async fn tail(config: Config, exchange: Option<String>, pattern: String) -> Exit
             config.streaming.exchange.clone()
         }
     });
-    let mut stream = match reporter_adapter_rabbitmq::tail::tail(&uri, &exchange, &pattern).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("reporter events tail: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut stream =
+        match reporter_adapter_rabbitmq::tail::tail(uri.expose(), &exchange, &pattern).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("reporter events tail: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     eprintln!("tailing exchange '{exchange}' with binding '{pattern}' (Ctrl-C to stop)");
     let mut seen = std::collections::HashSet::new();
     loop {

@@ -356,7 +356,7 @@ async fn open_source(
             place("SQL Server", &m.host, m.port, &m.database) + " (untested here)",
         ),
         DataSourceSpec::Mongodb { uri, database } => (
-            Arc::new(MongoDataSource::connect(id.clone(), uri, database).await?),
+            Arc::new(MongoDataSource::connect(id.clone(), uri.expose(), database).await?),
             format!("MongoDB database '{database}'"),
         ),
     })
@@ -489,7 +489,7 @@ fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
             dlx,
             prefetch,
         } => {
-            let mut c = RabbitJobsConfig::new(uri.clone());
+            let mut c = RabbitJobsConfig::new(uri.expose());
             c.exchange = exchange.clone();
             c.queue = queue.clone();
             c.routing_key = key.clone();
@@ -518,7 +518,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let authenticator = Authenticator::new(
         &config.auth,
         config.tenancy.clone(),
-        generated_secret.as_deref(),
+        generated_secret.as_ref().map(|s| s.expose().as_bytes()),
     )
     .map_err(|e| anyhow::anyhow!("auth: {e}"))?;
     let transport = jobs::job_transport(config, role, rabbit_jobs.as_ref(), &mut summary).await?;
@@ -762,12 +762,12 @@ async fn streaming(
 /// naming every URI tried (redacted) when none does.
 async fn amqp_publisher(
     s: &crate::config::StreamingSettings,
-    uris: &[String],
+    uris: &[reporter_ports::Secret],
     window: usize,
 ) -> anyhow::Result<RabbitPublisher> {
     let mut failures = Vec::new();
     for uri in uris {
-        let mut c = RabbitPublisherConfig::new(uri.clone());
+        let mut c = RabbitPublisherConfig::new(uri.expose());
         c.exchange = s.exchange.clone();
         if let Some(ae) = c.alternate_exchange.as_mut() {
             ae.exchange = s.alternate_exchange.clone();
@@ -779,7 +779,7 @@ async fn amqp_publisher(
         c.max_in_flight = window;
         match RabbitPublisher::connect(c).await {
             Ok(p) => return Ok(p),
-            Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri))),
+            Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri.expose()))),
         }
     }
     anyhow::bail!(
