@@ -109,7 +109,10 @@ impl RawConfig {
             (Some(scheme), None) => {
                 c.problems.push(problem(
                     "MONGO_HOST",
-                    format!("MONGO_URI is the scheme '{scheme}' but MONGO_HOST is not set"),
+                    format!(
+                        "MONGO_URI is the scheme '{}' but MONGO_HOST is not set",
+                        redact(scheme)
+                    ),
                     "MONGO_HOST names the server when MONGO_URI is only the scheme",
                 ));
                 String::new()
@@ -174,7 +177,10 @@ impl RawConfig {
         if scheme != "mongodb" && scheme != "mongodb+srv" {
             c.problems.push(problem(
                 "MONGO_URI",
-                format!("'{scheme}' is neither a connection string nor a MongoDB scheme"),
+                format!(
+                    "'{}' is neither a connection string nor a MongoDB scheme",
+                    redact(scheme)
+                ),
                 "mongodb, mongodb+srv, or a complete mongodb://… string",
             ));
         }

@@ -81,7 +81,10 @@ impl RawConfig {
             Some(other) => {
                 c.problems.push(problem(
                     "RABBITMQ_URI",
-                    format!("'{other}' is neither an AMQP URI nor a scheme"),
+                    format!(
+                        "'{}' is neither an AMQP URI nor a scheme",
+                        super::redact(other)
+                    ),
                     "amqp://… / amqps://…, or amqp / amqps with RABBITMQ_HOST",
                 ));
                 return None;

@@ -173,6 +173,27 @@ fn the_secret_values_reach_the_settings() {
     assert!(uri.expose().contains(&secret("RabbitPass")));
 }
 
+/// A mistyped connection variable is named in the problem without its password.
+#[test]
+fn problems_with_a_secret_variable_hide_its_password() {
+    let mut raw = RawConfig::defaults();
+    raw.mongo_uri = Some(format!("reporter:{}@mongo.internal", secret("MongoBad")).into());
+    raw.rabbitmq_uri = Some(format!("reporter:{}@mq.internal", secret("RabbitBad")).into());
+    raw.streaming_enabled = "true".into();
+    raw.events_exchange = Some("reporter.events".into());
+    raw.streaming_source = Some("reporter".into());
+    raw.streaming_brokers = Some(format!("u:{}@rabbitmq:5672", secret("Brokers")).into());
+    let Err(e) = raw.validate(&[]) else {
+        panic!("invalid URIs must be refused")
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("MONGO_") && text.contains("RABBITMQ_URI"),
+        "{text}"
+    );
+    assert_hidden("the problems", &text, &[]);
+}
+
 /// Every variable that holds a secret hides its value in `--help` (clap's `hide_env_values`).
 #[test]
 fn help_hides_the_value_of_every_secret_variable() {
