@@ -387,7 +387,7 @@ fn print_banner(addr: &str, built: &wiring::Built, role: wiring::Role) {
     if let Some(token) = &built.dev_token {
         println!();
         println!("Development token (all scopes, valid 12 h, this run only):");
-        println!("  export TOKEN={token}");
+        println!("  export TOKEN={}", token.expose());
         println!("Try it:");
         println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {base}/v1/data-sources/bank");
     }

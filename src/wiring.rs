@@ -85,8 +85,8 @@ pub struct Built {
     pub app: Arc<App>,
     /// HTTP setup.
     pub http: HttpSetup,
-    /// Development token (auth on, no key configured).
-    pub dev_token: Option<String>,
+    /// Development token (auth on, no key configured); printed in the banner on purpose.
+    pub dev_token: Option<reporter_ports::Secret>,
     /// Keeps the data sources' private directory (example data, inline CA files) alive.
     pub example_dir: Option<TempDirGuard>,
     /// One-line descriptions of the adapters in use.

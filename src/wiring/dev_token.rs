@@ -6,7 +6,7 @@ use reporter_ports::{Secret, TenantId};
 /// A secret generated for this run and a token signed with it (all scopes, 12 h), when auth
 /// is on and no key is configured (never in production: the configuration refuses that);
 /// otherwise nothing.
-pub(super) fn dev_credentials(config: &Config) -> anyhow::Result<(Option<Secret>, Option<String>)> {
+pub(super) fn dev_credentials(config: &Config) -> anyhow::Result<(Option<Secret>, Option<Secret>)> {
     if !matches!(
         (&config.auth.key, config.auth.enabled),
         (AuthKey::Generated, true)
@@ -31,5 +31,5 @@ pub(super) fn dev_credentials(config: &Config) -> anyhow::Result<(Option<Secret>
     };
     let token = mint_hs256(secret.expose().as_bytes(), &claims)
         .map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;
-    Ok((Some(secret), Some(token)))
+    Ok((Some(secret), Some(Secret::new(token))))
 }
