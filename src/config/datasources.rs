@@ -1,5 +1,6 @@
 //! `DATASOURCE_<NAME>_*` variables (reference E.1): one family of variables per data source.
 use super::{ConfigProblem, problem};
+use reporter_ports::Secret;
 use reporter_ports::datasource::DataSourceId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,8 +21,8 @@ pub enum DataSourceSpec {
     Sqlserver(SqlConnection<reporter_adapter_sqlserver::SslMode>),
     /// A MongoDB database.
     Mongodb {
-        /// Connection string.
-        uri: String,
+        /// Connection string (it may hold the password).
+        uri: Secret,
         /// Database.
         database: String,
         /// The Midaz CRM's keys and organization, when the id is `plugin_crm` or `crm`.
@@ -59,7 +60,7 @@ pub struct SqlConnection<M> {
     /// User.
     pub user: String,
     /// Password.
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Database.
     pub database: String,
     /// Schemas (MySQL: databases) to expose; default `public`, the database (MySQL) or
@@ -342,7 +343,11 @@ fn mongo_spec(
         problems.push(problem(&var("DATABASE"), "missing", "the database name"));
         return None;
     };
-    Some(DataSourceSpec::Mongodb { uri, database, crm })
+    Some(DataSourceSpec::Mongodb {
+        uri: Secret::new(uri),
+        database,
+        crm,
+    })
 }
 
 /// The first SQL TLS setting of a MongoDB source that asks for something: empty values and
@@ -361,7 +366,7 @@ struct Parsed<M> {
     host: String,
     port: u16,
     user: String,
-    password: Option<String>,
+    password: Option<Secret>,
     database: String,
     schemas: Option<Vec<String>>,
     tls: SqlTls<M>,
@@ -438,7 +443,10 @@ where
         host: get("HOST").unwrap_or_else(|| "127.0.0.1".into()),
         port,
         user: get("USER").unwrap_or_else(|| default_user.into()),
-        password: settings.get("PASSWORD").cloned().filter(|p| !p.is_empty()),
+        password: settings
+            .get("PASSWORD")
+            .filter(|p| !p.is_empty())
+            .map(|p| Secret::from(p.as_str())),
         database: database?,
         schemas,
         tls,

@@ -397,6 +397,12 @@ fn redact_hides_passwords() {
         "amqp://guest:***@host:5672/%2f"
     );
     assert_eq!(redact("amqp://host"), "amqp://host");
+    assert_eq!(
+        redact("amqp://a:pw1@h1:5672/%2f, amqps://b:pw2@h2"),
+        "amqp://a:***@h1:5672/%2f, amqps://b:***@h2"
+    );
+    assert_eq!(redact("u:pw@rabbitmq:5672"), "u:***@rabbitmq:5672");
+    assert_eq!(redact("rabbitmq:5672"), "rabbitmq:5672");
 }
 
 #[test]
@@ -460,7 +466,7 @@ fn sql_data_sources_with_tls() {
         (my.host.as_str(), my.port, my.user.as_str()),
         ("db.local", 3306, "root")
     );
-    assert_eq!(my.password.as_deref(), Some("s3cret"));
+    assert_eq!(my.password.as_ref().map(Secret::expose), Some("s3cret"));
     assert_eq!(my.schemas, ["ledger"], "the database itself by default");
     assert_eq!(my.tls.mode, reporter_adapter_mysql::SslMode::VerifyFull);
     assert_eq!(

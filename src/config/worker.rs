@@ -160,7 +160,7 @@ impl RawConfig {
         match rabbitmq {
             None => JobQueueChoice::Memory,
             Some(uri) => JobQueueChoice::Rabbit {
-                uri: uri.to_owned(),
+                uri: reporter_ports::Secret::from(uri),
                 exchange: self.rabbitmq_exchange.trim().to_owned(),
                 queue: self.rabbitmq_queue.trim().to_owned(),
                 key: self.rabbitmq_key.trim().to_owned(),

@@ -1048,7 +1048,7 @@ async fn the_original_s_broker_list_publishes_to_rabbitmq_uri() {
     let n = names("reporter_compat_brokers");
     let mut raw = rabbit_raw(&uri, &n.exchange, &n.alternate);
     raw.streaming_brokers = Some("rabbitmq:5672".into());
-    raw.rabbitmq_uri = Some(uri.clone());
+    raw.rabbitmq_uri = Some(uri.as_str().into());
     raw.rabbitmq_exchange = format!("{}.exchange", n.jobs);
     raw.rabbitmq_queue = format!("{}.queue", n.jobs);
     raw.rabbitmq_key = format!("{}.key", n.jobs);

@@ -84,7 +84,7 @@ pub async fn start_with(opts: Options) -> TestApp {
     }
     if let Some(uri) = opts.mongo_uri {
         let name = reporter_contract::services::unique_name("e2e");
-        raw.mongo_uri = Some(uri);
+        raw.mongo_uri = Some(uri.into());
         raw.mongo_name = name.clone();
         raw.mongo_tenant_prefix = name;
         raw.object_storage_backend = "gridfs".into();
@@ -106,7 +106,7 @@ fn mongo_backend(raw: &mut RawConfig) -> Option<MongoCleanup> {
     let uri = reporter_contract::services::service_url("MONGODB_URI", "MongoDB")
         .unwrap_or_else(|| panic!("REPORTER_E2E_BACKEND=mongo needs MONGODB_URI"));
     let name = reporter_contract::services::unique_name("e2e");
-    raw.mongo_uri = Some(uri.clone());
+    raw.mongo_uri = Some(uri.as_str().into());
     raw.mongo_name = name.clone();
     raw.mongo_tenant_prefix = name.clone();
     raw.object_storage_backend = "gridfs".into();

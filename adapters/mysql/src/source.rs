@@ -145,7 +145,7 @@ impl MysqlDataSource {
             .ip_or_hostname(config.host.clone())
             .tcp_port(config.port)
             .user(Some(config.user.clone()))
-            .pass(config.password.clone())
+            .pass(config.password.as_ref().map(|p| p.expose().to_owned()))
             .db_name(Some(config.database.clone()))
             .ssl_opts(tls::ssl_opts(&config))
             .pool_opts(pool_opts)

@@ -128,7 +128,7 @@ impl PostgresDataSource {
                 backstop.as_millis().max(1)
             ));
         if let Some(password) = &config.password {
-            pg.password(password);
+            pg.password(password.expose());
         }
         let manager = Manager::from_config(
             pg,

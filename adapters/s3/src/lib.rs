@@ -61,9 +61,9 @@ pub struct S3Config {
     pub region: String,
     /// Access key id (`OBJECT_STORAGE_ACCESS_KEY_ID`). With both keys `None`, `object_store`
     /// falls back to the usual AWS credential sources (web identity, instance metadata).
-    pub access_key_id: Option<String>,
+    pub access_key_id: Option<reporter_ports::Secret>,
     /// Secret access key (`OBJECT_STORAGE_SECRET_KEY`).
-    pub secret_access_key: Option<String>,
+    pub secret_access_key: Option<reporter_ports::Secret>,
     /// Allow a plain `http://` endpoint (`OBJECT_STORAGE_DISABLE_SSL`). Default false.
     pub allow_http: bool,
     /// Address the bucket as `https://bucket.host/key` instead of the path style
@@ -173,10 +173,10 @@ impl S3ObjectStorage {
             builder = builder.with_endpoint(endpoint);
         }
         if let Some(key) = &config.access_key_id {
-            builder = builder.with_access_key_id(key);
+            builder = builder.with_access_key_id(key.expose());
         }
         if let Some(secret) = &config.secret_access_key {
-            builder = builder.with_secret_access_key(secret);
+            builder = builder.with_secret_access_key(secret.expose());
         }
         let store = builder
             .build()

@@ -99,7 +99,7 @@ fn tiberius_config(config: &SqlServerConfig) -> Config {
     c.readonly(true);
     c.authentication(AuthMethod::sql_server(
         &config.user,
-        config.password.as_deref().unwrap_or_default(),
+        config.password.as_ref().map_or("", |p| p.expose()),
     ));
     match (config.sslmode, &config.ssl_root_cert) {
         (SslMode::Disable, _) => c.encryption(EncryptionLevel::Off),
