@@ -11,7 +11,7 @@ use reporter_ports::ports::{IdempotencyBegin, IdempotencyOwner, IdempotencyScope
 use reporter_ports::{StoreError, TenantId};
 use std::time::Duration;
 
-/// The key of the lease: an operation no HTTP request uses, so no client key collides.
+/// The operation of the lease's key.
 const LEASE_OPERATION: &str = "sweep abandoned uploads";
 
 /// What one turn of the sweep did.
@@ -25,14 +25,15 @@ pub enum StorageSweep {
     Removed(u64),
 }
 
-fn lease_scope() -> Result<IdempotencyScope, StoreError> {
-    let tenant = TenantId::parse("reporter")
-        .map_err(|e| StoreError::Unavailable(format!("sweep lease tenant: {e}")))?;
-    Ok(IdempotencyScope {
-        tenant,
+/// The lease's idempotency key: tenant `default` (with a database per tenant, its database
+/// holds the lease; no tenant of its own is made up for it), an operation no HTTP request
+/// uses, so no client key collides.
+fn lease_scope() -> IdempotencyScope {
+    IdempotencyScope {
+        tenant: TenantId::default_tenant(),
         operation: LEASE_OPERATION.to_owned(),
         key: "object-storage".to_owned(),
-    })
+    }
 }
 
 impl App {
@@ -48,7 +49,7 @@ impl App {
         older_than: Duration,
         lease: Duration,
     ) -> Result<StorageSweep, StoreError> {
-        let scope = lease_scope()?;
+        let scope = lease_scope();
         let now = self.now();
         let until = now
             + chrono::Duration::from_std(lease)
