@@ -7,6 +7,11 @@ use reporter_ports::StoreError;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::ports::{MockObjectStorage, MockUnitOfWorkPort, StoredObject};
 
+/// An app over `storage` and in-memory everything else.
+pub(super) fn app_over(storage: MockObjectStorage) -> App {
+    app(storage, None)
+}
+
 fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
     app_with_runner(storage, uow, analyzing_runner())
 }

@@ -106,6 +106,23 @@ pub struct RawConfig {
     /// Root directory of the `fs` object storage.
     #[arg(long, env = "OBJECT_STORAGE_PATH", default_value = "./.data/objects")]
     pub object_storage_path: String,
+    /// Seconds after which an upload neither committed nor aborted (its writer died
+    /// mid-write: a hidden temporary file, an incomplete S3 multipart upload, GridFS chunks
+    /// without a file) is removed by the worker's sweep; at least 60 and above
+    /// ENGINE_TIMEOUT_SEC. 0 turns the sweep off.
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_ABANDONED_AFTER_SECONDS",
+        default_value = "3600"
+    )]
+    pub object_storage_abandoned_after_seconds: String,
+    /// Seconds between two sweeps of abandoned uploads (one process sweeps at a time).
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_SWEEP_INTERVAL_SECONDS",
+        default_value = "600"
+    )]
+    pub object_storage_sweep_interval_seconds: String,
     /// Bytes the report artifacts of the `memory` object storage may take together; past it
     /// the oldest artifacts of the tenant that takes the most are evicted (template files
     /// never are). `0`: no bound.
@@ -534,6 +551,18 @@ pub enum ObjectStorageChoice {
     GridFs,
 }
 
+impl ObjectStorageChoice {
+    /// The backend's name in metrics: `memory`, `fs`, `s3` or `gridfs`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Memory { .. } => "memory",
+            Self::Filesystem(_) => "fs",
+            Self::S3(_) => "s3",
+            Self::GridFs => "gridfs",
+        }
+    }
+}
+
 /// S3 settings (reference names `OBJECT_STORAGE_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Settings {
@@ -900,6 +929,8 @@ impl RawConfig {
             idempotency_in_flight_seconds: "10".into(),
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
+            object_storage_abandoned_after_seconds: "3600".into(),
+            object_storage_sweep_interval_seconds: "600".into(),
             object_storage_memory_max_bytes: "268435456".into(),
             object_storage_memory_tenant_max_bytes: "auto".into(),
             example_data_enabled: "auto".into(),
@@ -1044,6 +1075,8 @@ impl RawConfig {
             sandbox.pool_size,
         );
         self.auto_prefetch(&mut worker);
+        worker.settings.storage_sweep =
+            self.storage_sweep(&mut c, worker.settings.job_timeout, object_storage.label());
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(

@@ -438,6 +438,45 @@ fn report_requeue_after_is_off_or_above_the_job_deadline() {
 }
 
 #[test]
+fn the_abandoned_upload_sweep_is_off_or_above_the_job_deadline() {
+    let check = |after: &str, every: &str, backend: &str| {
+        let mut raw = RawConfig::defaults();
+        raw.object_storage_abandoned_after_seconds = after.into();
+        raw.object_storage_sweep_interval_seconds = every.into();
+        raw.object_storage_backend = backend.into();
+        raw.object_storage_path = "/srv/objects".into();
+        raw.validate(&[])
+    };
+    let c = check("3600", "600", "fs").expect("default");
+    assert_eq!(
+        c.worker.settings.storage_sweep,
+        Some(crate::worker::StorageSweepSettings {
+            older_than: std::time::Duration::from_secs(3600),
+            every: std::time::Duration::from_secs(600),
+            backend: "fs",
+        })
+    );
+    for (after, backend) in [("0", "fs"), ("3600", "memory")] {
+        let c = check(after, "600", backend).expect("off");
+        assert_eq!(c.worker.settings.storage_sweep, None, "{after} {backend}");
+    }
+    for (after, every) in [
+        ("300", "600"),
+        ("30", "600"),
+        ("soon", "600"),
+        ("3600", "5"),
+    ] {
+        let errs = check(after, every, "fs").expect_err(after);
+        assert!(
+            errs.0
+                .iter()
+                .any(|p| p.variable.starts_with("OBJECT_STORAGE_")),
+            "{after}/{every}: {errs:?}"
+        );
+    }
+}
+
+#[test]
 fn sql_data_sources_with_tls() {
     let ca = std::env::temp_dir().join(format!("reporter-test-ca-{}.pem", std::process::id()));
     std::fs::write(&ca, "not checked here").unwrap();

@@ -85,6 +85,8 @@ impl RawConfig {
                 render,
                 drain_timeout,
                 requeue_after,
+                // Resolved with the object storage (`storage_sweep`).
+                storage_sweep: None,
             },
             pdf,
             pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),

@@ -867,6 +867,7 @@ fn sigterm_turns_readiness_to_draining_then_the_process_exits() {
     }
     let mut child = command
         .arg("serve")
+        .env("TMPDIR", crate::common::children_tmpdir())
         .env("SERVER_ADDRESS", &addr)
         .env("AUTH_JWT_SECRET", SECRET)
         .env("SHUTDOWN_DRAIN_SECONDS", "3")

@@ -723,6 +723,16 @@ pub fn try_request_with(
     Ok(Answer { status, head, body })
 }
 
+/// The temporary directory (`TMPDIR`) of the `reporter` processes the tests start: Cargo's
+/// scratch folder for integration tests (`CARGO_TARGET_TMPDIR`, under `target/`), not the
+/// system's. What a process a test kills (SIGKILL, as a crash) cannot remove (the example
+/// data set, PDF fonts, a Chromium profile) so never lands in the system temp folder.
+pub fn children_tmpdir() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("children");
+    std::fs::create_dir_all(&dir).expect("the children's temporary directory");
+    dir
+}
+
 /// A free loopback address (`127.0.0.1:<port>`) for a process under test to bind.
 pub fn free_addr() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

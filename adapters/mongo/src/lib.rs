@@ -91,6 +91,7 @@ mod deployment;
 mod docs;
 mod error;
 mod gridfs;
+mod gridfs_sweep;
 mod gridfs_upload;
 mod idempotency;
 mod outbox;
