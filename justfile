@@ -8,6 +8,11 @@ run:
 test:
     cargo test --workspace
 
+# A test run (default: the service's unit tests) that must leave nothing in the temporary
+# directory: TMPDIR is a fresh folder, checked empty afterwards (scripts/tmp-clean.sh).
+test-tmp-clean *ARGS='-p reporter --lib':
+    bash scripts/tmp-clean.sh cargo test {{ARGS}}
+
 # Regenerate the committed OpenAPI documents under openapi/.
 openapi:
     cargo run -q -- openapi --write openapi

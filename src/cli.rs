@@ -385,7 +385,7 @@ fn print_banner(addr: &str, built: &wiring::Built, role: wiring::Role) {
     if let Some(token) = &built.dev_token {
         println!();
         println!("Development token (all scopes, valid 12 h, this run only):");
-        println!("  export TOKEN={token}");
+        println!("  export TOKEN={}", token.expose());
         println!("Try it:");
         println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {base}/v1/data-sources/bank");
     }
@@ -455,13 +455,14 @@ async fn tail(config: Config, exchange: Option<String>, pattern: String) -> Exit
             config.streaming.exchange.clone()
         }
     });
-    let mut stream = match reporter_adapter_rabbitmq::tail::tail(&uri, &exchange, &pattern).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("reporter events tail: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut stream =
+        match reporter_adapter_rabbitmq::tail::tail(uri.expose(), &exchange, &pattern).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("reporter events tail: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     eprintln!("tailing exchange '{exchange}' with binding '{pattern}' (Ctrl-C to stop)");
     let mut seen = std::collections::HashSet::new();
     loop {

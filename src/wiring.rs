@@ -19,8 +19,8 @@ use reporter_adapter_ammonia::{AllowedOrigins, AmmoniaSanitizer};
 use reporter_adapter_fs::{FileDataSource, LocalObjectStorage};
 use reporter_adapter_memory::{ByteBudget, MemoryObjectStorage, MemoryPublisher, MemoryStore};
 use reporter_adapter_mongo::{
-    DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore, MongoStoreConfig,
-    MongoTenantRouter, TransactionCheck,
+    CrmSettings, DeploymentDatabase, MongoDataSource, MongoIdempotencyStore, MongoStore,
+    MongoStoreConfig, MongoTenantRouter, TransactionCheck,
 };
 use reporter_adapter_mysql::{MysqlConfig, MysqlDataSource};
 use reporter_adapter_pdf::{
@@ -86,8 +86,8 @@ pub struct Built {
     pub app: Arc<App>,
     /// HTTP setup.
     pub http: HttpSetup,
-    /// Development token (auth on, no key configured).
-    pub dev_token: Option<String>,
+    /// Development token (auth on, no key configured); printed in the banner on purpose.
+    pub dev_token: Option<reporter_ports::Secret>,
     /// Keeps the data sources' private directory (example data, inline CA files) alive.
     pub example_dir: Option<TempDirGuard>,
     /// One-line descriptions of the adapters in use.
@@ -368,10 +368,33 @@ async fn open_source(
             ))?),
             place("SQL Server", &m.host, m.port, &m.database) + " (untested here)",
         ),
-        DataSourceSpec::Mongodb { uri, database } => (
-            Arc::new(MongoDataSource::connect(id.clone(), uri, database).await?),
-            format!("MongoDB database '{database}'"),
-        ),
+        DataSourceSpec::Mongodb { uri, database, crm } => {
+            let source = MongoDataSource::connect(id.clone(), uri.expose(), database).await?;
+            match crm {
+                None => (Arc::new(source), format!("MongoDB database '{database}'")),
+                Some(crm) => {
+                    let settings = CrmSettings::new(
+                        crm.encrypt_key.as_deref(),
+                        crm.hash_key.as_deref(),
+                        crm.organization_id.as_deref(),
+                    )?;
+                    let keys = match (crm.encrypt_key.is_some(), crm.hash_key.is_some()) {
+                        (true, true) => "both keys",
+                        (true, false) => "no hash key: filters on encrypted fields refused",
+                        (false, true) => "no encryption key: encrypted fields fail their section",
+                        (false, false) => "no keys: encrypted fields fail their section",
+                    };
+                    let orgs = crm.organization_id.as_deref().map_or_else(
+                        || "every organization".to_owned(),
+                        |o| format!("organization {o}"),
+                    );
+                    (
+                        Arc::new(source.with_crm(settings)),
+                        format!("MongoDB database '{database}', Midaz CRM ({orgs}; {keys})"),
+                    )
+                }
+            }
+        }
     })
 }
 
@@ -522,7 +545,7 @@ fn rabbit_jobs_config(config: &Config) -> Option<RabbitJobsConfig> {
             dlx,
             prefetch,
         } => {
-            let mut c = RabbitJobsConfig::new(uri.clone());
+            let mut c = RabbitJobsConfig::new(uri.expose());
             c.exchange = exchange.clone();
             c.queue = queue.clone();
             c.routing_key = key.clone();
@@ -551,7 +574,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let authenticator = Authenticator::new(
         &config.auth,
         config.tenancy.clone(),
-        generated_secret.as_deref(),
+        generated_secret.as_ref().map(|s| s.expose().as_bytes()),
     )
     .map_err(|e| anyhow::anyhow!("auth: {e}"))?;
     let transport = jobs::job_transport(config, role, rabbit_jobs.as_ref(), &mut summary).await?;
@@ -800,12 +823,12 @@ async fn streaming(
 /// naming every URI tried (redacted) when none does.
 async fn amqp_publisher(
     s: &crate::config::StreamingSettings,
-    uris: &[String],
+    uris: &[reporter_ports::Secret],
     window: usize,
 ) -> anyhow::Result<RabbitPublisher> {
     let mut failures = Vec::new();
     for uri in uris {
-        let mut c = RabbitPublisherConfig::new(uri.clone());
+        let mut c = RabbitPublisherConfig::new(uri.expose());
         c.exchange = s.exchange.clone();
         if let Some(ae) = c.alternate_exchange.as_mut() {
             ae.exchange = s.alternate_exchange.clone();
@@ -817,7 +840,7 @@ async fn amqp_publisher(
         c.max_in_flight = window;
         match RabbitPublisher::connect(c).await {
             Ok(p) => return Ok(p),
-            Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri))),
+            Err(e) => failures.push(format!("{}: {e}", crate::config::redact(uri.expose()))),
         }
     }
     anyhow::bail!(

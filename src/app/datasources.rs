@@ -115,8 +115,11 @@ impl App {
     /// MUST fail with `UnknownDataSource` / `UnknownTable` / `UnknownField` (the first
     /// [`MAX_LISTED_PROBLEMS`] problems listed in `fields`, all of them counted in the message,
     /// the first one deciding the code). A source whose schema is temporarily unreadable yields
-    /// a `DATA_SOURCE_UNAVAILABLE` warning instead of an error. Linear in the number of mapped
-    /// fields (one schema read per data source, hashed field lookups).
+    /// a `DATA_SOURCE_UNAVAILABLE` warning instead of an error. A table is found by any spelling
+    /// [`SourceSchema::table`] accepts (`public__orders`, from `ds:public.orders`, is the
+    /// default schema's `orders`); the mapped fields keep the template's spelling, the name
+    /// the render reads the table by. Linear in the number of mapped fields (one schema read
+    /// per data source, hashed field lookups).
     pub(crate) async fn check_mapped_fields(
         &self,
         mapped: &MappedFields,

@@ -14,7 +14,9 @@ mod metrics;
 mod optimistic;
 mod outbox_redrive;
 mod report_completion;
+mod report_filters;
 mod reports;
+mod storage_sweep;
 mod templates;
 mod text;
 
@@ -32,6 +34,7 @@ pub use outbox_redrive::redrive_parked;
 pub use report_completion::{Completion, Generation};
 pub(crate) use reports::new_request_id;
 pub use reports::{Artifact, CreateReport};
+pub use storage_sweep::StorageSweep;
 pub use templates::{
     CreateTemplate, MAX_DESCRIPTION_LEN as TEMPLATE_DESCRIPTION_MAX, TemplateDeletion,
     TemplateFile, TemplateWithWarnings, UpdateTemplate,

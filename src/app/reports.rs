@@ -6,9 +6,7 @@ use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::ReportRequested;
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, ReportJob, ReportQuery, StoredObject, UnitOfWork};
-use reporter_ports::report::{
-    FilterCondition, Report, ReportErrorCode, ReportFilters, ReportStatus,
-};
+use reporter_ports::report::{Report, ReportErrorCode, ReportFilters, ReportStatus};
 use reporter_ports::{ReportId, Revisioned, StoreError, TemplateId};
 use std::collections::BTreeMap;
 
@@ -34,111 +32,7 @@ pub struct Artifact {
     pub object: StoredObject,
 }
 
-fn check_condition(path: &str, c: &FilterCondition, problems: &mut BTreeMap<String, String>) {
-    let ops = c.operators();
-    let mut any = false;
-    for (name, values) in ops {
-        if values.is_empty() {
-            continue;
-        }
-        any = true;
-        if values.iter().any(|v| v.is_object() || v.is_array()) {
-            problems.insert(
-                format!("{path}.{name}"),
-                "values must be scalars (string, number, boolean or null)".into(),
-            );
-        }
-        if matches!(name, "gt" | "gte" | "lt" | "lte") && values.len() != 1 {
-            problems.insert(format!("{path}.{name}"), "takes exactly one value".into());
-        }
-        if name == "between" && values.len() != 2 {
-            problems.insert(
-                format!("{path}.{name}"),
-                "takes exactly two values [low, high]".into(),
-            );
-        }
-    }
-    if !any {
-        problems.insert(
-            path.to_owned(),
-            "a condition needs at least one operator: eq, gt, gte, lt, lte, between, in, nin"
-                .into(),
-        );
-    }
-}
-
 impl App {
-    /// Validates filters against the template and the data source schemas.
-    ///
-    /// MUST answer `UnknownDataSource` / `UnknownTable` / `UnknownField` for names that do not
-    /// exist, `InvalidFilter` for a malformed condition or a table the template does not read,
-    /// and `DataSourceUnavailable` when a schema cannot be read.
-    async fn check_filters(
-        &self,
-        filters: &ReportFilters,
-        template: &reporter_ports::template::Template,
-    ) -> AppResult<()> {
-        let mut problems = BTreeMap::new();
-        let mut first: Option<Code> = None;
-        for (ds, tables) in filters {
-            let Some(source) = self.catalog.get(ds) else {
-                first.get_or_insert(Code::UnknownDataSource);
-                problems.insert(ds.clone(), format!("data source '{ds}' is not configured"));
-                continue;
-            };
-            let schema = source.schema().await.map_err(|e| {
-                tracing::warn!(error = %e, data_source = %ds, "schema unavailable while validating filters");
-                AppError::new(Code::DataSourceUnavailable, format!("data source '{ds}' is unavailable; retry later"))
-            })?;
-            for (table, fields) in tables {
-                let Some(t) = schema.table(table) else {
-                    first.get_or_insert(Code::UnknownTable);
-                    problems.insert(
-                        format!("{ds}.{table}"),
-                        format!("table '{table}' does not exist in data source '{ds}'"),
-                    );
-                    continue;
-                };
-                if !template
-                    .mapped_fields
-                    .get(ds)
-                    .is_some_and(|m| m.contains_key(table))
-                {
-                    first.get_or_insert(Code::InvalidFilter);
-                    problems.insert(
-                        format!("{ds}.{table}"),
-                        "the template does not read this table, so the filter would be ignored"
-                            .into(),
-                    );
-                }
-                for (field, condition) in fields {
-                    let path = format!("{ds}.{table}.{field}");
-                    if !t.fields.iter().any(|f| f == field) {
-                        first.get_or_insert(Code::UnknownField);
-                        problems.insert(
-                            path,
-                            format!("field '{field}' does not exist in table '{table}'"),
-                        );
-                        continue;
-                    }
-                    let before = problems.len();
-                    check_condition(&path, condition, &mut problems);
-                    if problems.len() > before {
-                        first.get_or_insert(Code::InvalidFilter);
-                    }
-                }
-            }
-        }
-        match first {
-            None => Ok(()),
-            Some(code) => Err(AppError::new(
-                code,
-                format!("the filters have {} problem(s)", problems.len()),
-            )
-            .fields(problems)),
-        }
-    }
-
     /// Requests a report: stores it as `Processing` with `report.requested`, then queues the job.
     ///
     /// If the job cannot be queued the report is recorded `Error`
@@ -170,7 +64,7 @@ impl App {
                 e
             }
         })?;
-        self.check_filters(&filters, &template).await?;
+        let filters = self.check_filters(filters, &template).await?;
         let now = self.now();
         let report = Report {
             id: ReportId::new(),

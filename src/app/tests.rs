@@ -7,6 +7,11 @@ use reporter_ports::StoreError;
 use reporter_ports::clock::SystemClock;
 use reporter_ports::ports::{MockObjectStorage, MockUnitOfWorkPort, StoredObject};
 
+/// An app over `storage` and in-memory everything else.
+pub(super) fn app_over(storage: MockObjectStorage) -> App {
+    app(storage, None)
+}
+
 fn app(storage: MockObjectStorage, uow: Option<MockUnitOfWorkPort>) -> App {
     app_with_runner(storage, uow, analyzing_runner())
 }
@@ -300,5 +305,103 @@ async fn generated_code_is_confirmed_by_the_sandbox_analysis() {
             (Err(e), Some(code)) => assert_eq!(e.code, code, "{answer:?}"),
             (other, _) => panic!("{answer:?} gave {other:?}"),
         }
+    }
+}
+
+/// validate and generate-code run one check, the sandbox's analysis included: for every
+/// answer of the sandbox, `valid` is true exactly when generate-code succeeds, a refusal is a
+/// finding of validate about the template as a whole and generate-code's code for that bound
+/// (the upload's), and what stops the check (the sandbox unavailable, a builder bug) is the
+/// same error on both.
+#[tokio::test]
+async fn validate_and_generate_code_agree_on_every_sandbox_answer() {
+    use reporter_ports::ports::{MockTemplateRunner, RenderError, RunnerError, TemplateAnalysis};
+    let blocks = || {
+        Some(builder::specs_from_json(serde_json::json!([
+            {"type": "text", "content": "hi"}
+        ])))
+    };
+    let answers: Vec<(Result<TemplateAnalysis, RunnerError>, Option<Code>)> = vec![
+        (Ok(TemplateAnalysis::default()), None),
+        (
+            Err(RenderError::NestingTooDeep(256).into()),
+            Some(Code::TemplateTooComplex),
+        ),
+        (
+            Err(RenderError::FuelExhausted.into()),
+            Some(Code::TemplateTooComplex),
+        ),
+        (
+            Err(RenderError::RecursionLimit.into()),
+            Some(Code::TemplateTooComplex),
+        ),
+        (
+            Err(RenderError::OutputTooLarge(1).into()),
+            Some(Code::TemplateTooComplex),
+        ),
+        (
+            Err(RenderError::Crashed("x".into()).into()),
+            Some(Code::TemplateTooComplex),
+        ),
+        (
+            Err(RenderError::Timeout.into()),
+            Some(Code::TemplateParseTimeout),
+        ),
+        (
+            Err(RenderError::MemoryLimit(1).into()),
+            Some(Code::TemplateParseMemory),
+        ),
+    ];
+    let app_answering = |a: Result<TemplateAnalysis, RunnerError>| {
+        let mut runner = MockTemplateRunner::new();
+        runner
+            .expect_analyze()
+            .times(1)
+            .returning(move |_, _| a.clone());
+        app_with_runner(MockObjectStorage::new(), None, runner)
+    };
+    let en = builder::Locale::En;
+    for (answer, want) in answers {
+        let generated = app_answering(answer.clone())
+            .generate_template_code(&caller(), blocks(), Some("txt".into()), en)
+            .await;
+        let validated = app_answering(answer.clone())
+            .validate_template_blocks(&caller(), blocks(), Some("txt".into()), en)
+            .await
+            .expect("validate answers");
+        assert_eq!(validated.valid, generated.is_ok(), "{answer:?}");
+        match (generated, want) {
+            (Ok(_), None) => assert!(validated.errors.is_empty(), "{answer:?}"),
+            (Err(e), Some(code)) => {
+                assert_eq!(e.code, code, "{answer:?}");
+                let where_: Vec<_> = validated
+                    .errors
+                    .iter()
+                    .map(|p| (p.block_id.as_str(), p.field.as_str()))
+                    .collect();
+                assert_eq!(where_, [("", "blocks")], "{answer:?}");
+            }
+            (other, _) => panic!("{answer:?} gave {other:?}"),
+        }
+    }
+    // What stops the check is the same error on both.
+    let stops: Vec<Result<TemplateAnalysis, RunnerError>> = vec![
+        Err(RunnerError::Unavailable("x".into())),
+        Err(RenderError::Syntax("x".into()).into()),
+    ];
+    for answer in stops {
+        let generated = app_answering(answer.clone())
+            .generate_template_code(&caller(), blocks(), Some("txt".into()), en)
+            .await
+            .map(|_| ());
+        let validated = app_answering(answer.clone())
+            .validate_template_blocks(&caller(), blocks(), Some("txt".into()), en)
+            .await
+            .map(|_| ());
+        let codes = (generated.map_err(|e| e.code), validated.map_err(|e| e.code));
+        assert!(
+            matches!(codes, (Err(a), Err(b)) if a == b),
+            "{answer:?} gave {codes:?}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The auth and tenancy sections.
 use super::{AuthKey, AuthSettings, Checker, RawConfig, Tenancy, problem};
-use reporter_ports::TenantId;
+use reporter_ports::{Secret, TenantId};
 
 impl RawConfig {
     /// `AUTH_ENABLED`, the verification key (`AUTH_JWT_SECRET` or `AUTH_JWT_PUBLIC_KEY`,
@@ -59,8 +59,8 @@ impl RawConfig {
     fn auth_key(&self, c: &mut Checker, production: bool, auth_enabled: bool) -> AuthKey {
         let secret = self
             .auth_jwt_secret
-            .as_deref()
-            .map(str::trim)
+            .as_ref()
+            .map(|s| s.expose().trim())
             .filter(|s| !s.is_empty());
         let public_key = self
             .auth_jwt_public_key
@@ -84,7 +84,7 @@ impl RawConfig {
                         "at least 32 bytes",
                     ));
                 }
-                AuthKey::Secret(s.as_bytes().to_vec())
+                AuthKey::Secret(Secret::from(s))
             }
             (None, Some(k)) => {
                 let pem = if k.starts_with("-----BEGIN") {

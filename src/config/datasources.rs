@@ -1,5 +1,6 @@
 //! `DATASOURCE_<NAME>_*` variables (reference E.1): one family of variables per data source.
 use super::{ConfigProblem, problem};
+use reporter_ports::Secret;
 use reporter_ports::datasource::DataSourceId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,10 +21,12 @@ pub enum DataSourceSpec {
     Sqlserver(SqlConnection<reporter_adapter_sqlserver::SslMode>),
     /// A MongoDB database.
     Mongodb {
-        /// Connection string.
-        uri: String,
+        /// Connection string (it may hold the password).
+        uri: Secret,
         /// Database.
         database: String,
+        /// The Midaz CRM's keys and organization, when the id is `plugin_crm` or `crm`.
+        crm: Option<super::crm::CrmSpec>,
     },
 }
 
@@ -57,7 +60,7 @@ pub struct SqlConnection<M> {
     /// User.
     pub user: String,
     /// Password.
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Database.
     pub database: String,
     /// Schemas (MySQL: databases) to expose; default `public`, the database (MySQL) or
@@ -95,6 +98,7 @@ const KNOWN_SUFFIXES: &[&str] = &[
     "OPTIONS",
     "SCHEMAS",
     "URI",
+    "MIDAZ_ORGANIZATION_ID",
 ];
 
 /// The TLS settings of SQL sources, which a MongoDB source takes in its `_URI` instead.
@@ -118,7 +122,7 @@ impl DataSourceConfig {
     ) -> Self {
         let mut sources = BTreeMap::new();
         for (name, settings) in &settings_by_name(env, problems) {
-            let Some((id, spec)) = source_spec(name, settings, problems) else {
+            let Some((id, spec)) = source_spec(name, settings, env, problems) else {
                 continue;
             };
             if sources.insert(id.clone(), spec).is_some() {
@@ -185,6 +189,7 @@ fn settings_by_name(
 fn source_spec(
     name: &str,
     settings: &BTreeMap<String, String>,
+    env: &[(String, String)],
     problems: &mut Vec<ConfigProblem>,
 ) -> Option<(DataSourceId, DataSourceSpec)> {
     let var = |s: &str| format!("DATASOURCE_{name}_{s}");
@@ -204,6 +209,20 @@ fn source_spec(
         .get("TYPE")
         .map(|s| s.trim().to_ascii_lowercase())
         .unwrap_or_default();
+    let is_crm = matches!(kind.as_str(), "mongodb" | "mongo")
+        && reporter_adapter_mongo::is_crm_source(id.as_str());
+    if !is_crm
+        && settings
+            .get("MIDAZ_ORGANIZATION_ID")
+            .is_some_and(|o| !o.trim().is_empty())
+    {
+        problems.push(problem(
+            &var("MIDAZ_ORGANIZATION_ID"),
+            "only the Midaz CRM source reads it",
+            "unset it, or use it on the MongoDB source whose id (_CONFIG_NAME) is plugin_crm or crm",
+        ));
+        return None;
+    }
     if settings
         .get("OPTIONS")
         .is_some_and(|o| !o.trim().is_empty())
@@ -240,7 +259,16 @@ fn source_spec(
             ));
             return None;
         }
-        "mongodb" | "mongo" => mongo_spec(settings, &var, problems)?,
+        "mongodb" | "mongo" => {
+            let crm = reporter_adapter_mongo::is_crm_source(id.as_str()).then(|| {
+                let org = settings
+                    .get("MIDAZ_ORGANIZATION_ID")
+                    .map(|o| o.trim().to_owned())
+                    .filter(|o| !o.is_empty());
+                super::crm::crm_spec(env, org, problems)
+            });
+            mongo_spec(settings, &var, crm, problems)?
+        }
         "" => {
             problems.push(problem(&var("TYPE"), "missing", SUPPORTED_TYPES));
             return None;
@@ -284,6 +312,7 @@ fn file_spec(
 fn mongo_spec(
     settings: &BTreeMap<String, String>,
     var: &dyn Fn(&str) -> String,
+    crm: Option<super::crm::CrmSpec>,
     problems: &mut Vec<ConfigProblem>,
 ) -> Option<DataSourceSpec> {
     if let Some(s) = mongo_tls_setting(settings) {
@@ -314,7 +343,11 @@ fn mongo_spec(
         problems.push(problem(&var("DATABASE"), "missing", "the database name"));
         return None;
     };
-    Some(DataSourceSpec::Mongodb { uri, database })
+    Some(DataSourceSpec::Mongodb {
+        uri: Secret::new(uri),
+        database,
+        crm,
+    })
 }
 
 /// The first SQL TLS setting of a MongoDB source that asks for something: empty values and
@@ -333,7 +366,7 @@ struct Parsed<M> {
     host: String,
     port: u16,
     user: String,
-    password: Option<String>,
+    password: Option<Secret>,
     database: String,
     schemas: Option<Vec<String>>,
     tls: SqlTls<M>,
@@ -410,7 +443,10 @@ where
         host: get("HOST").unwrap_or_else(|| "127.0.0.1".into()),
         port,
         user: get("USER").unwrap_or_else(|| default_user.into()),
-        password: settings.get("PASSWORD").cloned().filter(|p| !p.is_empty()),
+        password: settings
+            .get("PASSWORD")
+            .filter(|p| !p.is_empty())
+            .map(|p| Secret::from(p.as_str())),
         database: database?,
         schemas,
         tls,

@@ -55,7 +55,7 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
     let mut out = Vec::new();
     if let Some(m) = c.mongo
         && m.connection.tls_ca_file.is_none()
-        && !mongo_uri_has_tls(&m.connection.uri)
+        && !mongo_uri_has_tls(m.connection.uri.expose())
     {
         out.push(problem(
             "MONGO_URI",
@@ -64,7 +64,7 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
         ));
     }
     if let JobQueueChoice::Rabbit { uri, .. } = c.queue
-        && !uri.starts_with("amqps://")
+        && !uri.expose().starts_with("amqps://")
     {
         out.push(problem(
             "RABBITMQ_URI",
@@ -74,7 +74,7 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
     }
     if c.streaming.enabled
         && let EventBroker::Amqp(uris) = &c.streaming.broker
-        && uris.iter().any(|u| !u.starts_with("amqps://"))
+        && uris.iter().any(|u| !u.expose().starts_with("amqps://"))
     {
         out.push(problem(
             "STREAMING_BROKERS",
@@ -115,7 +115,7 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
                 }
             }
             DataSourceSpec::Mongodb { uri, .. } => {
-                if !mongo_uri_has_tls(uri) {
+                if !mongo_uri_has_tls(uri.expose()) {
                     out.push(problem(
                         &format!("{var}_URI"),
                         "the MongoDB data source does not use TLS",

@@ -4,6 +4,7 @@
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod auth;
+mod crm;
 mod datasource_tls;
 mod datasources;
 mod deployment;
@@ -14,16 +15,19 @@ mod storage;
 mod streaming;
 mod worker;
 
+pub use crm::CrmSpec;
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
 
 use clap::Args;
-use reporter_ports::TenantId;
+use reporter_ports::{Secret, TenantId};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Raw settings as read from the environment (or flags).
+/// Raw settings as read from the environment (or flags). Every password, key and URI that
+/// may hold a password is a [`Secret`] (its `Debug` shows no value) and hides its value in
+/// `--help` (`hide_env_values`).
 #[derive(Debug, Clone, Args)]
 pub struct RawConfig {
     /// Address the HTTP API binds to.
@@ -59,7 +63,7 @@ pub struct RawConfig {
     /// HS256 shared secret (at least 32 bytes). With neither key set, `serve` generates a
     /// random secret for the run and prints a development token.
     #[arg(long, env = "AUTH_JWT_SECRET", hide_env_values = true)]
-    pub auth_jwt_secret: Option<String>,
+    pub auth_jwt_secret: Option<Secret>,
     /// RS256/ES256 public key (PEM text, or a path to a PEM file).
     #[arg(long, env = "AUTH_JWT_PUBLIC_KEY", hide_env_values = true)]
     pub auth_jwt_public_key: Option<String>,
@@ -102,6 +106,23 @@ pub struct RawConfig {
     /// Root directory of the `fs` object storage.
     #[arg(long, env = "OBJECT_STORAGE_PATH", default_value = "./.data/objects")]
     pub object_storage_path: String,
+    /// Seconds after which an upload neither committed nor aborted (its writer died
+    /// mid-write: a hidden temporary file, an incomplete S3 multipart upload, GridFS chunks
+    /// without a file) is removed by the worker's sweep; at least 60 and above
+    /// ENGINE_TIMEOUT_SEC. 0 turns the sweep off.
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_ABANDONED_AFTER_SECONDS",
+        default_value = "3600"
+    )]
+    pub object_storage_abandoned_after_seconds: String,
+    /// Seconds between two sweeps of abandoned uploads (one process sweeps at a time).
+    #[arg(
+        long,
+        env = "OBJECT_STORAGE_SWEEP_INTERVAL_SECONDS",
+        default_value = "600"
+    )]
+    pub object_storage_sweep_interval_seconds: String,
     /// Bytes the report artifacts of the `memory` object storage may take together; past it
     /// the oldest artifacts of the tenant that takes the most are evicted (template files
     /// never are). `0`: no bound.
@@ -151,7 +172,7 @@ pub struct RawConfig {
     /// URIs, `memory://` for the in-memory broker that records deliveries, or any other value
     /// (e.g. the original's `rabbitmq:5672`), in which case events go to RABBITMQ_URI.
     #[arg(long, env = "STREAMING_BROKERS", hide_env_values = true)]
-    pub streaming_brokers: Option<String>,
+    pub streaming_brokers: Option<Secret>,
     /// CloudEvents source; must be exactly `reporter` (required when streaming is on).
     #[arg(long, env = "STREAMING_CLOUDEVENTS_SOURCE")]
     pub streaming_source: Option<String>,
@@ -216,7 +237,7 @@ pub struct RawConfig {
     /// required): a complete connection string, or only the scheme (`mongodb`,
     /// `mongodb+srv`) with MONGO_HOST. Unset with MONGO_HOST unset: everything in memory.
     #[arg(long, env = "MONGO_URI", hide_env_values = true)]
-    pub mongo_uri: Option<String>,
+    pub mongo_uri: Option<Secret>,
     /// MongoDB host (or h1,h2,… for a replica set) when MONGO_URI is unset or only the scheme.
     #[arg(long, env = "MONGO_HOST")]
     pub mongo_host: Option<String>,
@@ -228,7 +249,7 @@ pub struct RawConfig {
     pub mongo_user: Option<String>,
     /// MongoDB password with MONGO_HOST.
     #[arg(long, env = "MONGO_PASSWORD", hide_env_values = true)]
-    pub mongo_password: Option<String>,
+    pub mongo_password: Option<Secret>,
     /// Extra connection-string options, e.g. `replicaSet=rs0&authSource=admin`.
     #[arg(long, env = "MONGO_PARAMETERS")]
     pub mongo_parameters: Option<String>,
@@ -262,7 +283,7 @@ pub struct RawConfig {
     /// Either a complete amqp(s):// URI, or (as the original) only the scheme with
     /// RABBITMQ_HOST and the variables below.
     #[arg(long, env = "RABBITMQ_URI", hide_env_values = true)]
-    pub rabbitmq_uri: Option<String>,
+    pub rabbitmq_uri: Option<Secret>,
     /// RabbitMQ host, when RABBITMQ_URI is only the scheme (or unset).
     #[arg(long, env = "RABBITMQ_HOST")]
     pub rabbitmq_host: Option<String>,
@@ -274,7 +295,7 @@ pub struct RawConfig {
     pub rabbitmq_user: Option<String>,
     /// RabbitMQ password with RABBITMQ_HOST.
     #[arg(long, env = "RABBITMQ_DEFAULT_PASS", hide_env_values = true)]
-    pub rabbitmq_pass: Option<String>,
+    pub rabbitmq_pass: Option<Secret>,
     /// With RABBITMQ_HOST and no scheme in RABBITMQ_URI: amqps instead of amqp.
     #[arg(long, env = "RABBITMQ_TLS", default_value = "false")]
     pub rabbitmq_tls: String,
@@ -411,10 +432,10 @@ pub struct RawConfig {
     pub s3_region: String,
     /// S3 access key id.
     #[arg(long, env = "OBJECT_STORAGE_ACCESS_KEY_ID", hide_env_values = true)]
-    pub s3_access_key_id: Option<String>,
+    pub s3_access_key_id: Option<Secret>,
     /// S3 secret key.
     #[arg(long, env = "OBJECT_STORAGE_SECRET_KEY", hide_env_values = true)]
-    pub s3_secret_key: Option<String>,
+    pub s3_secret_key: Option<Secret>,
     /// Path-style addressing.
     #[arg(long, env = "OBJECT_STORAGE_USE_PATH_STYLE", default_value = "true")]
     pub s3_path_style: String,
@@ -462,7 +483,7 @@ impl fmt::Display for ConfigErrors {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthKey {
     /// HS256 shared secret.
-    Secret(Vec<u8>),
+    Secret(Secret),
     /// RS256 or ES256 public key, PEM.
     PublicKeyPem(String),
     /// No key configured: `serve` generates one for the run.
@@ -530,6 +551,18 @@ pub enum ObjectStorageChoice {
     GridFs,
 }
 
+impl ObjectStorageChoice {
+    /// The backend's name in metrics: `memory`, `fs`, `s3` or `gridfs`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Memory { .. } => "memory",
+            Self::Filesystem(_) => "fs",
+            Self::S3(_) => "s3",
+            Self::GridFs => "gridfs",
+        }
+    }
+}
+
 /// S3 settings (reference names `OBJECT_STORAGE_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Settings {
@@ -540,9 +573,9 @@ pub struct S3Settings {
     /// Region.
     pub region: String,
     /// Access key id.
-    pub access_key_id: Option<String>,
+    pub access_key_id: Option<Secret>,
     /// Secret.
-    pub secret_key: Option<String>,
+    pub secret_key: Option<Secret>,
     /// Path-style addressing.
     pub path_style: bool,
     /// Allow http.
@@ -603,8 +636,8 @@ pub enum JobQueueChoice {
     Memory,
     /// RabbitMQ.
     Rabbit {
-        /// URI.
-        uri: String,
+        /// URI (it may hold the password).
+        uri: Secret,
         /// Exchange.
         exchange: String,
         /// Queue.
@@ -676,8 +709,8 @@ pub struct SandboxSettings {
 /// Where events are published.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventBroker {
-    /// RabbitMQ at these URIs (the first that answers is used).
-    Amqp(Vec<String>),
+    /// RabbitMQ at these URIs (the first that answers is used; they may hold passwords).
+    Amqp(Vec<Secret>),
     /// The in-memory broker that records deliveries (testers).
     Memory,
 }
@@ -690,8 +723,8 @@ pub enum BrokerOrigin {
     /// `STREAMING_BROKERS` holds no AMQP URI (e.g. the original's `rabbitmq:5672`, a
     /// lib-streaming broker list): the AMQP server is `RABBITMQ_URI`.
     RabbitmqUri {
-        /// The `STREAMING_BROKERS` value, for messages.
-        brokers: String,
+        /// The `STREAMING_BROKERS` value, for messages (shown through [`redact`]).
+        brokers: Secret,
     },
 }
 
@@ -805,6 +838,13 @@ fn problem(var: &str, problem: impl Into<String>, rule: &str) -> ConfigProblem {
     }
 }
 
+/// The value of a secret variable, trimmed; `None` when unset or blank.
+fn secret(v: &Option<Secret>) -> Option<&str> {
+    v.as_ref()
+        .map(|s| s.expose().trim())
+        .filter(|s| !s.is_empty())
+}
+
 /// Parses a boolean the way operators write them.
 pub fn parse_bool(raw: &str) -> Option<bool> {
     match raw.trim().to_ascii_lowercase().as_str() {
@@ -889,6 +929,8 @@ impl RawConfig {
             idempotency_in_flight_seconds: "10".into(),
             object_storage_backend: "memory".into(),
             object_storage_path: "./.data/objects".into(),
+            object_storage_abandoned_after_seconds: "3600".into(),
+            object_storage_sweep_interval_seconds: "600".into(),
             object_storage_memory_max_bytes: "268435456".into(),
             object_storage_memory_tenant_max_bytes: "auto".into(),
             example_data_enabled: "auto".into(),
@@ -1033,6 +1075,8 @@ impl RawConfig {
             sandbox.pool_size,
         );
         self.auto_prefetch(&mut worker);
+        worker.settings.storage_sweep =
+            self.storage_sweep(&mut c, worker.settings.job_timeout, object_storage.label());
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
         let shutdown_drain = std::time::Duration::from_secs(c.number(
@@ -1090,8 +1134,8 @@ impl RawConfig {
     ) -> (EventBroker, BrokerOrigin) {
         let Some(raw) = self
             .streaming_brokers
-            .as_deref()
-            .map(str::trim)
+            .as_ref()
+            .map(|s| s.expose().trim())
             .filter(|s| !s.is_empty())
         else {
             return (EventBroker::Memory, BrokerOrigin::StreamingBrokers);
@@ -1111,19 +1155,19 @@ impl RawConfig {
             }
             return (EventBroker::Memory, BrokerOrigin::StreamingBrokers);
         }
-        let amqp: Vec<String> = entries
+        let amqp: Vec<Secret> = entries
             .iter()
             .filter(|e| e.starts_with("amqp://") || e.starts_with("amqps://"))
-            .map(|e| (*e).to_owned())
+            .map(|e| Secret::from(*e))
             .collect();
         if !amqp.is_empty() {
             return (EventBroker::Amqp(amqp), BrokerOrigin::StreamingBrokers);
         }
         let origin = BrokerOrigin::RabbitmqUri {
-            brokers: raw.to_owned(),
+            brokers: Secret::from(raw),
         };
         match rabbitmq {
-            Some(uri) => (EventBroker::Amqp(vec![uri.to_owned()]), origin),
+            Some(uri) => (EventBroker::Amqp(vec![Secret::from(uri)]), origin),
             None => {
                 if enabled {
                     c.problems.push(problem(
@@ -1321,7 +1365,7 @@ impl StreamingSettings {
             (EventBroker::Amqp(uris), BrokerOrigin::StreamingBrokers) => format!(
                 "event publication: RabbitMQ {} from STREAMING_BROKERS, exchange '{}'",
                 uris.iter()
-                    .map(|u| redact(u))
+                    .map(|u| redact(u.expose()))
                     .collect::<Vec<_>>()
                     .join(", "),
                 self.exchange
@@ -1329,34 +1373,38 @@ impl StreamingSettings {
             (EventBroker::Amqp(uris), BrokerOrigin::RabbitmqUri { brokers }) => format!(
                 "event publication: RabbitMQ {} from RABBITMQ_URI (STREAMING_BROKERS '{}' names no AMQP URI), exchange '{}'",
                 uris.iter()
-                    .map(|u| redact(u))
+                    .map(|u| redact(u.expose()))
                     .collect::<Vec<_>>()
                     .join(", "),
-                redact(brokers),
+                redact(brokers.expose()),
                 self.exchange
             ),
         }
     }
 }
 
-/// Hides the password of a URI for messages.
+/// Hides the password of a URI for messages: `scheme://user:pass@host` becomes
+/// `scheme://user:***@host`. Also for a comma-separated list (each entry on its own) and for
+/// `user:pass@host` without a scheme (a broker list such as STREAMING_BROKERS).
 pub fn redact(uri: &str) -> String {
-    match (uri.find("://"), uri.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &uri[scheme + 3..at];
+    uri.split(',').map(redact_one).collect::<Vec<_>>().join(",")
+}
+
+fn redact_one(uri: &str) -> String {
+    let start = uri.find("://").map_or(0, |scheme| scheme + 3);
+    match uri[start..].rfind('@').map(|at| start + at) {
+        Some(at) => {
+            let creds = &uri[start..at];
             match creds.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &uri[..scheme + 3],
-                    &creds[..colon],
-                    &uri[at..]
-                ),
+                Some(colon) => format!("{}{}:***{}", &uri[..start], &creds[..colon], &uri[at..]),
                 None => uri.to_owned(),
             }
         }
-        _ => uri.to_owned(),
+        None => uri.to_owned(),
     }
 }
 
+#[cfg(test)]
+mod secret_tests;
 #[cfg(test)]
 mod tests;

@@ -7,9 +7,10 @@
 //!   `mongodb+srv`), as the reference's deployments set it.
 //!
 //! The pool and TLS variables apply to either form and win over the string's own options.
-use super::{Checker, RawConfig, problem, redact};
+use super::{Checker, RawConfig, problem, redact, secret};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reporter_adapter_mongo::MongoConnection;
+use reporter_ports::Secret;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -76,7 +77,7 @@ impl RawConfig {
         );
         Some(MongoSettings {
             connection: MongoConnection {
-                uri,
+                uri: Secret::new(uri),
                 max_pool_size: max_pool,
                 min_pool_size: min_pool,
                 max_idle_time: max_idle,
@@ -91,7 +92,7 @@ impl RawConfig {
     /// The connection string: a complete `MONGO_URI`, or one composed from `MONGO_HOST` and
     /// its companions (with `MONGO_URI` unset or only the scheme). `None` when neither is set.
     fn mongo_uri(&self, c: &mut Checker) -> Option<String> {
-        let uri = set(&self.mongo_uri);
+        let uri = secret(&self.mongo_uri);
         let host = set(&self.mongo_host);
         Some(match (uri, host) {
             (None, None) => return None,
@@ -108,7 +109,10 @@ impl RawConfig {
             (Some(scheme), None) => {
                 c.problems.push(problem(
                     "MONGO_HOST",
-                    format!("MONGO_URI is the scheme '{scheme}' but MONGO_HOST is not set"),
+                    format!(
+                        "MONGO_URI is the scheme '{}' but MONGO_HOST is not set",
+                        redact(scheme)
+                    ),
                     "MONGO_HOST names the server when MONGO_URI is only the scheme",
                 ));
                 String::new()
@@ -131,7 +135,10 @@ impl RawConfig {
         for (var, value) in [
             ("MONGO_PORT", &self.mongo_port),
             ("MONGO_USER", &self.mongo_user),
-            ("MONGO_PASSWORD", &self.mongo_password),
+            (
+                "MONGO_PASSWORD",
+                &self.mongo_password.as_ref().map(|p| p.expose().to_owned()),
+            ),
         ] {
             if set(value).is_some() {
                 c.problems.push(problem(
@@ -170,7 +177,10 @@ impl RawConfig {
         if scheme != "mongodb" && scheme != "mongodb+srv" {
             c.problems.push(problem(
                 "MONGO_URI",
-                format!("'{scheme}' is neither a connection string nor a MongoDB scheme"),
+                format!(
+                    "'{}' is neither a connection string nor a MongoDB scheme",
+                    redact(scheme)
+                ),
                 "mongodb, mongodb+srv, or a complete mongodb://… string",
             ));
         }
@@ -189,7 +199,7 @@ impl RawConfig {
                 "mongodb+srv takes the port from DNS; unset MONGO_PORT",
             ));
         }
-        if set(&self.mongo_user).is_none() && set(&self.mongo_password).is_some() {
+        if set(&self.mongo_user).is_none() && secret(&self.mongo_password).is_some() {
             c.problems.push(problem(
                 "MONGO_PASSWORD",
                 "set without MONGO_USER",
@@ -199,7 +209,12 @@ impl RawConfig {
         let mut uri = format!("{scheme}://");
         if let Some(user) = set(&self.mongo_user) {
             uri.push_str(&utf8_percent_encode(user, USERINFO).to_string());
-            if let Some(pw) = self.mongo_password.as_deref().filter(|p| !p.is_empty()) {
+            if let Some(pw) = self
+                .mongo_password
+                .as_ref()
+                .map(Secret::expose)
+                .filter(|p| !p.is_empty())
+            {
                 uri.push(':');
                 uri.push_str(&utf8_percent_encode(pw, USERINFO).to_string());
             }
@@ -263,6 +278,8 @@ mod tests {
             .expect("mongo configured")
             .connection
             .uri
+            .expose()
+            .to_owned()
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!   with `RABBITMQ_HOST`, `RABBITMQ_PORT_AMQP`, `RABBITMQ_DEFAULT_USER`,
 //!   `RABBITMQ_DEFAULT_PASS` (and `RABBITMQ_TLS=true` choosing `amqps` when no scheme is given),
 //!   composed the way the original composes them.
-use super::{Checker, RawConfig, problem};
+use super::{Checker, RawConfig, problem, secret};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -65,7 +65,7 @@ impl RawConfig {
     /// original's variables; `None` when RabbitMQ is not configured. Every mistake is a problem
     /// naming its variable.
     pub(super) fn rabbitmq_url(&self, c: &mut Checker) -> Option<String> {
-        let uri = set(&self.rabbitmq_uri);
+        let uri = secret(&self.rabbitmq_uri);
         if let Some(full) = uri.filter(|u| u.contains("://")) {
             if !(full.starts_with("amqp://") || full.starts_with("amqps://")) {
                 c.problems.push(problem(
@@ -81,7 +81,10 @@ impl RawConfig {
             Some(other) => {
                 c.problems.push(problem(
                     "RABBITMQ_URI",
-                    format!("'{other}' is neither an AMQP URI nor a scheme"),
+                    format!(
+                        "'{}' is neither an AMQP URI nor a scheme",
+                        super::redact(other)
+                    ),
                     "amqp://… / amqps://…, or amqp / amqps with RABBITMQ_HOST",
                 ));
                 return None;
@@ -115,7 +118,7 @@ impl RawConfig {
             None => default_port,
         };
         let enc = |s: &str| utf8_percent_encode(s, NON_ALPHANUMERIC).to_string();
-        let credentials = match (set(&self.rabbitmq_user), set(&self.rabbitmq_pass)) {
+        let credentials = match (set(&self.rabbitmq_user), secret(&self.rabbitmq_pass)) {
             (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
             (Some(u), None) => format!("{}@", enc(u)),
             (None, _) => String::new(),

@@ -1,6 +1,8 @@
 //! The object storage section and the example data switch.
 use super::{Checker, ObjectStorageChoice, RawConfig, S3Settings, parse_bool, problem};
+use crate::worker::StorageSweepSettings;
 use std::path::PathBuf;
+use std::time::Duration;
 
 impl RawConfig {
     /// `OBJECT_STORAGE_BACKEND` and its backend's variables.
@@ -38,8 +40,8 @@ impl RawConfig {
                 bucket: self.s3_bucket.trim().to_owned(),
                 endpoint: self.s3_endpoint.clone().filter(|e| !e.trim().is_empty()),
                 region: self.s3_region.trim().to_owned(),
-                access_key_id: self.s3_access_key_id.clone(),
-                secret_key: self.s3_secret_key.clone(),
+                access_key_id: self.s3_access_key_id.clone().filter(|k| !k.is_blank()),
+                secret_key: self.s3_secret_key.clone().filter(|k| !k.is_blank()),
                 path_style: c.boolean("OBJECT_STORAGE_USE_PATH_STYLE", &self.s3_path_style),
                 allow_http: c.boolean("OBJECT_STORAGE_DISABLE_SSL", &self.s3_disable_ssl),
             })),
@@ -55,6 +57,45 @@ impl RawConfig {
                 }
             }
         }
+    }
+
+    /// `OBJECT_STORAGE_ABANDONED_AFTER_SECONDS` (`None` when 0; else at least 60 and above
+    /// `job_timeout`, the validated ENGINE_TIMEOUT_SEC that bounds an artifact's write, so
+    /// no upload in progress is taken for an abandoned one) and
+    /// `OBJECT_STORAGE_SWEEP_INTERVAL_SECONDS` (10 ..= 86400). No sweep for the `memory`
+    /// backend: what it loses on exit goes with the process.
+    pub(super) fn storage_sweep(
+        &self,
+        c: &mut Checker,
+        job_timeout: Duration,
+        backend: &'static str,
+    ) -> Option<StorageSweepSettings> {
+        let var = "OBJECT_STORAGE_ABANDONED_AFTER_SECONDS";
+        let raw = self.object_storage_abandoned_after_seconds.trim();
+        let after = c.number(var, raw, 0u64, 30 * 86_400, 3600);
+        let every = c.number(
+            "OBJECT_STORAGE_SWEEP_INTERVAL_SECONDS",
+            self.object_storage_sweep_interval_seconds.trim(),
+            10u64,
+            86_400,
+            600,
+        );
+        let job = job_timeout.as_secs();
+        if after != 0 && (after < 60 || after <= job) {
+            c.problems.push(problem(
+                var,
+                format!("{after} is not above ENGINE_TIMEOUT_SEC ({job}) and 60"),
+                "0 (off), or seconds above both ENGINE_TIMEOUT_SEC and 60",
+            ));
+        }
+        if after == 0 || backend == "memory" {
+            return None;
+        }
+        Some(StorageSweepSettings {
+            older_than: Duration::from_secs(after),
+            every: Duration::from_secs(every),
+            backend,
+        })
     }
 
     /// `EXAMPLE_DATA_ENABLED`: `auto` (`None`) or a boolean.

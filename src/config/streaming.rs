@@ -28,7 +28,7 @@ impl RawConfig {
         c.problems.extend(streaming_rules(
             enabled,
             self.events_exchange.as_deref(),
-            self.streaming_brokers.as_deref(),
+            super::secret(&self.streaming_brokers),
             self.streaming_source.as_deref(),
         ));
         let exchange = self

@@ -397,6 +397,12 @@ fn redact_hides_passwords() {
         "amqp://guest:***@host:5672/%2f"
     );
     assert_eq!(redact("amqp://host"), "amqp://host");
+    assert_eq!(
+        redact("amqp://a:pw1@h1:5672/%2f, amqps://b:pw2@h2"),
+        "amqp://a:***@h1:5672/%2f, amqps://b:***@h2"
+    );
+    assert_eq!(redact("u:pw@rabbitmq:5672"), "u:***@rabbitmq:5672");
+    assert_eq!(redact("rabbitmq:5672"), "rabbitmq:5672");
 }
 
 #[test]
@@ -432,6 +438,45 @@ fn report_requeue_after_is_off_or_above_the_job_deadline() {
 }
 
 #[test]
+fn the_abandoned_upload_sweep_is_off_or_above_the_job_deadline() {
+    let check = |after: &str, every: &str, backend: &str| {
+        let mut raw = RawConfig::defaults();
+        raw.object_storage_abandoned_after_seconds = after.into();
+        raw.object_storage_sweep_interval_seconds = every.into();
+        raw.object_storage_backend = backend.into();
+        raw.object_storage_path = "/srv/objects".into();
+        raw.validate(&[])
+    };
+    let c = check("3600", "600", "fs").expect("default");
+    assert_eq!(
+        c.worker.settings.storage_sweep,
+        Some(crate::worker::StorageSweepSettings {
+            older_than: std::time::Duration::from_secs(3600),
+            every: std::time::Duration::from_secs(600),
+            backend: "fs",
+        })
+    );
+    for (after, backend) in [("0", "fs"), ("3600", "memory")] {
+        let c = check(after, "600", backend).expect("off");
+        assert_eq!(c.worker.settings.storage_sweep, None, "{after} {backend}");
+    }
+    for (after, every) in [
+        ("300", "600"),
+        ("30", "600"),
+        ("soon", "600"),
+        ("3600", "5"),
+    ] {
+        let errs = check(after, every, "fs").expect_err(after);
+        assert!(
+            errs.0
+                .iter()
+                .any(|p| p.variable.starts_with("OBJECT_STORAGE_")),
+            "{after}/{every}: {errs:?}"
+        );
+    }
+}
+
+#[test]
 fn sql_data_sources_with_tls() {
     let ca = std::env::temp_dir().join(format!("reporter-test-ca-{}.pem", std::process::id()));
     std::fs::write(&ca, "not checked here").unwrap();
@@ -460,7 +505,7 @@ fn sql_data_sources_with_tls() {
         (my.host.as_str(), my.port, my.user.as_str()),
         ("db.local", 3306, "root")
     );
-    assert_eq!(my.password.as_deref(), Some("s3cret"));
+    assert_eq!(my.password.as_ref().map(Secret::expose), Some("s3cret"));
     assert_eq!(my.schemas, ["ledger"], "the database itself by default");
     assert_eq!(my.tls.mode, reporter_adapter_mysql::SslMode::VerifyFull);
     assert_eq!(
@@ -911,4 +956,108 @@ fn pdf_memory_bound_is_validated() {
             "{bad:?}: {errs}"
         );
     }
+}
+
+#[test]
+fn the_crm_source_reads_its_keys_under_both_names_and_its_organization() {
+    let mongo = [
+        ("DATASOURCE_PLUGIN_CRM_TYPE", "mongodb"),
+        ("DATASOURCE_PLUGIN_CRM_CONFIG_NAME", "plugin_crm"),
+        ("DATASOURCE_PLUGIN_CRM_URI", "mongodb://127.0.0.1:27017"),
+        ("DATASOURCE_PLUGIN_CRM_DATABASE", "crm"),
+    ];
+    let key = "000102030405060708090a0b0c0d0e0f";
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut all = mongo.to_vec();
+        all.extend_from_slice(extra);
+        RawConfig::defaults().validate(&env(&all))
+    };
+    let crm_of = |c: Config| match c
+        .data_sources
+        .sources
+        .get(&DataSourceId::parse("plugin_crm").unwrap())
+    {
+        Some(DataSourceSpec::Mongodb { crm, .. }) => crm.clone(),
+        other => panic!("{other:?}"),
+    };
+    for (enc, hash) in [
+        (
+            "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+            "CRYPTO_HASH_SECRET_KEY_PLUGIN_CRM",
+        ),
+        (
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+            "CRYPTO_HASH_SECRET_KEY_CRM",
+        ),
+    ] {
+        let spec = crm_of(
+            with(&[
+                (enc, key),
+                (hash, "raw text"),
+                ("DATASOURCE_PLUGIN_CRM_MIDAZ_ORGANIZATION_ID", "org-1"),
+            ])
+            .unwrap(),
+        )
+        .expect("the CRM source");
+        assert_eq!(spec.encrypt_key, Some(hex::decode(key).unwrap()));
+        assert_eq!(spec.hash_key, Some(b"raw text".to_vec()));
+        assert_eq!(spec.organization_id.as_deref(), Some("org-1"));
+        let shown = format!("{spec:?}");
+        assert!(
+            !shown.contains("raw text") && !shown.contains("0, 1, 2"),
+            "{shown}"
+        );
+    }
+    // Without keys the source still starts (encrypted fields fail their section).
+    assert_eq!(crm_of(with(&[]).unwrap()), Some(CrmSpec::default()));
+    for (bad, var) in [
+        (
+            &[("CRYPTO_ENCRYPT_SECRET_KEY_CRM", "zz")][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+        ),
+        (
+            &[("CRYPTO_ENCRYPT_SECRET_KEY_CRM", "0011")][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_CRM",
+        ),
+        (
+            &[
+                ("CRYPTO_ENCRYPT_SECRET_KEY_CRM", key),
+                (
+                    "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+                    "ffffffffffffffffffffffffffffffff",
+                ),
+            ][..],
+            "CRYPTO_ENCRYPT_SECRET_KEY_PLUGIN_CRM",
+        ),
+    ] {
+        let errs = with(bad).unwrap_err();
+        assert_eq!(errs.0[0].variable, var, "{errs:?}");
+        assert!(
+            !errs.to_string().contains("ffff"),
+            "the key is shown: {errs}"
+        );
+    }
+    // Any other source: no CRM handling, and the organization setting stops start-up.
+    let other = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_DOCS_TYPE", "mongodb"),
+            ("DATASOURCE_DOCS_URI", "mongodb://127.0.0.1:27017"),
+            ("DATASOURCE_DOCS_DATABASE", "docs"),
+        ]))
+        .unwrap();
+    assert!(matches!(
+        other
+            .data_sources
+            .sources
+            .get(&DataSourceId::parse("docs").unwrap()),
+        Some(DataSourceSpec::Mongodb { crm: None, .. })
+    ));
+    let errs = RawConfig::defaults()
+        .validate(&env(&[
+            ("DATASOURCE_PG_TYPE", "postgresql"),
+            ("DATASOURCE_PG_DATABASE", "core"),
+            ("DATASOURCE_PG_MIDAZ_ORGANIZATION_ID", "org-1"),
+        ]))
+        .unwrap_err();
+    assert_eq!(errs.0[0].variable, "DATASOURCE_PG_MIDAZ_ORGANIZATION_ID");
 }

@@ -85,6 +85,8 @@ impl RawConfig {
                 render,
                 drain_timeout,
                 requeue_after,
+                // Resolved with the object storage (`storage_sweep`).
+                storage_sweep: None,
             },
             pdf,
             pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
@@ -160,7 +162,7 @@ impl RawConfig {
         match rabbitmq {
             None => JobQueueChoice::Memory,
             Some(uri) => JobQueueChoice::Rabbit {
-                uri: uri.to_owned(),
+                uri: reporter_ports::Secret::from(uri),
                 exchange: self.rabbitmq_exchange.trim().to_owned(),
                 queue: self.rabbitmq_queue.trim().to_owned(),
                 key: self.rabbitmq_key.trim().to_owned(),

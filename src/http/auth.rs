@@ -245,7 +245,10 @@ impl Authenticator {
             });
         }
         let (key, alg) = match &settings.key {
-            AuthKey::Secret(s) => (DecodingKey::from_secret(s), Algorithm::HS256),
+            AuthKey::Secret(s) => (
+                DecodingKey::from_secret(s.expose().as_bytes()),
+                Algorithm::HS256,
+            ),
             AuthKey::Generated => match generated_secret {
                 Some(s) => (DecodingKey::from_secret(s), Algorithm::HS256),
                 None => return Err("no verification key configured".into()),
@@ -521,7 +524,9 @@ mod tests {
     fn authenticator(token_cache_size: u64) -> Authenticator {
         let settings = AuthSettings {
             enabled: true,
-            key: AuthKey::Secret(SECRET.to_vec()),
+            key: AuthKey::Secret(reporter_ports::Secret::from(
+                std::str::from_utf8(SECRET).unwrap_or_default(),
+            )),
             issuer: None,
             audience: None,
             leeway_seconds: 30,

@@ -683,6 +683,8 @@ impl BuilderApi {
     /// or a body nested deeper than 256 JSON levels), TPL-0092 (block count),
     /// TPL-0032 (script), TPL-0031 / TPL-0030 / TPL-0014 (unknown data source / table /
     /// field), TPL-0007 (content does not fit the format), TPL-0063 (code over 1 MiB),
+    /// TPL-0080 (an expression over 100 operators, or code past the parser's bounds),
+    /// TPL-0081 / TPL-0082 (the code's parse past the upload's time / memory bounds),
     /// TPL-0015 / TPL-0017 (malformed body). `message` and the messages in `fields` follow
     /// `Accept-Language`. Scope `templates:write`.
     #[oai(
@@ -721,8 +723,9 @@ impl BuilderApi {
     ///
     /// Always 200 with `{valid, errors[{blockId, field, message}]}` for problems of the
     /// blocks (unknown types, missing or malformed properties, injection attempts, limits,
-    /// unknown data sources, tables or fields, and with `format` the upload's content rules);
-    /// `valid` is true exactly when generate-code would succeed. 400 only for a malformed
+    /// unknown data sources, tables or fields, with `format` the upload's content rules, and
+    /// the bounds of the sandbox's parse of the generated code); `valid` is true exactly when
+    /// generate-code would succeed: both run the same check. 400 only for a malformed
     /// body: TPL-0001 (no `blocks`), TPL-0015 (unknown fields), TPL-0017 (not JSON, wrong
     /// types), TPL-0091 (a body nested deeper than 131 JSON levels, 64 block levels;
     /// blocks nested past the 50-level bound within that are a finding of the 200 answer).

@@ -196,7 +196,9 @@ pub struct SectionDto {
     /// True when the section's data was extracted.
     pub ok: bool,
     /// Stable failure code: data_source_not_configured, data_source_unavailable,
-    /// query_timeout, row_limit_exceeded, section_too_large or query_failed.
+    /// query_timeout, row_limit_exceeded, section_too_large, query_failed, or for the Midaz
+    /// CRM source crm_key_missing, crm_decryption_failed, crm_value_malformed or
+    /// crm_unsupported_format.
     #[oai(skip_serializing_if_is_none)]
     pub error_code: Option<String>,
 }

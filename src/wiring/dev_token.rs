@@ -1,14 +1,12 @@
 //! The development credentials of a deployment without a verification key.
 use crate::config::{AuthKey, Config, Tenancy};
 use crate::http::auth::{Claims, Scope, mint_hs256};
-use reporter_ports::TenantId;
+use reporter_ports::{Secret, TenantId};
 
 /// A secret generated for this run and a token signed with it (all scopes, 12 h), when auth
 /// is on and no key is configured (never in production: the configuration refuses that);
 /// otherwise nothing.
-pub(super) fn dev_credentials(
-    config: &Config,
-) -> anyhow::Result<(Option<Vec<u8>>, Option<String>)> {
+pub(super) fn dev_credentials(config: &Config) -> anyhow::Result<(Option<Secret>, Option<Secret>)> {
     if !matches!(
         (&config.auth.key, config.auth.enabled),
         (AuthKey::Generated, true)
@@ -16,7 +14,7 @@ pub(super) fn dev_credentials(
         return Ok((None, None));
     }
     let secret: [u8; 32] = rand::random();
-    let secret = hex::encode(secret).into_bytes();
+    let secret = Secret::new(hex::encode(secret));
     let tenant = match &config.tenancy {
         Tenancy::Single(t) => t.clone(),
         Tenancy::Multi => TenantId::default_tenant(),
@@ -31,7 +29,7 @@ pub(super) fn dev_credentials(
         aud: config.auth.audience.clone(),
         iat: Some(now.timestamp()),
     };
-    let token = mint_hs256(&secret, &claims)
+    let token = mint_hs256(secret.expose().as_bytes(), &claims)
         .map_err(|e| anyhow::anyhow!("minting the development token: {e}"))?;
-    Ok((Some(secret), Some(token)))
+    Ok((Some(secret), Some(Secret::new(token))))
 }

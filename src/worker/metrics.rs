@@ -24,6 +24,7 @@ pub struct WorkerMetrics {
     streamed_rows: IntCounter,
     uploads: IntCounterVec,
     held_back: IntCounter,
+    abandoned_removed: IntCounterVec,
 }
 
 /// How an artifact written while rendered ended, as `reporter_artifact_uploads_total`
@@ -37,7 +38,7 @@ impl WorkerMetrics {
     /// Registers `reporter_jobs_received_total{redelivered}`, `reporter_jobs_total{outcome}`,
     /// `reporter_job_duration_seconds{outcome}`, `reporter_reports_generated_total{status}`,
     /// `reporter_render_streams_total{outcome}`, `reporter_render_streamed_rows_total` and
-    /// `reporter_jobs_held_back_total`.
+    /// `reporter_jobs_held_back_total` and `reporter_storage_abandoned_removed_total{backend}`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let received = IntCounterVec::new(
             Opts::new(
@@ -110,7 +111,23 @@ impl WorkerMetrics {
         for outcome in UPLOAD_OUTCOMES {
             uploads.with_label_values(&[outcome]);
         }
-        for c in [&received, &jobs, &reports, &streams, &uploads] {
+        let abandoned_removed = IntCounterVec::new(
+            Opts::new(
+                "reporter_storage_abandoned_removed_total",
+                "Uploads abandoned by a writer that died mid-write (hidden temporary files, \
+                 incomplete multipart uploads, GridFS chunks without a file) that the sweep \
+                 removed, by object storage backend",
+            ),
+            &["backend"],
+        )?;
+        for c in [
+            &received,
+            &jobs,
+            &reports,
+            &streams,
+            &uploads,
+            &abandoned_removed,
+        ] {
             registry.register(Box::new(c.clone()))?;
         }
         registry.register(Box::new(duration.clone()))?;
@@ -138,7 +155,15 @@ impl WorkerMetrics {
             streamed_rows,
             uploads,
             held_back,
+            abandoned_removed,
         })
+    }
+
+    /// Counts `removed` abandoned uploads the sweep removed from `backend`.
+    pub(super) fn abandoned_removed(&self, backend: &str, removed: u64) {
+        self.abandoned_removed
+            .with_label_values(&[backend])
+            .inc_by(removed);
     }
 
     /// Counts a job held back for its tenant's bound.
@@ -216,6 +241,17 @@ mod tests {
                 }
             })
             .unwrap_or(-1.0)
+    }
+
+    #[test]
+    fn abandoned_uploads_count_by_backend() {
+        let registry = Registry::new();
+        let m = WorkerMetrics::register(&registry).expect("register");
+        m.abandoned_removed("fs", 2);
+        m.abandoned_removed("fs", 1);
+        m.abandoned_removed("s3", 0);
+        let removed = |l| value(&registry, "reporter_storage_abandoned_removed_total", l);
+        assert_eq!((removed("fs"), removed("s3")), (3.0, 0.0));
     }
 
     #[test]

@@ -13,12 +13,14 @@ mod artifact_upload;
 mod metrics;
 mod ownership;
 mod pipeline;
+mod storage_sweep;
 mod streamed;
 mod tenant_slots;
 
 pub use crate::app::Generation;
 pub use metrics::WorkerMetrics;
 pub use pipeline::SectionError;
+pub use storage_sweep::StorageSweepSettings;
 
 use crate::app::App;
 use reporter_ports::ports::{JobConsumer, JobDelivery, PdfRenderer, RenderLimits, TemplateRunner};
@@ -60,6 +62,9 @@ pub struct WorkerSettings {
     /// After how long without a change a `Processing` report counts as stuck and gets its job
     /// queued again (the reconciliation sweep); `None`: no sweep.
     pub requeue_after: Option<Duration>,
+    /// The sweep of uploads abandoned by writers that died mid-write
+    /// (OBJECT_STORAGE_ABANDONED_AFTER_SECONDS); `None`: no sweep.
+    pub storage_sweep: Option<StorageSweepSettings>,
 }
 
 impl Default for WorkerSettings {
@@ -76,6 +81,7 @@ impl Default for WorkerSettings {
             render: RenderLimits::default(),
             drain_timeout: Duration::from_secs(20),
             requeue_after: Some(Duration::from_secs(900)),
+            storage_sweep: None,
         }
     }
 }
@@ -143,6 +149,14 @@ impl Worker {
                 shutdown.clone(),
             ))
         });
+        let storage_sweep = self.settings.storage_sweep.clone().map(|settings| {
+            tokio::spawn(storage_sweep::run(
+                self.app.clone(),
+                settings,
+                self.metrics.clone(),
+                shutdown.clone(),
+            ))
+        });
         let concurrency = self.settings.concurrency.max(1);
         let mut slots = TenantSlots::new(self.settings.max_jobs_per_tenant);
         let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -186,7 +200,7 @@ impl Worker {
         }
         drop(next);
         let held_back = slots.take_parked();
-        if let Some(s) = sweep {
+        for s in [sweep, storage_sweep].into_iter().flatten() {
             s.abort();
         }
         tracing::info!(

@@ -44,6 +44,14 @@ pub enum SectionError {
     TooLarge,
     /// Any other query failure.
     QueryFailed,
+    /// An encrypted field (the Midaz CRM's) was read, or filtered, without its key.
+    CrmKeyMissing,
+    /// An encrypted value did not decrypt: a wrong key, or an altered value.
+    CrmDecryptionFailed,
+    /// An encrypted field held a value that is not the encrypted format.
+    CrmValueMalformed,
+    /// An encrypted value is in a format this version does not read (`tink:v<N>:`).
+    CrmUnsupportedFormat,
 }
 
 impl SectionError {
@@ -56,6 +64,10 @@ impl SectionError {
             Self::RowLimit => "row_limit_exceeded",
             Self::TooLarge => "section_too_large",
             Self::QueryFailed => "query_failed",
+            Self::CrmKeyMissing => "crm_key_missing",
+            Self::CrmDecryptionFailed => "crm_decryption_failed",
+            Self::CrmValueMalformed => "crm_value_malformed",
+            Self::CrmUnsupportedFormat => "crm_unsupported_format",
         }
     }
 }
@@ -486,6 +498,17 @@ pub(super) fn section_error(
         }
         Err(DataSourceError::RowLimit(_)) => Err(SectionError::RowLimit),
         Err(DataSourceError::TooLarge(_)) => Err(SectionError::TooLarge),
+        Err(DataSourceError::Decryption { field, error }) => {
+            use reporter_ports::ports::DecryptionError as D;
+            // The field's name only: never a value, never a key.
+            tracing::warn!(data_source = %ds, field = %field, error = %error, "section field did not decrypt");
+            Err(match error {
+                D::KeyMissing => SectionError::CrmKeyMissing,
+                D::Failed => SectionError::CrmDecryptionFailed,
+                D::Malformed => SectionError::CrmValueMalformed,
+                D::UnsupportedFormat => SectionError::CrmUnsupportedFormat,
+            })
+        }
         Err(e) => {
             tracing::warn!(data_source = %ds, error = %e, "section query failed");
             Err(SectionError::QueryFailed)
@@ -692,6 +715,26 @@ mod tests {
                 ReportErrorCode::ReportGenerationFailed,
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn each_decryption_failure_has_its_section_code() {
+        use reporter_ports::ports::DecryptionError as D;
+        for (error, code) in [
+            (D::KeyMissing, "crm_key_missing"),
+            (D::Failed, "crm_decryption_failed"),
+            (D::Malformed, "crm_value_malformed"),
+            (D::UnsupportedFormat, "crm_unsupported_format"),
+        ] {
+            let failed = section_error(
+                "plugin_crm",
+                Err(DataSourceError::Decryption {
+                    field: "document".into(),
+                    error,
+                }),
+            );
+            assert_eq!(failed.map_err(|e| e.code()), Err(code));
         }
     }
 

@@ -145,6 +145,7 @@ async fn another_tenants_report_does_not_wait_for_a_tenant_at_its_bound() {
             concurrency: 2,
             max_jobs_per_tenant: 1,
             requeue_after: None,
+            storage_sweep: None,
             ..WorkerSettings::default()
         },
         metrics: WorkerMetrics::register(&registry).unwrap(),

@@ -932,6 +932,120 @@ async fn the_uploads_template_rules_apply_to_generated_code() {
     );
 }
 
+/// Expressions past the template parser's bounds (finding 10 of issue 30): an `or` chain of
+/// 390 terms in a condition and a `^` chain of 990 in an expression block once validated as
+/// `valid: true` while generate-code answered 400 TPL-0080. Now both refuse, validate on the
+/// block and property, generate-code with the parser's code; 100 operators still pass both.
+#[tokio::test]
+async fn validate_and_generate_code_agree_on_expressions_past_the_parsers_bounds() {
+    let app = start().await;
+    let or_chain = vec!["1"; 390].join(" or ");
+    let pow_chain = vec!["9"; 990].join("^");
+    let cases = [
+        (
+            json!([{"blockId": "c", "type": "conditional", "condition": or_chain,
+                    "children": [{"type": "text", "content": "x"}]}]),
+            ("c", "condition"),
+        ),
+        (
+            json!([{"blockId": "e", "type": "expression", "expression": pow_chain}]),
+            ("e", "expression"),
+        ),
+        (
+            json!([{"blockId": "t", "type": "custom_tag", "tagName": "count_by",
+                    "tagArgs": format!("bank.accounts if {or_chain}")}]),
+            ("t", "tagArgs"),
+        ),
+    ];
+    for (blocks, (id, field)) in cases {
+        let v = validate(&app, blocks.clone()).await;
+        assert_eq!(v["valid"], false, "{v}");
+        assert_eq!(error_keys(&v), [(id.to_owned(), field.to_owned())], "{v}");
+        assert!(
+            v["errors"][0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("more than 100 operators"),
+            "{v}"
+        );
+        let body = expect_error(
+            post(&app, GEN, json!({"blocks": blocks, "format": "txt"}), None).await,
+            400,
+            "TPL-0080",
+        )
+        .await;
+        assert!(
+            body["fields"][format!("{id}.{field}")].is_string(),
+            "{body}"
+        );
+    }
+    // At the bound: valid, generated, uploaded.
+    let at_bound = json!([{"type": "expression", "expression": vec!["9"; 101].join("^")},
+                          {"type": "conditional", "condition": vec!["1"; 101].join(" or "),
+                           "children": [{"type": "text", "content": "x"}]}]);
+    assert_eq!(validate(&app, at_bound.clone()).await["valid"], true);
+    let body = generate(&app, at_bound, "txt").await;
+    upload(&app, body["code"].as_str().unwrap_or_default(), "txt").await;
+}
+
+/// Whatever bound the sandbox's parse of the generated code hits, validate reports it too:
+/// both run the same check, the sandbox's parse included. 2500 expression blocks of 100
+/// operators (about 1 MB of dense code) need more than the 32 MiB floor of
+/// TEMPLATE_PARSE_MEMORY_MIB: validate answers `valid: false` about the template as a
+/// whole, generate-code 400 TPL-0082 (as the upload of the same code would).
+#[tokio::test]
+async fn validate_reports_the_sandbox_parses_bounds_as_generate_code_does() {
+    let small = common::start_with(common::Options {
+        tweak: Some(|r| r.template_parse_memory_mib = "32".into()),
+        ..Default::default()
+    })
+    .await;
+    let dense = vec!["a"; 101].join("+");
+    let blocks = Value::Array(vec![
+        json!({"type": "expression", "expression": dense});
+        2500
+    ]);
+    let v = validate(&small, blocks.clone()).await;
+    assert_eq!(v["valid"], false, "{v}");
+    assert_eq!(
+        error_keys(&v),
+        [("".to_owned(), "blocks".to_owned())],
+        "{v}"
+    );
+    expect_error(
+        post(
+            &small,
+            GEN,
+            json!({"blocks": blocks, "format": "txt"}),
+            None,
+        )
+        .await,
+        400,
+        "TPL-0082",
+    )
+    .await;
+}
+
+/// A text block prints exactly what it holds: `bank:accounts.holder_name` is text, not a
+/// schema reference for the engine's rewrite (it once printed `bank.accounts__holder_name`).
+#[tokio::test]
+async fn a_text_block_holding_a_schema_reference_prints_it_verbatim() {
+    let app = start().await;
+    let text = "bank:accounts.holder_name db:sales.orders x:y Total: 5";
+    let body = generate(&app, json!([{"type": "text", "content": text}]), "txt").await;
+    assert_eq!(body["mappedFields"], json!({}), "{body}");
+    let (_, out) = render(&app, body["code"].as_str().unwrap_or_default(), "txt").await;
+    assert_eq!(out, format!("{text}\n"));
+    let body = generate(
+        &app,
+        json!([{"type": "text", "content": "bank:accounts.holder_name"}]),
+        "txt",
+    )
+    .await;
+    let (_, out) = render(&app, body["code"].as_str().unwrap_or_default(), "txt").await;
+    assert_eq!(out, "bank:accounts.holder_name\n");
+}
+
 /// Every message, the top-level `message` of generate-code's 400 included, follows
 /// `Accept-Language`; Portuguese by default, with no English grammar text in it.
 #[tokio::test]

@@ -867,6 +867,7 @@ fn sigterm_turns_readiness_to_draining_then_the_process_exits() {
     }
     let mut child = command
         .arg("serve")
+        .env("TMPDIR", crate::common::children_tmpdir())
         .env("SERVER_ADDRESS", &addr)
         .env("AUTH_JWT_SECRET", SECRET)
         .env("SHUTDOWN_DRAIN_SECONDS", "3")
@@ -1048,7 +1049,7 @@ async fn the_original_s_broker_list_publishes_to_rabbitmq_uri() {
     let n = names("reporter_compat_brokers");
     let mut raw = rabbit_raw(&uri, &n.exchange, &n.alternate);
     raw.streaming_brokers = Some("rabbitmq:5672".into());
-    raw.rabbitmq_uri = Some(uri.clone());
+    raw.rabbitmq_uri = Some(uri.as_str().into());
     raw.rabbitmq_exchange = format!("{}.exchange", n.jobs);
     raw.rabbitmq_queue = format!("{}.queue", n.jobs);
     raw.rabbitmq_key = format!("{}.key", n.jobs);

@@ -9,6 +9,7 @@ mod common;
 
 mod builder;
 mod compat;
+mod crm;
 mod deadlines;
 mod platform;
 mod props_builder;

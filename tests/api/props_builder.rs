@@ -17,6 +17,13 @@
 //! cases and shrink steps, and writes no regression files. Text carries hostile characters
 //! (`{ } % # " ' | : \` and line breaks; `< > &` outside html) but no digits or dots, so the
 //! output clean-up only ever touches data values, which the model cleans the documented way.
+//!
+//! Agreement property: on random trees, valid or not (`props_builder/agree.rs`: operator
+//! chains around every bound, unknown fields, hostile text), `validate` answers
+//! `valid: true` exactly when `generate-code` answers 200, and a refusal is a 4xx with the
+//! problems listed by both.
+#[path = "props_builder/agree.rs"]
+mod agree;
 #[path = "props_builder/bank.rs"]
 mod bank;
 #[path = "props_builder/blocks.rs"]
@@ -143,6 +150,56 @@ fn generated_code_uploads_renders_as_the_model_says_and_reads_its_mapped_fields(
         rt.block_on(round_trip(&app, &bank, format, &t))
     });
     eprintln!("{CASES} round trips in {:?}", started.elapsed());
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// Validates and generates `blocks`; an error when the two answers disagree.
+async fn agree(app: &TestApp, blocks: &serde_json::Value) -> Result<(), TestCaseError> {
+    let body = json!({"blocks": blocks, "format": "txt"});
+    let resp = app
+        .post_json(&token(), "/v1/templates/validate", body.clone())
+        .await;
+    let status = resp.0.status();
+    let v = json(resp).await;
+    if status != StatusCode::OK {
+        return Err(fail(format!("validate {status}: {v}")));
+    }
+    let resp = app
+        .post_json(&token(), "/v1/templates/generate-code", body)
+        .await;
+    let status = resp.0.status();
+    let g = json(resp).await;
+    let valid = v["valid"] == true;
+    let errors = v["errors"].as_array().map_or(0, Vec::len);
+    let refused = status.is_client_error() && g["code"].is_string();
+    match (valid, status == StatusCode::OK) {
+        (true, true) if errors == 0 => Ok(()),
+        (false, false) if errors > 0 && refused => Ok(()),
+        _ => Err(fail(format!(
+            "validate {v}\ngenerate-code {status}: {g}\n{blocks:#}"
+        ))),
+    }
+}
+
+#[test]
+fn validate_and_generate_code_always_agree() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let app = rt.block_on(start());
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 64,
+            failure_persistence: None,
+            max_shrink_iters: 64,
+            ..Config::default()
+        },
+        TestRng::deterministic_rng(Config::default().rng_algorithm),
+    );
+    let result = runner.run(&agree::blocks(), |blocks| rt.block_on(agree(&app, &blocks)));
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -665,3 +665,121 @@ async fn finding5_script_split_between_pieces_is_found() {
     drop(t);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The `<head>` element of a document as written, from `<head` to `</head>`.
+fn head_of(html: &str) -> &str {
+    let start = html.find("<head").expect("a <head>");
+    let end = html.find("</head>").expect("a </head>") + "</head>".len();
+    &html[start..end]
+}
+
+/// A server with the example data set (`examples/data/bank`) as data source `bank`.
+async fn with_example_data() -> common::TestApp {
+    let bank = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/bank");
+    common::start_with(common::Options {
+        env: vec![
+            ("DATASOURCE_BANK_TYPE".into(), "file".into()),
+            ("DATASOURCE_BANK_PATH".into(), bank.display().to_string()),
+        ],
+        ..Default::default()
+    })
+    .await
+}
+
+/// Issue 33, item 5: an html report is the document its template wrote — the example
+/// statement, rendered over HTTP, keeps its doctype and `<head>` (charset, title, style) byte
+/// for byte, in place, with no second charset, and character references stay as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn html_reports_keep_their_document() {
+    let t = with_example_data().await;
+    let tpl = t.upload_template("html", common::STATEMENT_TPL).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let html = downloaded(&t, &report).await;
+    assert!(
+        html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">\n<head>"),
+        "{html}"
+    );
+    assert_eq!(head_of(&html), head_of(common::STATEMENT_TPL));
+    assert_eq!(html.matches("charset").count(), 1, "{html}");
+    assert!(html.contains("<td class=\"amount\">"), "{html}");
+    assert!(html.trim_end().ends_with("</body>\n</html>"), "{html}");
+
+    let source = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>&#x2605; Extrato</title></head>\n<body><p>&#x2605; {{ \"a\" }} &amp; &eacute;</p></body></html>\n";
+    let tpl = t.upload_template("html", source).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    assert_eq!(
+        downloaded(&t, &report).await,
+        source.replace("{{ \"a\" }}", "a")
+    );
+}
+
+/// Issue 33, item 5: the report renders as its author meant — opened in Chromium, the
+/// template's `<style>` applies (computed styles), its title and single charset are in the
+/// head, and nothing of the head moved to the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn html_report_styles_apply_in_a_browser() {
+    let Some(chromium) = reporter_contract::services::service_url("CHROMIUM_PATH", "Chromium")
+    else {
+        return;
+    };
+    let listener = listen();
+    let t = with_example_data().await;
+    let source = common::STATEMENT_TPL.replace(
+        "td.amount { text-align: right; }",
+        "td.amount { text-align: right; color: rgb(1, 2, 3); }\n    h1::after { content: \" \\2605\"; }",
+    );
+    assert_ne!(source, common::STATEMENT_TPL, "the example's style changed");
+    let tpl = t.upload_template("html", &source).await;
+    let report = t.request_report(&tpl, json!({})).await;
+    let r = t.wait_report(&report, 600).await;
+    assert_eq!(r["status"], "Finished", "{r}");
+    let html = downloaded(&t, &report).await;
+    listener.artifacts.lock().unwrap().push(html.into_bytes());
+    let mut browser = Chromium::launch(&chromium).await;
+    let session = browser
+        .open(&format!("http://127.0.0.1:{}/artifact/0", listener.port))
+        .await;
+    for _ in 0..100 {
+        if browser.eval(&session, "document.readyState").await == "complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = browser
+        .eval(
+            &session,
+            "JSON.stringify({\
+               title: document.title, \
+               headStyles: document.head.querySelectorAll('style').length, \
+               bodyStyles: document.body.querySelectorAll('style, title, meta').length, \
+               charsets: document.querySelectorAll('meta[charset]').length, \
+               charset: document.characterSet, \
+               amountAlign: getComputedStyle(document.querySelector('td.amount')).textAlign, \
+               amountColor: getComputedStyle(document.querySelector('td.amount')).color, \
+               collapse: getComputedStyle(document.querySelector('table')).borderCollapse, \
+               bodyFont: getComputedStyle(document.body).fontFamily, \
+               after: getComputedStyle(document.querySelector('h1'), '::after').content})",
+        )
+        .await;
+    let seen: serde_json::Value =
+        serde_json::from_str(seen.as_str().unwrap_or("{}")).unwrap_or_default();
+    assert_eq!(
+        seen,
+        json!({
+            "title": "Account statements",
+            "headStyles": 1,
+            "bodyStyles": 0,
+            "charsets": 1,
+            "charset": "UTF-8",
+            "amountAlign": "right",
+            "amountColor": "rgb(1, 2, 3)",
+            "collapse": "collapse",
+            "bodyFont": "sans-serif",
+            "after": "\" ★\"",
+        })
+    );
+}

@@ -29,7 +29,9 @@ impl Chromium {
     /// Starts `path` headless and connects to its browser websocket.
     pub async fn launch(path: &str) -> Self {
         let profile = tempfile::tempdir().expect("profile dir");
+        // Chromium's own temporary files (`org.chromium.Chromium.*`) go with the profile.
         let mut child = Command::new(path)
+            .env("TMPDIR", profile.path())
             .args([
                 "--headless",
                 "--no-sandbox",

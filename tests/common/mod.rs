@@ -84,7 +84,7 @@ pub async fn start_with(opts: Options) -> TestApp {
     }
     if let Some(uri) = opts.mongo_uri {
         let name = reporter_contract::services::unique_name("e2e");
-        raw.mongo_uri = Some(uri);
+        raw.mongo_uri = Some(uri.into());
         raw.mongo_name = name.clone();
         raw.mongo_tenant_prefix = name;
         raw.object_storage_backend = "gridfs".into();
@@ -106,7 +106,7 @@ fn mongo_backend(raw: &mut RawConfig) -> Option<MongoCleanup> {
     let uri = reporter_contract::services::service_url("MONGODB_URI", "MongoDB")
         .unwrap_or_else(|| panic!("REPORTER_E2E_BACKEND=mongo needs MONGODB_URI"));
     let name = reporter_contract::services::unique_name("e2e");
-    raw.mongo_uri = Some(uri.clone());
+    raw.mongo_uri = Some(uri.as_str().into());
     raw.mongo_name = name.clone();
     raw.mongo_tenant_prefix = name.clone();
     raw.object_storage_backend = "gridfs".into();
@@ -721,6 +721,16 @@ pub fn try_request_with(
         body = out;
     }
     Ok(Answer { status, head, body })
+}
+
+/// The temporary directory (`TMPDIR`) of the `reporter` processes the tests start: Cargo's
+/// scratch folder for integration tests (`CARGO_TARGET_TMPDIR`, under `target/`), not the
+/// system's. What a process a test kills (SIGKILL, as a crash) cannot remove (the example
+/// data set, PDF fonts, a Chromium profile) so never lands in the system temp folder.
+pub fn children_tmpdir() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("children");
+    std::fs::create_dir_all(&dir).expect("the children's temporary directory");
+    dir
 }
 
 /// A free loopback address (`127.0.0.1:<port>`) for a process under test to bind.

@@ -35,6 +35,7 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 pub fn reporter(role: &str, name: &str, mongo: &str, rabbit: &str, exchange: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
     c.arg(role)
+        .env("TMPDIR", super::children_tmpdir())
         .env("AUTH_JWT_SECRET", super::SECRET)
         .env("MONGO_URI", mongo)
         .env("MONGO_NAME", name)

@@ -22,6 +22,7 @@ impl Served {
         let addr = super::free_addr();
         let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
         c.arg("serve")
+            .env("TMPDIR", super::children_tmpdir())
             .env("SERVER_ADDRESS", &addr)
             .env("AUTH_JWT_SECRET", super::SECRET)
             .env("LOG_LEVEL", "warn")

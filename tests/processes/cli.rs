@@ -34,6 +34,7 @@ fn reporter() -> Command {
             c.env_remove(k);
         }
     }
+    c.env("TMPDIR", common::children_tmpdir());
     c
 }
 

@@ -24,6 +24,7 @@ fn serve(env: &[(&str, &str)]) -> Serve {
     let addr = common::free_addr();
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
     c.arg("serve")
+        .env("TMPDIR", common::children_tmpdir())
         .env("SERVER_ADDRESS", &addr)
         .env("AUTH_JWT_SECRET", common::SECRET)
         .env("LOG_LEVEL", "error")

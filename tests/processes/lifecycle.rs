@@ -18,6 +18,7 @@ impl Drop for Kill {
 fn reporter_cmd(role: &str, name: &str, mongo: &str, rabbit: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
     c.arg(role)
+        .env("TMPDIR", common::children_tmpdir())
         .env("AUTH_JWT_SECRET", common::SECRET)
         .env("MONGO_URI", mongo)
         .env("MONGO_NAME", name)

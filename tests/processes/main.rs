@@ -10,3 +10,4 @@ mod cli;
 mod hardening;
 mod lifecycle;
 mod mongo_outage;
+mod secrets;

@@ -39,6 +39,7 @@ fn start() -> Service {
     let addr = common::free_addr();
     let mut child = Command::new(env!("CARGO_BIN_EXE_reporter"))
         .arg("serve")
+        .env("TMPDIR", common::children_tmpdir())
         .env("SERVER_ADDRESS", &addr)
         .env("AUTH_JWT_SECRET", common::SECRET)
         .env("LOG_LEVEL", "error")

@@ -138,6 +138,7 @@ impl FileDataSource {
                     fields: t.fields.clone(),
                 })
                 .collect(),
+            default_schema: None,
         };
         tracing::info!(
             data_source = %id,

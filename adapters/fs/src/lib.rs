@@ -43,6 +43,7 @@ mod datasource;
 mod filter;
 mod load;
 mod storage;
+mod sweep;
 mod upload;
 
 pub use datasource::FileDataSource;

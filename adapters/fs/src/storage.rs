@@ -2,7 +2,7 @@
 use crate::upload::LocalUpload;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject, SweepReport};
 use reporter_ports::{ObjectKey, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -306,6 +306,18 @@ impl ObjectStorage for LocalObjectStorage {
             Ok(())
         })
         .await
+    }
+
+    /// Removes the hidden temporary files (an object or sidecar being written, a readiness
+    /// probe) not written to for `older_than`: an upload's age is the time since its last
+    /// write, so a slow upload that keeps writing is never taken for an abandoned one.
+    async fn sweep_abandoned(
+        &self,
+        older_than: std::time::Duration,
+    ) -> Result<Option<SweepReport>, StoreError> {
+        let root = self.root.clone();
+        let removed = Self::blocking(move || crate::sweep::sweep_dir(&root, older_than)).await?;
+        Ok(Some(SweepReport { removed }))
     }
 
     async fn check(&self) -> Result<(), StoreError> {

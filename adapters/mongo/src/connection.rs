@@ -3,7 +3,7 @@
 use crate::error::unavailable;
 use mongodb::Client;
 use mongodb::options::{ClientOptions, Tls, TlsOptions};
-use reporter_ports::StoreError;
+use reporter_ports::{Secret, StoreError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,8 +20,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// driver's default when it says nothing); fields that are set win over the string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MongoConnection {
-    /// A complete `mongodb://` or `mongodb+srv://` connection string.
-    pub uri: String,
+    /// A complete `mongodb://` or `mongodb+srv://` connection string (it may hold the
+    /// password, so it is a [`Secret`]).
+    pub uri: Secret,
     /// Most connections in the pool (`maxPoolSize`).
     pub max_pool_size: Option<u32>,
     /// Connections the pool keeps open (`minPoolSize`).
@@ -39,7 +40,7 @@ impl MongoConnection {
     /// Settings that only name the connection string.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
-            uri: uri.into(),
+            uri: Secret::new(uri.into()),
             max_pool_size: None,
             min_pool_size: None,
             max_idle_time: None,
@@ -53,7 +54,7 @@ impl MongoConnection {
     /// MUST return `Unavailable` when the string does not parse or an `mongodb+srv` lookup
     /// fails (the message never contains the password).
     pub async fn client_options(&self) -> Result<ClientOptions, StoreError> {
-        let mut opts = ClientOptions::parse(&self.uri)
+        let mut opts = ClientOptions::parse(self.uri.expose())
             .await
             .map_err(|e| unavailable("connection string", &e))?;
         if opts.app_name.is_none() {

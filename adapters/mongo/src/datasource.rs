@@ -1,4 +1,5 @@
 //! [`MongoDataSource`]: a MongoDB database as a report data source.
+use crate::crm::{self, CrmSettings, ORGANIZATION_FIELD, SEARCH_FIELD};
 use crate::error::code;
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
@@ -7,10 +8,12 @@ use mongodb::{Client, Database};
 use reporter_ports::datasource::{
     DataSourceDescriptor, DataSourceId, DataSourceKind, SourceSchema, TableSchema,
 };
-use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
+use reporter_ports::ports::{
+    CollectRows, DataSource, DataSourceError, FilterSupport, Row, RowSink, TableQuery,
+};
 use reporter_ports::report::FilterCondition;
 use serde_json::{Number, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// MongoDB's `MaxTimeMSExpired`.
@@ -58,11 +61,24 @@ impl Default for MongoDataSourceConfig {
 /// - Values come back as JSON: Int32/Int64 as integers, Double as a number (NaN and infinities
 ///   as `null`), Decimal128 as a string, DateTime as RFC 3339 text, ObjectId as hex, embedded
 ///   documents and arrays recursively.
+/// - **The Midaz CRM** ([`Self::with_crm`]): tables are the CRM's collections by base name
+///   (one organization's, or every organization's with rows tagged `organization_id`), rows
+///   are decrypted as they are read, filters on encrypted fields match their search hashes
+///   or are refused, and the schema hides the search hashes (`search`). See [`CrmSettings`].
 #[derive(Debug, Clone)]
 pub struct MongoDataSource {
     id: DataSourceId,
     db: Database,
     config: MongoDataSourceConfig,
+    crm: Option<CrmSettings>,
+}
+
+/// What one query reads: the collections (each with the organization its rows are tagged
+/// with), the filter and the projection.
+struct FindPlan {
+    collections: Vec<(String, Option<String>)>,
+    filter: Document,
+    projection: Document,
 }
 
 fn unavailable(what: &str, e: &mongodb::error::Error) -> DataSourceError {
@@ -214,7 +230,46 @@ impl MongoDataSource {
 
     /// Serves `db` as data source `id`.
     pub fn with_config(id: DataSourceId, db: Database, config: MongoDataSourceConfig) -> Self {
-        Self { id, db, config }
+        Self {
+            id,
+            db,
+            config,
+            crm: None,
+        }
+    }
+
+    /// Reads `db` as the Midaz CRM's data (see [`crate::crm`]): the caller decides which
+    /// source is the CRM ([`crm::is_crm_source`]).
+    pub fn with_crm(mut self, crm: CrmSettings) -> Self {
+        self.crm = Some(crm);
+        self
+    }
+
+    /// The collections serving each CRM table, in name order, with their organization.
+    async fn crm_tables(
+        &self,
+        crm: &CrmSettings,
+    ) -> Result<BTreeMap<String, Vec<(String, String)>>, DataSourceError> {
+        let mut tables: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for name in self.tables(None).await? {
+            if let Some((table, org)) = crm.table_of(&name) {
+                let (table, org) = (table.to_owned(), org.to_owned());
+                tables.entry(table).or_default().push((name, org));
+            }
+        }
+        Ok(tables)
+    }
+
+    /// The union of the fields of `collections`.
+    async fn fields_of(
+        &self,
+        collections: &[(String, String)],
+    ) -> Result<BTreeSet<String>, DataSourceError> {
+        let mut all = BTreeSet::new();
+        for (c, _) in collections {
+            all.extend(self.fields(c).await?);
+        }
+        Ok(all)
     }
 
     async fn tables(&self, only: Option<&str>) -> Result<Vec<String>, DataSourceError> {
@@ -265,12 +320,33 @@ impl DataSource for MongoDataSource {
     }
 
     async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
+        if let Some(crm) = &self.crm {
+            let mut tables = Vec::new();
+            for (name, collections) in self.crm_tables(crm).await? {
+                let mut fields = self.fields_of(&collections).await?;
+                fields.remove(SEARCH_FIELD);
+                if crm.tags_organizations() {
+                    fields.insert(ORGANIZATION_FIELD.to_owned());
+                }
+                tables.push(TableSchema {
+                    name,
+                    fields: fields.into_iter().collect(),
+                });
+            }
+            return Ok(SourceSchema {
+                tables,
+                default_schema: None,
+            });
+        }
         let mut tables = Vec::new();
         for name in self.tables(None).await? {
             let fields = self.fields(&name).await?;
             tables.push(TableSchema { name, fields });
         }
-        Ok(SourceSchema { tables })
+        Ok(SourceSchema {
+            tables,
+            default_schema: None,
+        })
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
@@ -285,38 +361,156 @@ impl DataSource for MongoDataSource {
         query: &TableQuery,
         sink: &mut dyn RowSink,
     ) -> Result<(), DataSourceError> {
-        let (filter, projection) = self.find_spec(query).await?;
-        let limit = i64::try_from(query.max_rows.saturating_add(1)).unwrap_or(i64::MAX);
-        let mut cursor = self
-            .db
-            .collection::<Document>(&query.table)
-            .find(filter)
-            .projection(projection)
-            .limit(limit)
-            .max_time(self.config.query_timeout)
-            .await
-            .map_err(|e| unavailable("find", &e))?;
-        let mut count = 0usize;
-        while let Some(d) = cursor
-            .try_next()
-            .await
-            .map_err(|e| unavailable("cursor", &e))?
-        {
-            count += 1;
-            if count > query.max_rows {
-                return Err(DataSourceError::RowLimit(query.max_rows));
+        let plan = match &self.crm {
+            Some(crm) => self.crm_plan(crm, query).await?,
+            None => {
+                let (filter, projection) = self.find_spec(query).await?;
+                FindPlan {
+                    collections: vec![(query.table.clone(), None)],
+                    filter,
+                    projection,
+                }
             }
-            let row = query
-                .fields
-                .iter()
-                .map(|f| (f.clone(), d.get(f).map_or(Value::Null, to_json)))
-                .collect::<Row>();
-            sink.push(row)?;
-            if let Some(ready) = sink.ready() {
-                ready.await?;
+        };
+        let keys = self.crm.as_ref().map(|c| &c.keys);
+        let mut count = 0usize;
+        for (collection, org) in &plan.collections {
+            let left = query.max_rows.saturating_sub(count).saturating_add(1);
+            let mut cursor = self
+                .db
+                .collection::<Document>(collection)
+                .find(plan.filter.clone())
+                .projection(plan.projection.clone())
+                .limit(i64::try_from(left).unwrap_or(i64::MAX))
+                .max_time(self.config.query_timeout)
+                .await
+                .map_err(|e| unavailable("find", &e))?;
+            while let Some(mut d) = cursor
+                .try_next()
+                .await
+                .map_err(|e| unavailable("cursor", &e))?
+            {
+                count += 1;
+                if count > query.max_rows {
+                    return Err(DataSourceError::RowLimit(query.max_rows));
+                }
+                if let Some(keys) = keys {
+                    crm::decrypt_document(keys, &mut d)?;
+                }
+                let row = query
+                    .fields
+                    .iter()
+                    .map(|f| match org {
+                        Some(org) if f == ORGANIZATION_FIELD => {
+                            (f.clone(), Value::String(org.clone()))
+                        }
+                        _ => (f.clone(), d.get(f).map_or(Value::Null, to_json)),
+                    })
+                    .collect::<Row>();
+                sink.push(row)?;
+                if let Some(ready) = sink.ready() {
+                    ready.await?;
+                }
             }
         }
         Ok(())
+    }
+
+    fn filter_support(
+        &self,
+        table: &str,
+        field: &str,
+        condition: &FilterCondition,
+    ) -> FilterSupport {
+        let Some(crm) = &self.crm else {
+            return FilterSupport::Schema;
+        };
+        if field == ORGANIZATION_FIELD && crm.tags_organizations() {
+            return match crm::organization_matches("", condition) {
+                Ok(_) => FilterSupport::Accepted,
+                Err(e) => FilterSupport::Refused(e.to_string()),
+            };
+        }
+        crm::support(&crm.keys, table, field, condition)
+    }
+}
+
+impl MongoDataSource {
+    /// The plan of a query on the CRM: its collections (those an `organization_id` filter
+    /// selects), the filters rewritten to search hashes, the projection; `crm_key_missing`
+    /// up front when the query reads an encrypted field without the key.
+    async fn crm_plan(
+        &self,
+        crm: &CrmSettings,
+        query: &TableQuery,
+    ) -> Result<FindPlan, DataSourceError> {
+        let tagging = crm.tags_organizations();
+        let collections = self
+            .crm_tables(crm)
+            .await?
+            .remove(&query.table)
+            .ok_or_else(|| DataSourceError::UnknownTable(query.table.clone()))?;
+        let mut known = self.fields_of(&collections).await?;
+        if tagging {
+            known.insert(ORGANIZATION_FIELD.to_owned());
+        }
+        let unknown = |field: &String| DataSourceError::UnknownField {
+            table: query.table.clone(),
+            field: field.clone(),
+        };
+        if let Some(f) = query.fields.iter().find(|f| !known.contains(*f)) {
+            return Err(unknown(f));
+        }
+        if !crm.keys.can_decrypt()
+            && let Some(field) = crm::first_encrypted(&query.fields)
+        {
+            return Err(DataSourceError::Decryption {
+                field: field.to_owned(),
+                error: reporter_ports::ports::DecryptionError::KeyMissing,
+            });
+        }
+        let mut clauses = Vec::new();
+        let mut organizations: Option<&FilterCondition> = None;
+        for (field, cond) in &query.filters {
+            if tagging && field == ORGANIZATION_FIELD {
+                organizations = Some(cond);
+                continue;
+            }
+            let (key, cond) = crm::rewrite(&crm.keys, &query.table, field, cond)?;
+            if key == *field && !known.contains(field) {
+                return Err(unknown(field));
+            }
+            clauses.extend(condition_clauses(&key, &cond)?);
+        }
+        let mut chosen = Vec::new();
+        for (collection, org) in collections {
+            let keep = match organizations {
+                Some(cond) => crm::organization_matches(&org, cond)?,
+                None => true,
+            };
+            if keep {
+                chosen.push((collection, tagging.then_some(org)));
+            }
+        }
+        let filter = if clauses.is_empty() {
+            doc! {}
+        } else {
+            doc! { "$and": clauses }
+        };
+        let mut projection = doc! {};
+        if !query.fields.iter().any(|f| f == "_id") {
+            projection.insert("_id", 0);
+        }
+        for f in &query.fields {
+            if !(tagging && f == ORGANIZATION_FIELD) {
+                projection.insert(f.as_str(), 1);
+            }
+        }
+        Ok(FindPlan {
+            collections: chosen,
+            filter,
+            projection,
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use mongodb::bson::{Bson, doc, oid::ObjectId};
 use mongodb::gridfs::{FilesCollectionDocument, GridFsBucket};
 use mongodb::options::GridFsBucketOptions;
 use mongodb::{Client, Database};
-use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject, SweepReport};
 use reporter_ports::{ObjectKey, StoreError};
 
 /// Content type answered for a file written by another tool without one.
@@ -42,6 +42,7 @@ fn version_of(f: &FilesCollectionDocument) -> (i64, Option<ObjectId>) {
 pub struct GridFsStorage {
     db: Database,
     bucket: GridFsBucket,
+    bucket_name: String,
 }
 
 impl GridFsStorage {
@@ -65,7 +66,11 @@ impl GridFsStorage {
                 .bucket_name(bucket_name.to_owned())
                 .build(),
         );
-        Self { db, bucket }
+        Self {
+            db,
+            bucket,
+            bucket_name: bucket_name.to_owned(),
+        }
     }
 
     /// Every stored version of `key`, newest first.
@@ -183,6 +188,20 @@ impl ObjectStorage for GridFsStorage {
             self.delete_file(f.id).await?;
         }
         Ok(())
+    }
+
+    /// Deletes the chunks of uploads started more than `older_than` ago (by their file id's
+    /// time) that never wrote their `files` document: a writer that died before commit. An
+    /// upload's age is the time since it started, so `older_than` MUST exceed the longest
+    /// upload.
+    async fn sweep_abandoned(
+        &self,
+        older_than: std::time::Duration,
+    ) -> Result<Option<SweepReport>, StoreError> {
+        let removed =
+            crate::gridfs_sweep::sweep_orphan_chunks(&self.db, &self.bucket_name, older_than)
+                .await?;
+        Ok(Some(SweepReport { removed }))
     }
 
     async fn check(&self) -> Result<(), StoreError> {

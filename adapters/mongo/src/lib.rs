@@ -85,11 +85,13 @@
 //! [`tenant_database_name`]. The `tenant` field stays on every document, so a store over a
 //! shared database isolates tenants as well.
 mod connection;
+pub mod crm;
 mod datasource;
 mod deployment;
 mod docs;
 mod error;
 mod gridfs;
+mod gridfs_sweep;
 mod gridfs_upload;
 mod idempotency;
 mod outbox;
@@ -99,6 +101,7 @@ mod tenant;
 mod time;
 
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_SERVER_SELECTION_TIMEOUT, MongoConnection};
+pub use crm::{CrmSettings, is_crm_source};
 pub use datasource::{MongoDataSource, MongoDataSourceConfig};
 pub use deployment::{DeploymentDatabase, TransactionCheck, require_transactions};
 pub use gridfs::{GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage};

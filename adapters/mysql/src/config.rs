@@ -76,7 +76,7 @@ pub struct MysqlConfig {
     /// User to connect as. Default `root`.
     pub user: String,
     /// Password, if the server asks for one. Default none.
-    pub password: Option<String>,
+    pub password: Option<reporter_ports::Secret>,
     /// Database (MySQL "schema") whose tables keep their bare name; also the descriptor's
     /// `external_name`.
     pub database: String,
@@ -178,7 +178,7 @@ impl MysqlConfig {
         if let Some(user) = opts.user() {
             config.user = user.to_owned();
         }
-        config.password = opts.pass().map(str::to_owned);
+        config.password = opts.pass().map(reporter_ports::Secret::from);
         for (key, value) in query_pairs(url) {
             match key.as_str() {
                 "sslmode" | "ssl-mode" | "tls" => config.sslmode = value.parse().map_err(bad)?,
@@ -303,7 +303,10 @@ mod tests {
         assert_eq!(c.host, "db.local");
         assert_eq!(c.port, 3307);
         assert_eq!(c.user, "alice");
-        assert_eq!(c.password.as_deref(), Some("s@cret"));
+        assert_eq!(
+            c.password.as_ref().map(reporter_ports::Secret::expose),
+            Some("s@cret")
+        );
         assert_eq!(c.database, "ledger");
         assert_eq!(c.schemas, ["ledger"]);
         assert_eq!(c.sslmode, SslMode::Disable);

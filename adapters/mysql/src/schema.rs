@@ -1,5 +1,5 @@
 //! Discovered tables and columns, and how their MySQL types are handled.
-use reporter_ports::datasource::{SourceSchema, TableSchema};
+use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
 use std::collections::BTreeMap;
 
 /// How a column's values are filtered (which JSON filter values can match them) and, for the
@@ -96,6 +96,8 @@ impl Flavor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Discovered {
     pub(crate) flavor: Flavor,
+    /// The default database: its tables go by their bare name.
+    pub(crate) default_schema: String,
     pub(crate) tables: BTreeMap<String, Table>,
 }
 
@@ -161,10 +163,23 @@ impl Discovered {
             let kind = ColumnKind::classify(&row.data_type, &row.column_type, row.json_check);
             table.columns.insert(row.column_name, Column { kind });
         }
-        Self { flavor, tables }
+        Self {
+            flavor,
+            default_schema: default_schema.to_owned(),
+            tables,
+        }
     }
 
-    /// The port's view: tables sorted by name, fields sorted.
+    /// The table a query names: its listed name, or `db__table` for the default database's
+    /// `table` (the template spelling of `ds:db.table`).
+    pub(crate) fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.get(name).or_else(|| {
+            default_schema_alias(name, &self.default_schema).and_then(|bare| self.tables.get(bare))
+        })
+    }
+
+    /// The port's view: tables sorted by name, fields sorted, the default database the
+    /// default schema.
     pub(crate) fn source_schema(&self) -> SourceSchema {
         SourceSchema {
             tables: self
@@ -175,6 +190,7 @@ impl Discovered {
                     fields: table.columns.keys().cloned().collect(),
                 })
                 .collect(),
+            default_schema: Some(self.default_schema.clone()),
         }
     }
 }
@@ -235,6 +251,35 @@ mod tests {
                 "meta".into(),
                 "name".into()
             ])
+        );
+    }
+
+    #[test]
+    fn the_default_database_may_be_named() {
+        let d = Discovered::from_rows(
+            Flavor::MariaDb,
+            "app",
+            [
+                row("app", "people", "id", "int", "int(11)"),
+                row("other", "people", "id", "int", "int(11)"),
+            ],
+        );
+        let schema_of = |name: &str| d.table(name).map(|t| (t.schema.as_str(), t.name.as_str()));
+        assert_eq!(schema_of("people"), Some(("app", "people")));
+        assert_eq!(schema_of("app__people"), Some(("app", "people")));
+        assert_eq!(schema_of("other__people"), Some(("other", "people")));
+        for unknown in ["app__ledger", "app.people", "public__people", "ap__people"] {
+            assert_eq!(schema_of(unknown), None, "{unknown}");
+        }
+        let s = d.source_schema();
+        assert_eq!(s.default_schema.as_deref(), Some("app"));
+        assert_eq!(
+            s.table("app.people").map(|t| t.name.as_str()),
+            Some("people")
+        );
+        assert_eq!(
+            s.table("other.people").map(|t| t.name.as_str()),
+            Some("other__people")
         );
     }
 

@@ -145,7 +145,7 @@ impl MysqlDataSource {
             .ip_or_hostname(config.host.clone())
             .tcp_port(config.port)
             .user(Some(config.user.clone()))
-            .pass(config.password.clone())
+            .pass(config.password.as_ref().map(|p| p.expose().to_owned()))
             .db_name(Some(config.database.clone()))
             .ssl_opts(tls::ssl_opts(&config))
             .pool_opts(pool_opts)
@@ -337,8 +337,7 @@ impl MysqlDataSource {
     async fn run_query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
         let discovered = self.discovered().await?;
         let table = discovered
-            .tables
-            .get(&query.table)
+            .table(&query.table)
             .ok_or_else(|| DataSourceError::UnknownTable(query.table.clone()))?;
         let limit = query.max_rows.min(self.config.max_rows);
         let fetch = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);

@@ -330,6 +330,73 @@ async fn other_databases_get_qualified_names() {
     .await;
 }
 
+/// The default database is MySQL's default schema: `ds:<db>.people` reaches the adapter as
+/// `<db>__people`, the same table as `people` (same rows, same filters); another database's
+/// table as `<other>__ledger`. The schema finds both spellings too (and the filters'
+/// `<db>.people`, `<other>.ledger`).
+#[tokio::test]
+async fn the_default_database_may_be_named() {
+    with_db(|db| async move {
+        create_people(&db, &db.name).await;
+        let other = format!("{}_other", db.name);
+        db.exec(&format!(
+            "CREATE DATABASE `{other}`;
+             CREATE TABLE `{other}`.ledger (entry_id bigint, amount decimal(12,2));
+             INSERT INTO `{other}`.ledger VALUES (1, 10.00), (2, 20.50);"
+        ))
+        .await;
+        let outcome = AssertUnwindSafe(async {
+            let mut config = db.config();
+            config.schemas = vec![db.name.clone(), other.clone()];
+            let source = MysqlDataSource::new(config).expect("source");
+            let named = format!("{}__people", db.name);
+            let filter = json!({"score": {"gt": [80]}});
+            assert_eq!(ids(&source, &named, filter.clone()).await, [1, 4]);
+            assert_eq!(
+                ids(&source, &named, filter.clone()).await,
+                ids(&source, "people", filter).await
+            );
+            let ledger = format!("{other}__ledger");
+            let rows = source
+                .query(&query(
+                    &ledger,
+                    &["entry_id"],
+                    json!({"amount": {"gt": [15]}}),
+                    10,
+                ))
+                .await
+                .expect("another database");
+            assert_eq!(sorted(rows, "entry_id"), [json!({"entry_id": 2})]);
+            for table in [format!("{}__ledger", db.name), format!("{other}__people")] {
+                assert_eq!(
+                    source.query(&query(&table, &[], json!({}), 10)).await,
+                    Err(DataSourceError::UnknownTable(table.clone()))
+                );
+            }
+            let schema = source.schema().await.expect("schema");
+            assert_eq!(schema.default_schema.as_deref(), Some(db.name.as_str()));
+            for (spelling, listed) in [
+                (named.clone(), "people".to_owned()),
+                (format!("{}.people", db.name), "people".to_owned()),
+                (format!("{other}.ledger"), ledger.clone()),
+            ] {
+                assert_eq!(
+                    schema.table(&spelling).map(|t| t.name.clone()),
+                    Some(listed),
+                    "{spelling}"
+                );
+            }
+        })
+        .catch_unwind()
+        .await;
+        db.exec(&format!("DROP DATABASE `{other}`")).await;
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn decimal_values_stay_exact() {
     with_db(|db| async move {

@@ -43,7 +43,19 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<R
 /// Spawns chromium headless on a private profile, DevTools on a free port, stderr piped (it
 /// announces the DevTools address there).
 fn spawn_chromium(path: &Path, profile: &Path) -> Result<Child, PdfError> {
-    Command::new(path)
+    chromium_command(path, profile)
+        .spawn()
+        .map_err(|e| unavailable(format!("cannot start {}: {e}", path.display())))
+}
+
+/// The command of a headless Chromium on `profile`. Its `TMPDIR` is the profile too: with
+/// `--disable-dev-shm-usage` Chromium keeps its shared memory in `org.chromium.Chromium.*`
+/// files of the temporary directory, which a killed browser never removes; under the
+/// profile they go with it.
+fn chromium_command(path: &Path, profile: &Path) -> Command {
+    let mut command = Command::new(path);
+    command
+        .env("TMPDIR", profile)
         .args([
             "--headless=new",
             "--no-sandbox",
@@ -64,9 +76,8 @@ fn spawn_chromium(path: &Path, profile: &Path) -> Result<Child, PdfError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| unavailable(format!("cannot start {}: {e}", path.display())))
+        .kill_on_drop(true);
+    command
 }
 
 /// The DevTools address chromium prints on stderr.
@@ -245,5 +256,26 @@ impl Browser {
         {
             let _ = child.kill().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Chromium writes to the temporary directory lands in its profile (removed with
+    /// it), never in the system's.
+    #[test]
+    fn chromium_keeps_its_temporary_files_in_its_profile() {
+        let profile = Path::new("/run/profile-x");
+        let command = chromium_command(Path::new("/usr/bin/chromium"), profile);
+        let tmpdir = command
+            .as_std()
+            .get_envs()
+            .find(|(k, _)| *k == "TMPDIR")
+            .and_then(|(_, v)| v);
+        assert_eq!(tmpdir, Some(profile.as_os_str()));
+        let args: Vec<_> = command.as_std().get_args().collect();
+        assert!(args.contains(&std::ffi::OsStr::new("--user-data-dir=/run/profile-x")));
     }
 }

@@ -87,7 +87,7 @@ pub struct PostgresConfig {
     /// Role to connect as. Default `postgres`.
     pub user: String,
     /// Password, if the server asks for one. Default none.
-    pub password: Option<String>,
+    pub password: Option<reporter_ports::Secret>,
     /// Database name; also the descriptor's `external_name`.
     pub database: String,
     /// TLS mode. Default [`SslMode::Disable`].
@@ -193,7 +193,9 @@ impl PostgresConfig {
             config.user = user.to_owned();
         }
         if let Some(password) = parsed.get_password() {
-            config.password = Some(String::from_utf8_lossy(password).into_owned());
+            config.password = Some(reporter_ports::Secret::new(
+                String::from_utf8_lossy(password).into_owned(),
+            ));
         }
         config.database = parsed
             .get_dbname()
@@ -275,7 +277,10 @@ mod tests {
         assert_eq!(c.host, "db.local");
         assert_eq!(c.port, 6543);
         assert_eq!(c.user, "alice");
-        assert_eq!(c.password.as_deref(), Some("s3cret"));
+        assert_eq!(
+            c.password.as_ref().map(reporter_ports::Secret::expose),
+            Some("s3cret")
+        );
         assert_eq!(c.database, "ledger");
         assert_eq!(c.schemas, ["public"]);
         assert_eq!(c.query_timeout, Duration::from_secs(10));

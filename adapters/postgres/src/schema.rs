@@ -1,5 +1,5 @@
 //! Discovered tables and columns, and how their PostgreSQL types are handled.
-use reporter_ports::datasource::{SourceSchema, TableSchema};
+use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
 use std::collections::BTreeMap;
 
 /// The schema whose tables keep their bare name.
@@ -145,7 +145,15 @@ impl Discovered {
         Self { tables }
     }
 
-    /// The port's view: tables sorted by name, fields sorted.
+    /// The table a query names: its listed name, or `public__table` for `public`'s `table`
+    /// (the template spelling of `ds:public.table`).
+    pub(crate) fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.get(name).or_else(|| {
+            default_schema_alias(name, DEFAULT_SCHEMA).and_then(|bare| self.tables.get(bare))
+        })
+    }
+
+    /// The port's view: tables sorted by name, fields sorted, `public` the default schema.
     pub(crate) fn source_schema(&self) -> SourceSchema {
         SourceSchema {
             tables: self
@@ -156,6 +164,7 @@ impl Discovered {
                     fields: table.columns.keys().cloned().collect(),
                 })
                 .collect(),
+            default_schema: Some(DEFAULT_SCHEMA.to_owned()),
         }
     }
 }
@@ -200,6 +209,49 @@ mod tests {
         assert_eq!(
             d.tables["people"].columns["id"].sql_type,
             r#""pg_catalog"."int4""#
+        );
+    }
+
+    #[test]
+    fn the_default_schema_may_be_named() {
+        let d = Discovered::from_rows([
+            row("public", "organization", "name", "text", "text"),
+            row("other", "organization", "id", "integer", "int4"),
+            row("public", "public__kept", "id", "integer", "int4"),
+            row("public", "kept", "name", "text", "text"),
+        ]);
+        let schema_of = |name: &str| d.table(name).map(|t| (t.schema.as_str(), t.name.as_str()));
+        assert_eq!(schema_of("organization"), Some(("public", "organization")));
+        assert_eq!(
+            schema_of("public__organization"),
+            Some(("public", "organization"))
+        );
+        assert_eq!(
+            schema_of("other__organization"),
+            Some(("other", "organization"))
+        );
+        assert_eq!(
+            schema_of("public__kept"),
+            Some(("public", "public__kept")),
+            "a listed name wins"
+        );
+        for unknown in [
+            "public__missing",
+            "public__",
+            "public.organization",
+            "other__kept",
+        ] {
+            assert_eq!(schema_of(unknown), None, "{unknown}");
+        }
+        let s = d.source_schema();
+        assert_eq!(s.default_schema.as_deref(), Some("public"));
+        assert_eq!(
+            s.table("public.organization").map(|t| t.name.as_str()),
+            Some("organization")
+        );
+        assert_eq!(
+            s.table("other.organization").map(|t| t.name.as_str()),
+            Some("other__organization")
         );
     }
 

@@ -128,7 +128,7 @@ impl PostgresDataSource {
                 backstop.as_millis().max(1)
             ));
         if let Some(password) = &config.password {
-            pg.password(password);
+            pg.password(password.expose());
         }
         let manager = Manager::from_config(
             pg,
@@ -269,8 +269,7 @@ impl PostgresDataSource {
     ) -> Result<(), DataSourceError> {
         let discovered = self.discovered().await?;
         let table = discovered
-            .tables
-            .get(&query.table)
+            .table(&query.table)
             .ok_or_else(|| DataSourceError::UnknownTable(query.table.clone()))?;
         let limit = query.max_rows.min(self.config.max_rows);
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);

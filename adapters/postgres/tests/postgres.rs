@@ -311,6 +311,72 @@ async fn other_schemas_get_qualified_names() {
     .await;
 }
 
+/// `ds:public.people` reaches the adapter as `public__people`: the same table as `people`
+/// (same rows, same filters); `ds:other.ledger` as `other__ledger`. The schema finds both
+/// spellings too (and the filters' `public.people`, `other.ledger`).
+#[tokio::test]
+async fn the_public_schema_may_be_named() {
+    with_db(|db| async move {
+        let client = db.client().await;
+        create_people(&client, "public").await;
+        client
+            .batch_execute(
+                "CREATE SCHEMA other;
+                 CREATE TABLE other.ledger (entry_id bigint, amount numeric(12,2));
+                 INSERT INTO other.ledger VALUES (1, 10.00), (2, 20.50);",
+            )
+            .await
+            .expect("create");
+        let mut config = db.config();
+        config.schemas = vec!["public".into(), "other".into()];
+        let source = PostgresDataSource::new(config).expect("source");
+        let filter = json!({"score": {"gt": [80]}});
+        let bare = source
+            .query(&query("people", &["id", "name"], filter.clone(), 10))
+            .await
+            .expect("bare name");
+        let named = source
+            .query(&query("public__people", &["id", "name"], filter, 10))
+            .await
+            .expect("the default schema named");
+        assert_eq!(sorted(named.clone(), "id"), sorted(bare, "id"));
+        assert_eq!(
+            sorted(named, "id"),
+            [
+                json!({"id": 1, "name": "Ada"}),
+                json!({"id": 4, "name": "Edsger"})
+            ]
+        );
+        let ledger = source
+            .query(&query("other__ledger", &["entry_id"], json!({}), 10))
+            .await
+            .expect("another schema");
+        assert_eq!(
+            sorted(ledger, "entry_id"),
+            [json!({"entry_id": 1}), json!({"entry_id": 2})]
+        );
+        for table in ["public__ledger", "other__people", "public__"] {
+            assert_eq!(
+                source.query(&query(table, &[], json!({}), 10)).await,
+                Err(DataSourceError::UnknownTable(table.into()))
+            );
+        }
+        let schema = source.schema().await.expect("schema");
+        assert_eq!(schema.default_schema.as_deref(), Some("public"));
+        for (spelling, listed) in [
+            ("public__people", "people"),
+            ("public.people", "people"),
+            ("other.ledger", "other__ledger"),
+        ] {
+            assert_eq!(
+                schema.table(spelling).map(|t| t.name.as_str()),
+                Some(listed)
+            );
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn numeric_values_stay_exact() {
     with_db(|db| async move {

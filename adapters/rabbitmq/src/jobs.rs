@@ -49,8 +49,8 @@ pub const MAX_REASON_CHARS: usize = 256;
 /// Configuration of the job queue (both sides).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RabbitJobsConfig {
-    /// `amqp://` or `amqps://` URI.
-    pub uri: String,
+    /// `amqp://` or `amqps://` URI (it may hold the password, so it is a [`Secret`]).
+    pub uri: reporter_ports::Secret,
     /// Direct exchange of the jobs. Default `reporter.generate-report.exchange`.
     pub exchange: String,
     /// Routing key of the jobs. Default `reporter.generate-report.key`.
@@ -90,7 +90,7 @@ impl RabbitJobsConfig {
     /// The reference defaults for `uri`.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
-            uri: uri.into(),
+            uri: reporter_ports::Secret::new(uri.into()),
             exchange: "reporter.generate-report.exchange".into(),
             routing_key: "reporter.generate-report.key".into(),
             queue: "reporter.generate-report.queue".into(),
@@ -301,7 +301,7 @@ impl RabbitJobQueue {
     pub async fn connect(config: RabbitJobsConfig) -> Result<Self, RabbitError> {
         let names = config.names()?;
         let link = Link::new(
-            &config.uri,
+            config.uri.expose(),
             &format!("{}-producer", config.connection_name),
             config.publish_timeout,
             Some(topology(&names)),
@@ -370,7 +370,7 @@ impl RabbitJobConsumer {
         let names = config.names()?;
         let timeout = config.publish_timeout;
         let conn = connect(
-            &config.uri,
+            config.uri.expose(),
             &format!("{}-consumer", config.connection_name),
             timeout,
         )
@@ -395,7 +395,7 @@ impl RabbitJobConsumer {
             Err(_) => return Err(RabbitError::Timeout(timeout)),
         };
         let publisher = Link::new(
-            &config.uri,
+            config.uri.expose(),
             &format!("{}-republisher", config.connection_name),
             timeout,
             Some(topology(&names)),

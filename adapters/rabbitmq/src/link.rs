@@ -90,7 +90,7 @@ struct Live {
 
 /// A connection and a confirm-mode channel on it.
 pub(crate) struct Link {
-    uri: String,
+    uri: reporter_ports::Secret,
     name: String,
     timeout: Duration,
     grace: Duration,
@@ -113,7 +113,7 @@ impl Link {
     /// A link that connects lazily (or now, with [`Link::channel`]).
     pub(crate) fn new(uri: &str, name: &str, timeout: Duration, declare: Option<Declare>) -> Self {
         Self {
-            uri: uri.to_owned(),
+            uri: reporter_ports::Secret::from(uri),
             name: name.to_owned(),
             timeout,
             grace: RECOVERY_GRACE,
@@ -236,7 +236,7 @@ impl Link {
         };
         if !conn_ok {
             tracing::info!(link = %self.name, "connecting to RabbitMQ");
-            let new = Arc::new(connect(&self.uri, &self.name, self.timeout).await?);
+            let new = Arc::new(connect(self.uri.expose(), &self.name, self.timeout).await?);
             if let Some(old) = st.conn.replace(new) {
                 // A connection lapin is still trying to recover: stop it.
                 tokio::spawn(async move {
@@ -272,7 +272,7 @@ impl Link {
     /// be trying to recover) — unless lapin recovered it meanwhile: then the new connection is
     /// closed and the recovered one kept, so publishes in flight on it are not cut off.
     async fn reconnect_fresh(&self) -> Result<(), RabbitError> {
-        let new = connect(&self.uri, &self.name, self.timeout).await?;
+        let new = connect(self.uri.expose(), &self.name, self.timeout).await?;
         let mut st = self.state.lock().await;
         let recovered = st.channel.as_ref().is_some_and(|c| c.status().connected())
             || st.conn.as_ref().is_some_and(|c| c.status().connected());

@@ -19,8 +19,8 @@ use tokio::time::{Instant, timeout_at};
 /// Configuration of [`RabbitPublisher`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RabbitPublisherConfig {
-    /// `amqp://` or `amqps://` URI.
-    pub uri: String,
+    /// `amqp://` or `amqps://` URI (it may hold the password, so it is a [`Secret`]).
+    pub uri: reporter_ports::Secret,
     /// The events exchange (topic, durable). Default `reporter.events`.
     pub exchange: String,
     /// Alternate exchange for unroutable events. `Some` (the default): unroutable events are
@@ -45,7 +45,7 @@ impl RabbitPublisherConfig {
     /// Defaults for `uri`.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
-            uri: uri.into(),
+            uri: reporter_ports::Secret::new(uri.into()),
             exchange: "reporter.events".into(),
             alternate_exchange: Some(AlternateExchange::default()),
             declare_topology: true,
@@ -114,7 +114,7 @@ impl RabbitPublisher {
         }
         let declare = events_topology(&config);
         let link = Link::new(
-            &config.uri,
+            config.uri.expose(),
             &config.connection_name,
             config.publish_timeout,
             declare,

@@ -24,6 +24,9 @@
 //!   default), or [`DEFAULT_CONTENT_TYPE`] when the backend reports none.
 //! - `get` of an absent key (including a key that is only a "directory" prefix) is `Ok(None)`.
 //! - `delete` of an absent key succeeds.
+//! - `sweep_abandoned` aborts the multipart uploads under the prefix that a crashed writer
+//!   left, once initiated before the cutoff and listed by an earlier sweep at least as long
+//!   ago (ListMultipartUploads, signed here: `object_store` does not list them).
 //! - `check` lists at most one page under the prefix: it fails when the endpoint cannot be
 //!   reached, the credentials are refused or the bucket does not exist.
 //! - Any other failure is `StoreError::Unavailable` (the text is for logs). Requests are
@@ -37,12 +40,13 @@ use object_store::{
     Attribute, Attributes, ClientOptions, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
     RetryConfig,
 };
-use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject};
+use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject, SweepReport};
 use reporter_ports::{ObjectKey, StoreError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod sweep;
 mod upload;
 
 /// Content type answered for an object stored without one.
@@ -61,9 +65,9 @@ pub struct S3Config {
     pub region: String,
     /// Access key id (`OBJECT_STORAGE_ACCESS_KEY_ID`). With both keys `None`, `object_store`
     /// falls back to the usual AWS credential sources (web identity, instance metadata).
-    pub access_key_id: Option<String>,
+    pub access_key_id: Option<reporter_ports::Secret>,
     /// Secret access key (`OBJECT_STORAGE_SECRET_KEY`).
-    pub secret_access_key: Option<String>,
+    pub secret_access_key: Option<reporter_ports::Secret>,
     /// Allow a plain `http://` endpoint (`OBJECT_STORAGE_DISABLE_SSL`). Default false.
     pub allow_http: bool,
     /// Address the bucket as `https://bucket.host/key` instead of the path style
@@ -126,6 +130,8 @@ impl S3Config {
 pub struct S3ObjectStorage {
     store: Arc<dyn ObjectStore>,
     prefix: Option<String>,
+    /// Lists and aborts abandoned multipart uploads (built by [`S3ObjectStorage::new`] only).
+    sweeper: Option<Arc<sweep::MultipartSweeper>>,
 }
 
 impl fmt::Debug for S3ObjectStorage {
@@ -133,6 +139,7 @@ impl fmt::Debug for S3ObjectStorage {
         f.debug_struct("S3ObjectStorage")
             .field("store", &self.store.to_string())
             .field("prefix", &self.prefix)
+            .field("sweeper", &self.sweeper)
             .finish()
     }
 }
@@ -153,17 +160,16 @@ impl S3ObjectStorage {
     /// `object_store` refuses (e.g. an `http://` endpoint without `allow_http`, a malformed
     /// endpoint URL, an empty bucket name).
     pub fn new(config: S3Config) -> Result<Self, StoreError> {
+        let client_options = ClientOptions::new()
+            .with_allow_http(config.allow_http)
+            .with_timeout(config.request_timeout)
+            .with_connect_timeout(config.connect_timeout);
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
             .with_allow_http(config.allow_http)
             .with_virtual_hosted_style_request(config.virtual_hosted_style)
-            .with_client_options(
-                ClientOptions::new()
-                    .with_allow_http(config.allow_http)
-                    .with_timeout(config.request_timeout)
-                    .with_connect_timeout(config.connect_timeout),
-            )
+            .with_client_options(client_options.clone())
             .with_retry(RetryConfig {
                 max_retries: config.max_retries,
                 retry_timeout: config.request_timeout,
@@ -173,19 +179,30 @@ impl S3ObjectStorage {
             builder = builder.with_endpoint(endpoint);
         }
         if let Some(key) = &config.access_key_id {
-            builder = builder.with_access_key_id(key);
+            builder = builder.with_access_key_id(key.expose());
         }
         if let Some(secret) = &config.secret_access_key {
-            builder = builder.with_secret_access_key(secret);
+            builder = builder.with_secret_access_key(secret.expose());
         }
         let store = builder
             .build()
             .map_err(|e| unavailable(format!("S3 configuration: {e}")))?;
-        Self::from_store(Arc::new(store), config.key_prefix.as_deref())
+        let mut storage = Self::from_store(Arc::new(store.clone()), config.key_prefix.as_deref())?;
+        let sweeper = sweep::MultipartSweeper::new(
+            store,
+            &config,
+            &client_options,
+            storage.prefix.as_deref(),
+        )?;
+        storage.sweeper = Some(Arc::new(sweeper));
+        Ok(storage)
     }
 
     /// Wraps any `object_store` backend (GCS, Azure, local, in-memory, ...) with this
-    /// adapter's key rules, content types and error mapping.
+    /// adapter's key rules, content types and error mapping. Its
+    /// [`sweep_abandoned`](ObjectStorage::sweep_abandoned) answers `Ok(None)`: `object_store`
+    /// lists no incomplete uploads, so the backend's own expiry (an S3 lifecycle rule on
+    /// incomplete multipart uploads; GCS and Azure expire uncommitted parts) removes them.
     ///
     /// Fails with [`StoreError::Unavailable`] when `key_prefix` (surrounding `/` ignored) is
     /// not a valid key.
@@ -201,7 +218,11 @@ impl S3ObjectStorage {
                 Some(prefix.to_owned())
             }
         };
-        Ok(Self { store, prefix })
+        Ok(Self {
+            store,
+            prefix,
+            sweeper: None,
+        })
     }
 
     /// The store path of a valid key.
@@ -296,6 +317,23 @@ impl ObjectStorage for S3ObjectStorage {
                 Err(unavailable(e))
             }
         }
+    }
+
+    /// Aborts the bucket's incomplete multipart uploads under the key prefix (the whole
+    /// bucket without one) initiated more than `older_than` ago and first listed by this
+    /// storage's sweep at least `older_than` ago (the server's clock and this process's must
+    /// both agree): an upload's age is the time since it started, so `older_than` MUST
+    /// exceed the longest upload. `Ok(None)` for a
+    /// store wrapped by [`S3ObjectStorage::from_store`].
+    async fn sweep_abandoned(
+        &self,
+        older_than: Duration,
+    ) -> Result<Option<SweepReport>, StoreError> {
+        let Some(sweeper) = &self.sweeper else {
+            return Ok(None);
+        };
+        let removed = sweeper.sweep(older_than).await?;
+        Ok(Some(SweepReport { removed }))
     }
 
     async fn check(&self) -> Result<(), StoreError> {

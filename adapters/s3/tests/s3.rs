@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 fn config(endpoint: &str, bucket: &str) -> S3Config {
     let mut config = S3Config::new(bucket);
     config.endpoint = Some(endpoint.to_owned());
-    config.access_key_id = Some("testing".to_owned());
-    config.secret_access_key = Some("testing".to_owned());
+    config.access_key_id = Some("testing".into());
+    config.secret_access_key = Some("testing".into());
     config.allow_http = true;
     config
 }

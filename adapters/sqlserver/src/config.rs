@@ -60,7 +60,7 @@ pub struct SqlServerConfig {
     /// SQL login. Default `sa`.
     pub user: String,
     /// Password. Default none.
-    pub password: Option<String>,
+    pub password: Option<reporter_ports::Secret>,
     /// Database; also the descriptor's `external_name`.
     pub database: String,
     /// TLS mode. Default [`SslMode::Disable`].
@@ -156,7 +156,8 @@ impl SqlServerConfig {
         if let Some(credentials) = credentials {
             let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
             config.user = decode(user);
-            config.password = (!password.is_empty()).then(|| decode(password));
+            config.password =
+                (!password.is_empty()).then(|| reporter_ports::Secret::new(decode(password)));
         }
         let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
         if !host.is_empty() {
@@ -246,7 +247,10 @@ mod tests {
             (c.host.as_str(), c.port, c.user.as_str()),
             ("db.local", 14330, "sa")
         );
-        assert_eq!(c.password.as_deref(), Some("p@ss"));
+        assert_eq!(
+            c.password.as_ref().map(reporter_ports::Secret::expose),
+            Some("p@ss")
+        );
         assert_eq!(c.database, "ledger");
         assert_eq!(c.sslmode, SslMode::Require);
         assert_eq!(c.schemas, ["dbo"]);

@@ -1,5 +1,5 @@
 //! Discovered tables and columns, and how their SQL Server types are filtered.
-use reporter_ports::datasource::{SourceSchema, TableSchema};
+use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
 use std::collections::BTreeMap;
 
 /// The schema whose tables keep their bare name.
@@ -99,7 +99,15 @@ impl Discovered {
         Self { tables }
     }
 
-    /// The port's view: tables sorted by name, fields sorted.
+    /// The table a query names: its listed name, or `dbo__table` for `dbo`'s `table` (the
+    /// template spelling of `ds:dbo.table`).
+    pub(crate) fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.get(name).or_else(|| {
+            default_schema_alias(name, DEFAULT_SCHEMA).and_then(|bare| self.tables.get(bare))
+        })
+    }
+
+    /// The port's view: tables sorted by name, fields sorted, `dbo` the default schema.
     pub(crate) fn source_schema(&self) -> SourceSchema {
         SourceSchema {
             tables: self
@@ -110,6 +118,7 @@ impl Discovered {
                     fields: t.columns.keys().cloned().collect(),
                 })
                 .collect(),
+            default_schema: Some(DEFAULT_SCHEMA.to_owned()),
         }
     }
 }
@@ -141,5 +150,57 @@ mod tests {
         assert_eq!(d.tables["people"].columns["amount"], ColumnKind::Decimal);
         assert_eq!(quote_ident("a]b"), "[a]]b]");
         assert_eq!(ColumnKind::classify("UNIQUEIDENTIFIER"), ColumnKind::Other);
+    }
+
+    /// `ds:dbo.people` (rewritten `dbo__people`) and `ds:audit.events` (`audit__events`)
+    /// name the tables `[dbo].[people]` and `[audit].[events]`; the query's SQL names them
+    /// schema-qualified.
+    #[test]
+    fn dbo_and_other_schemas_may_be_named() {
+        let d = Discovered::from_rows([
+            row("audit", "events", "at", "datetimeoffset"),
+            row("dbo", "people", "id", "int"),
+        ]);
+        let located = |name: &str| d.table(name).map(|t| (t.schema.as_str(), t.name.as_str()));
+        assert_eq!(located("people"), Some(("dbo", "people")));
+        assert_eq!(located("dbo__people"), Some(("dbo", "people")));
+        assert_eq!(located("audit__events"), Some(("audit", "events")));
+        for unknown in [
+            "dbo__events",
+            "dbo.people",
+            "audit__people",
+            "events",
+            "dbo__",
+        ] {
+            assert_eq!(located(unknown), None, "{unknown}");
+        }
+        for (name, sql) in [
+            ("dbo__people", "SELECT TOP (@P1) [id] FROM [dbo].[people]"),
+            (
+                "audit__events",
+                "SELECT TOP (@P1) [at] FROM [audit].[events]",
+            ),
+        ] {
+            let table = d.table(name).expect("listed");
+            let field = table.columns.keys().next().expect("a column").clone();
+            let query = reporter_ports::ports::TableQuery {
+                table: name.to_owned(),
+                fields: vec![field],
+                filters: BTreeMap::new(),
+                max_rows: 10,
+            };
+            let statement = crate::sql::build(&query, table, 11).expect("statement");
+            assert_eq!(statement.sql, sql);
+        }
+        let s = d.source_schema();
+        assert_eq!(s.default_schema.as_deref(), Some("dbo"));
+        assert_eq!(
+            s.table("dbo.people").map(|t| t.name.as_str()),
+            Some("people")
+        );
+        assert_eq!(
+            s.table("audit.events").map(|t| t.name.as_str()),
+            Some("audit__events")
+        );
     }
 }

@@ -99,7 +99,7 @@ fn tiberius_config(config: &SqlServerConfig) -> Config {
     c.readonly(true);
     c.authentication(AuthMethod::sql_server(
         &config.user,
-        config.password.as_deref().unwrap_or_default(),
+        config.password.as_ref().map_or("", |p| p.expose()),
     ));
     match (config.sslmode, &config.ssl_root_cert) {
         (SslMode::Disable, _) => c.encryption(EncryptionLevel::Off),
@@ -286,8 +286,7 @@ impl SqlServerDataSource {
     async fn run_query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
         let discovered = self.discovered().await?;
         let table = discovered
-            .tables
-            .get(&query.table)
+            .table(&query.table)
             .ok_or_else(|| DataSourceError::UnknownTable(query.table.clone()))?;
         let limit = query.max_rows.min(self.config.max_rows);
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);

@@ -51,7 +51,7 @@ async fn exec(url: &str, database: Option<&str>, sql: &str) {
     config.database(database.unwrap_or(&c.database));
     config.authentication(tiberius::AuthMethod::sql_server(
         &c.user,
-        c.password.as_deref().unwrap_or_default(),
+        c.password.as_ref().map_or("", |p| p.expose()),
     ));
     config.trust_cert();
     let tcp = tokio::net::TcpStream::connect((c.host.as_str(), c.port))

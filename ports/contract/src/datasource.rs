@@ -23,8 +23,9 @@
 //! each filter operator (`eq`, `in`, `nin`, `gt`, `gte`, `lt`, `lte`, `between` on numbers
 //! and ISO dates), conjunction of filters, an empty condition matching everything,
 //! `between` with other than two values → `InvalidFilter`, unknown table → `UnknownTable`,
-//! unknown field (projected or filtered) → `UnknownField`, and more matching rows than
-//! `max_rows` → `RowLimit(max_rows)`. Row order is not part of the port contract: results are
+//! unknown field (projected or filtered) → `UnknownField`, more matching rows than
+//! `max_rows` → `RowLimit(max_rows)`, and, for a source with a default schema, `people` named
+//! with it (`<default>__people`, the template spelling of `ds:<default>.people`). Row order is not part of the port contract: results are
 //! compared sorted by `id`.
 use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
 use reporter_ports::report::FilterCondition;
@@ -99,6 +100,7 @@ macro_rules! data_source_contract {
                 between_operator,
                 filters_combine,
                 unknown_names_are_errors,
+                the_default_schema_may_be_named,
                 row_limit,
                 streamed_rows_are_the_queried_rows,
                 a_sink_error_stops_the_stream,
@@ -332,6 +334,31 @@ pub async fn unknown_names_are_errors<D: DataSource>(source: &D) {
         unknown,
         "unknown filtered field"
     );
+}
+
+/// A source with a default schema ([`reporter_ports::datasource::SourceSchema::default_schema`])
+/// also answers `<default>__people` (what `ds:<default>.people` is rewritten to) with the rows
+/// of `people`, and its schema finds `<default>__people` and `<default>.people` as `people`.
+/// Nothing to check for a source without schemas.
+pub async fn the_default_schema_may_be_named<D: DataSource>(source: &D) {
+    let schema = source.schema().await.expect("schema");
+    let Some(default) = schema.default_schema.clone() else {
+        return;
+    };
+    let named = format!("{default}__{PEOPLE_TABLE}");
+    for spelling in [named.clone(), format!("{default}.{PEOPLE_TABLE}")] {
+        assert_eq!(
+            schema.table(&spelling).map(|t| t.name.as_str()),
+            Some(PEOPLE_TABLE),
+            "{spelling}"
+        );
+    }
+    let mut q = query(&["id", "name"], &[("score", json!({"gt": [80]}))], 100);
+    let bare = by_id(source.query(&q).await.expect("people"));
+    q.table = named;
+    let rows = by_id(source.query(&q).await.expect("people, its schema named"));
+    assert_eq!(rows, bare);
+    assert_eq!(rows.len(), 2, "Ada and Edsger");
 }
 
 pub async fn row_limit<D: DataSource>(source: &D) {

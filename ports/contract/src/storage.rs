@@ -18,6 +18,10 @@
 //!   invalid keys. (A failed commit cannot be provoked from here; each adapter's commit
 //!   leaves the key as it was by construction: a rename, a multipart completion, a GridFS
 //!   `files` document written last.)
+//! - sweep what a crashed writer left (`sweep_abandoned`): an upload neither committed nor
+//!   aborted nor dropped (forgotten, as a killed process leaves it) is removed once older
+//!   than the cutoff, counted once; a younger upload, committed objects and the key it was
+//!   writing are left as they were.
 use bytes::Bytes;
 use reporter_ports::StoreError;
 use reporter_ports::ports::ObjectStorage;
@@ -63,6 +67,7 @@ macro_rules! object_storage_contract {
                 upload_is_invisible_until_commit,
                 aborted_or_dropped_upload_leaves_the_key,
                 upload_refuses_invalid_keys,
+                abandoned_uploads_are_swept_after_the_cutoff,
             ]
         );
     };
@@ -348,4 +353,99 @@ pub async fn upload_refuses_invalid_keys<S: ObjectStorage>(storage: &S) {
             began.as_ref().map(|u| u.is_some())
         );
     }
+}
+
+/// A piece of 600 KiB: past a GridFS chunk (255 KiB), so an abandoned GridFS upload has
+/// chunks in the store, under an S3 part (5 MiB).
+fn abandoned_piece() -> Bytes {
+    Bytes::from(vec![b'x'; 600 * 1024])
+}
+
+/// Uploads `sweep_abandoned(older_than)` removed (the storage sweeps: checked first).
+async fn sweep<S: ObjectStorage>(storage: &S, older_than: std::time::Duration) -> u64 {
+    storage
+        .sweep_abandoned(older_than)
+        .await
+        .expect("sweep")
+        .expect("a storage that sweeps")
+        .removed
+}
+
+pub async fn abandoned_uploads_are_swept_after_the_cutoff<S: ObjectStorage>(storage: &S) {
+    use std::time::Duration;
+    let (committed, crashed, writing) = (
+        "reports/tenant-a/committed.txt",
+        "reports/tenant-a/crashed.csv",
+        "reports/tenant-a/writing.csv",
+    );
+    storage
+        .put(committed, Bytes::from_static(b"committed"), "text/plain")
+        .await
+        .expect("put");
+    storage
+        .put(
+            crashed,
+            Bytes::from_static(b"before the crash"),
+            "text/plain",
+        )
+        .await
+        .expect("put");
+    let probe = storage.sweep_abandoned(Duration::from_secs(3600)).await;
+    // `None`: nothing a sweep could find (whole objects only, or an abandoned upload lives
+    // in the writer's memory).
+    if probe.expect("sweep").is_none() {
+        return;
+    }
+    let mut abandoned = begin(storage, crashed, "text/csv")
+        .await
+        .expect("a storage that sweeps writes in pieces");
+    abandoned.write(abandoned_piece()).await.expect("write");
+    // A killed writer neither commits, aborts nor drops its upload.
+    std::mem::forget(abandoned);
+    // A sweep sees it young (an adapter may count an upload's age from the first sweep that
+    // saw it too: S3's start times come from another clock).
+    assert_eq!(
+        sweep(storage, Duration::from_secs(3600)).await,
+        0,
+        "an upload younger than the cutoff was removed"
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut in_progress = begin(storage, writing, "text/csv")
+        .await
+        .expect("an upload");
+    in_progress.write(abandoned_piece()).await.expect("write");
+    assert_eq!(
+        sweep(storage, Duration::from_secs(3600)).await,
+        0,
+        "an upload younger than the cutoff was removed"
+    );
+    // The abandoned upload is 4 s old, the one in progress just started (GridFS measures
+    // in whole seconds).
+    assert_eq!(
+        sweep(storage, Duration::from_secs(2)).await,
+        1,
+        "the abandoned upload, once"
+    );
+    in_progress
+        .write(Bytes::from_static(b"end"))
+        .await
+        .expect("the upload in progress goes on");
+    in_progress.commit().await.expect("and commits");
+    assert_eq!(
+        sweep(storage, Duration::ZERO).await,
+        0,
+        "nothing abandoned is left; objects are not leftovers"
+    );
+    let got = storage.get(committed).await.expect("get").expect("present");
+    assert_eq!(got.bytes.as_ref(), b"committed");
+    let got = storage.get(crashed).await.expect("get").expect("present");
+    assert_eq!(
+        got.bytes.as_ref(),
+        b"before the crash",
+        "the crash changed nothing"
+    );
+    let got = storage.get(writing).await.expect("get").expect("present");
+    let mut whole = abandoned_piece().to_vec();
+    whole.extend_from_slice(b"end");
+    assert!(got.bytes == whole, "the upload in progress was damaged");
 }

@@ -52,6 +52,47 @@ pub enum DataSourceError {
     /// failed); not a failure of the source.
     #[error("the reader of the rows stopped taking them")]
     Stopped,
+    /// A protected (encrypted) field could not be read. The field is a path for logs
+    /// (`related_parties.document`), never a value; no key or ciphertext is ever carried.
+    #[error("field {field}: {error}")]
+    Decryption {
+        /// The field's path.
+        field: String,
+        /// Why.
+        error: DecryptionError,
+    },
+}
+
+/// Why a source's protected (encrypted) fields could not be read: each is a section error
+/// code of its own (`crm_key_missing`, `crm_decryption_failed`, `crm_value_malformed`,
+/// `crm_unsupported_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DecryptionError {
+    /// The key the field needs (to decrypt it, or to hash a filter value) is not configured.
+    #[error("the key is not configured")]
+    KeyMissing,
+    /// The value did not authenticate: a wrong key, or an altered value.
+    #[error("the value did not decrypt (wrong key or altered value)")]
+    Failed,
+    /// The value is not the encrypted format (not standard base64, too short, or its
+    /// plaintext is not UTF-8 text).
+    #[error("the value is not in the encrypted format")]
+    Malformed,
+    /// The value is in an encryption format this version does not read (the newer
+    /// `tink:v<N>:` envelope).
+    #[error("the value is in an unsupported encryption format")]
+    UnsupportedFormat,
+}
+
+/// How a source answers a report filter on one field ([`DataSource::filter_support`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilterSupport {
+    /// The field must be one of the table's schema fields (the default).
+    Schema,
+    /// The source answers it although the schema does not list it (a field it rewrites).
+    Accepted,
+    /// The source cannot answer it; the text says why (for the API's problem list).
+    Refused(String),
 }
 
 /// Takes the rows of a query one at a time ([`DataSource::query_into`]).
@@ -90,6 +131,19 @@ pub trait DataSource: Send + Sync {
     fn descriptor(&self) -> DataSourceDescriptor;
     /// Tables and fields, sorted.
     async fn schema(&self) -> Result<SourceSchema, DataSourceError>;
+    /// How this source answers a report filter on `table`.`field` with `condition`, checked
+    /// when a report is requested. A source that rewrites filters (an encrypted source
+    /// matching search hashes) MUST refuse the ones it cannot answer instead of letting them
+    /// match nothing. Default: [`FilterSupport::Schema`].
+    fn filter_support(
+        &self,
+        table: &str,
+        field: &str,
+        condition: &FilterCondition,
+    ) -> FilterSupport {
+        let _ = (table, field, condition);
+        FilterSupport::Schema
+    }
     /// Rows of one table, projected to `query.fields`, filtered.
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError>;
     /// The rows `query` would answer, pushed into `sink` one at a time.

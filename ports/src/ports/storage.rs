@@ -1,6 +1,7 @@
 use crate::error::StoreError;
 use async_trait::async_trait;
 use bytes::Bytes;
+use std::time::Duration;
 
 /// A stored object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,32 @@ pub trait ObjectStorage: Send + Sync {
     async fn delete(&self, key: &str) -> Result<(), StoreError>;
     /// Readiness probe.
     async fn check(&self) -> Result<(), StoreError>;
+    /// Removes what uploads abandoned by a crashed writer left behind (a writer killed
+    /// between [`begin_put`](Self::begin_put) and `commit`/`abort` never cleans up): hidden
+    /// temporary files, incomplete multipart uploads, chunks without a file.
+    ///
+    /// MUST remove only leftovers older than `older_than` (by the adapter's own measure of
+    /// an upload's age: its start, or its last write, documented on each adapter; an adapter
+    /// MAY also wait until an earlier sweep saw the leftover `older_than` ago), and MUST
+    /// NOT touch committed objects nor an upload younger than that: callers pick
+    /// `older_than` longer than any write can take. Answers how many abandoned uploads were
+    /// removed, or `Ok(None)` when this storage leaves nothing a sweep could find (it takes
+    /// whole objects only, or an abandoned upload lives only in the writer's memory, or the
+    /// backend expires it by itself). The default answers `Ok(None)`.
+    async fn sweep_abandoned(
+        &self,
+        older_than: Duration,
+    ) -> Result<Option<SweepReport>, StoreError> {
+        let _ = older_than;
+        Ok(None)
+    }
+}
+
+/// What one [`ObjectStorage::sweep_abandoned`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Abandoned uploads removed (each counted once, whatever it was made of).
+    pub removed: u64,
 }
 
 /// An object being written a piece at a time ([`ObjectStorage::begin_put`]).

@@ -1,9 +1,10 @@
 //! Checking a block tree and generating its code, in stages, each only when the previous
 //! found nothing: limits, structure and the builder's analysis (CPU work, on the blocking
 //! pool); names and data references against the data sources (on the runtime: schemas are
-//! I/O); code generation and the upload's rules on the whole template (blocking pool). For
-//! `generate-code`, [`App::confirm_mapped`] then has the sandbox analyse the code as an
-//! upload would.
+//! I/O); code generation and the upload's rules on the whole template (blocking pool); the
+//! sandbox's parse and analysis of the code, as an upload would ([`App::confirm_mapped`]).
+//! `validate` and `generate-code` both run exactly this pipeline ([`App::build`]), so what
+//! one refuses the other refuses.
 use super::fields::{self, Analysis, Reference};
 use super::messages::{Finding, FormatIssue, Msg};
 use super::model::{BlockSpec, Node};
@@ -21,7 +22,8 @@ use reporter_ports::template::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// What checking a tree produced: findings, or the code with what it reads.
+/// What checking a tree produced: findings, or the code with what it reads (the sandbox's
+/// analysis of the code, equal to the builder's).
 pub(super) struct Build {
     pub findings: Vec<Finding>,
     pub code: String,
@@ -72,8 +74,11 @@ fn generate(nodes: &[Node], format: Option<OutputFormat>) -> (String, Vec<Findin
 }
 
 impl App {
-    /// Checks `blocks` and, when they are valid, generates their code for `format`.
-    /// `Err` only when a stage could not run at all.
+    /// Checks `blocks` and, when they are valid, generates their code for `format` and has
+    /// the sandbox parse and analyse it as an upload would. The one check of both `validate`
+    /// and `generate-code`: the code MUST be generated exactly when `findings` is empty.
+    /// `Err` only when a stage could not run at all (the sandbox is unavailable, a task
+    /// failed) or the builder has a bug (the code does not parse, the analyses differ).
     pub(super) async fn build(
         &self,
         blocks: Vec<BlockSpec>,
@@ -90,12 +95,18 @@ impl App {
             return Ok(Build::refused(dedup(findings), warnings));
         }
         let (code, findings) = blocking(move || generate(&nodes, format)).await?;
-        Ok(Build {
-            findings,
-            code,
-            mapped: analysis.mapped,
-            warnings,
-        })
+        if !findings.is_empty() {
+            return Ok(Build::refused(findings, warnings));
+        }
+        match self.confirm_mapped(&code, &analysis.mapped).await? {
+            Ok(mapped) => Ok(Build {
+                findings: Vec::new(),
+                code,
+                mapped,
+                warnings,
+            }),
+            Err(finding) => Ok(Build::refused(vec![finding], warnings)),
+        }
     }
 
     /// A name a block binds must not be a data source's: it would hide the data source in
@@ -168,12 +179,13 @@ impl App {
     /// What the upload extracts from generated `code`: the sandbox's own analysis, the one
     /// uploads use. MUST equal `builder` (the builder's analysis of the blocks); a code that
     /// does not parse or reads something else is a builder bug, answered as an internal
-    /// error. A bound of the sandbox (parse time, memory) answers as at upload.
-    pub(super) async fn confirm_mapped(
+    /// error. A bound of the sandbox's parse (nesting, work, time, memory) is a finding about
+    /// the template as a whole ([`sandbox_finding`]), as an upload would be refused.
+    async fn confirm_mapped(
         &self,
         code: &str,
         builder: &MappedFields,
-    ) -> AppResult<MappedFields> {
+    ) -> AppResult<Result<MappedFields, Finding>> {
         let analysed = self
             .ports
             .runner
@@ -190,6 +202,7 @@ impl App {
                     "the generated code does not parse: a template builder bug",
                 ));
             }
+            Err(RunnerError::Template(e)) => return Ok(Err(sandbox_finding(e))),
             Err(e) => return Err(analysis_error(e)),
         };
         if upload != *builder {
@@ -203,8 +216,27 @@ impl App {
                 "the builder's mapped fields differ from what an upload of the generated code extracts: a template builder bug",
             ));
         }
-        Ok(upload)
+        Ok(Ok(upload))
     }
+}
+
+/// The finding for a bound the sandbox's parse of generated code hit: the upload's refusal
+/// (`TPL-0080`, `TPL-0081`, `TPL-0082` on `generate-code`), about the template as a whole.
+/// Syntax errors are not bounds: the caller MUST have handled them (a builder bug).
+fn sandbox_finding(e: RenderError) -> Finding {
+    tracing::info!(error = %e, "generated template code refused by the sandbox's parse bounds");
+    let msg = match e {
+        RenderError::Timeout => Msg::ParseTimeout,
+        RenderError::MemoryLimit(_) => Msg::ParseMemory,
+        RenderError::Syntax(_)
+        | RenderError::Evaluation(_)
+        | RenderError::NestingTooDeep(_)
+        | RenderError::FuelExhausted
+        | RenderError::RecursionLimit
+        | RenderError::OutputTooLarge(_)
+        | RenderError::Crashed(_) => Msg::CodeTooComplex,
+    };
+    Finding::new("", "blocks", msg)
 }
 
 /// The upload's rules on the template as a whole.

@@ -30,6 +30,12 @@ pub const MAX_PATH_CHARS: usize = 255;
 pub const MAX_NAME_CHARS: usize = 64;
 /// Deepest nesting of parentheses and helper calls in one expression.
 pub const MAX_EXPRESSION_NESTING: usize = 16;
+/// Most operators (binary and unary operators, `and`/`or`/`not`/`in`, filter applications) in
+/// one expression. The template parser nests one level per operator of a chain (`1 or 1 or …`,
+/// `9^9^…`) and refuses past 256 levels (`RenderLimits::max_nesting_depth`); this bound,
+/// with [`MAX_EXPRESSION_NESTING`], keeps every expression well inside it, so a refusal names
+/// the block and property instead of the whole template.
+pub const MAX_EXPRESSION_OPERATORS: usize = 100;
 
 /// Words of the language that cannot be names.
 pub const KEYWORDS: [&str; 8] = ["in", "and", "or", "not", "true", "false", "as", "export"];
@@ -125,6 +131,8 @@ pub enum Issue {
     Call(String),
     /// Parentheses nested deeper than [`MAX_EXPRESSION_NESTING`].
     TooDeep,
+    /// More operators than [`MAX_EXPRESSION_OPERATORS`] (the limit).
+    TooComplex(usize),
     /// A keyword or reserved name used as a name.
     Reserved(String),
     /// Not a name / path at all.
@@ -176,8 +184,28 @@ pub fn check_text(s: &str, max: usize) -> Result<(), Issue> {
     Ok(())
 }
 
+/// True when `t` is an operator: it makes the parser nest one level deeper.
+fn is_operator(t: &Tok) -> bool {
+    match t {
+        Tok::Sym(s) => !matches!(*s, "." | "(" | ")" | "," | ":"),
+        Tok::Kw(k) => matches!(k.as_str(), "and" | "or" | "not" | "in"),
+        _ => false,
+    }
+}
+
 /// Splits `src` into tokens.
+///
+/// MUST refuse (`TooComplex`) more than [`MAX_EXPRESSION_OPERATORS`] operators, so no
+/// expression, condition or tag argument reaches the template parser's nesting bound.
 pub fn lex(src: &str) -> Result<Vec<Tok>, Issue> {
+    let toks = lex_tokens(src)?;
+    if toks.iter().filter(|t| is_operator(t)).count() > MAX_EXPRESSION_OPERATORS {
+        return Err(Issue::TooComplex(MAX_EXPRESSION_OPERATORS));
+    }
+    Ok(toks)
+}
+
+fn lex_tokens(src: &str) -> Result<Vec<Tok>, Issue> {
     let mut toks = Vec::new();
     let mut it = src.char_indices().peekable();
     while let Some(&(i, c)) = it.peek() {
@@ -833,6 +861,43 @@ mod tests {
             Issue::TooDeep
         );
         assert!(parse_expression("2x").is_err());
+    }
+
+    #[test]
+    fn operator_chains_are_bounded_below_the_parsers_nesting() {
+        let max = MAX_EXPRESSION_OPERATORS;
+        let too_many = Issue::TooComplex(max);
+        for op in [" or ", "^", " + ", " and ", " == "] {
+            let at = vec!["1"; max + 1].join(op);
+            let past = vec!["1"; max + 2].join(op);
+            assert!(parse_expression(&at).is_ok(), "{op}");
+            assert_eq!(parse_expression(&past).unwrap_err(), too_many, "{op}");
+        }
+        // Filter applications count.
+        assert!(parse_expression(&format!("a{}", "|length".repeat(max))).is_ok());
+        assert_eq!(
+            parse_expression(&format!("a{}", "|length".repeat(max + 1))).unwrap_err(),
+            too_many
+        );
+        // The probe's chains: 390 `or` terms, 990 `^` terms.
+        assert_eq!(
+            parse_expression(&vec!["1"; 390].join(" or ")).unwrap_err(),
+            too_many
+        );
+        assert_eq!(
+            parse_expression(&vec!["9"; 990].join("^")).unwrap_err(),
+            too_many
+        );
+        // Unary operators and `not` count; dots, parentheses and commas do not.
+        assert_eq!(
+            parse_expression(&format!("{}a", "not ".repeat(max + 1))).unwrap_err(),
+            too_many
+        );
+        assert!(parse_expression(&vec!["a.b.c"; 50].join(" + ")).is_ok());
+        assert_eq!(
+            parse_calc(&vec!["x"; max + 2].join(" * ")).unwrap_err(),
+            too_many
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub enum Class {
     TooManyBlocks,
     /// Nested deeper than the limit.
     TooDeep,
+    /// An expression, or the generated template, past the template parser's bounds
+    /// (nesting, chains, parse work).
+    TooComplex,
     /// A missing, malformed or unknown property.
     Structure,
     /// `<script`, `javascript:`, an inline event handler.
@@ -23,6 +26,10 @@ pub enum Class {
     Format,
     /// The generated template is larger than a template may be.
     TooLarge,
+    /// Parsing the generated template took longer than an upload's parse may.
+    ParseTimeout,
+    /// Parsing the generated template needed more memory than an upload's parse may.
+    ParseMemory,
 }
 
 /// What is wrong.
@@ -85,6 +92,13 @@ pub enum Msg {
     CodeTooLarge(usize),
     /// `format` is not an output format.
     InvalidFormat(String),
+    /// The sandbox's parse of the generated template (the upload's) hit a bound of the parser
+    /// (nesting, chains, work).
+    CodeTooComplex,
+    /// The sandbox's parse of the generated template took too long.
+    ParseTimeout,
+    /// The sandbox's parse of the generated template needed too much memory.
+    ParseMemory,
 }
 
 /// Why generated code does not fit its output format (the upload's content rules).
@@ -175,6 +189,12 @@ fn issue(i: &Issue, l: Locale) -> String {
         }
         (Issue::TooDeep, Locale::Pt) => "parenteses aninhados demais".into(),
         (Issue::TooDeep, Locale::En) => "parentheses nested too deeply".into(),
+        (Issue::TooComplex(n), Locale::Pt) => {
+            format!("mais de {n} operadores (o template seria complexo demais para analisar)")
+        }
+        (Issue::TooComplex(n), Locale::En) => {
+            format!("more than {n} operators (the template would be too complex to parse)")
+        }
         (Issue::Reserved(w), Locale::Pt) => format!("'{w}' e uma palavra reservada"),
         (Issue::Reserved(w), Locale::En) => format!("'{w}' is a reserved word"),
         (Issue::NotAName, Locale::Pt) => {
@@ -336,6 +356,24 @@ impl Msg {
             (Self::InvalidFormat(f), En) => {
                 format!("format '{f}' is not one of html, pdf, csv, xml, txt")
             }
+            (Self::CodeTooComplex, Pt) => {
+                "o template gerado e complexo demais para analisar (aninhamento ou cadeias alem dos limites do analisador)".into()
+            }
+            (Self::CodeTooComplex, En) => {
+                "the generated template is too complex to parse (nesting or chains past the parser's bounds)".into()
+            }
+            (Self::ParseTimeout, Pt) => {
+                "analisar o template gerado levou mais tempo que TEMPLATE_PARSE_TIMEOUT_MS permite".into()
+            }
+            (Self::ParseTimeout, En) => {
+                "parsing the generated template took longer than TEMPLATE_PARSE_TIMEOUT_MS allows".into()
+            }
+            (Self::ParseMemory, Pt) => {
+                "analisar o template gerado precisou de mais memoria que TEMPLATE_PARSE_MEMORY_MIB permite".into()
+            }
+            (Self::ParseMemory, En) => {
+                "parsing the generated template needed more memory than TEMPLATE_PARSE_MEMORY_MIB allows".into()
+            }
         }
     }
 
@@ -350,6 +388,11 @@ impl Msg {
             Self::UnknownField(..) => Class::UnknownField,
             Self::FormatMismatch(_) => Class::Format,
             Self::CodeTooLarge(_) => Class::TooLarge,
+            Self::CodeTooComplex
+            | Self::Invalid(_, Issue::TooComplex(_))
+            | Self::TagArgs(_, Some(Issue::TooComplex(_))) => Class::TooComplex,
+            Self::ParseTimeout => Class::ParseTimeout,
+            Self::ParseMemory => Class::ParseMemory,
             _ => Class::Structure,
         }
     }

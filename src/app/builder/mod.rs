@@ -11,8 +11,10 @@
 //! Validation runs in stages, each only when the previous found nothing: limits (block count,
 //! depth), structure (every block and property), names and data sources (no bound name is a
 //! data source's; every data source, table and field exists, as at upload), the template as a
-//! whole (script, output format, size — the upload's rules). The CPU stages run on the
-//! blocking pool; generate-code then has the sandbox analyse the code, as an upload would.
+//! whole (script, output format, size — the upload's rules), the sandbox's parse and analysis
+//! of the code (the upload's: its bounds on nesting, chains, time and memory). The CPU stages
+//! run on the blocking pool. `validate` and `generate-code` run this one pipeline, so `valid`
+//! is true exactly when `generate-code` succeeds.
 mod build;
 pub mod catalog;
 pub mod codegen;
@@ -101,9 +103,11 @@ impl App {
     /// MUST answer `MissingFields` without `blocks` (or with none), `InvalidOutputFormat` for
     /// an unknown `format`, and otherwise every problem of [`Self::validate_template_blocks`]
     /// as one error whose code is that of the most fundamental problem: `TooManyBlocks`,
-    /// `NestingTooDeep`, `InvalidBlocks`, `ScriptDetected`, `UnknownDataSource` /
-    /// `UnknownTable` / `UnknownField` (the upload's codes), `InvalidContent`,
-    /// `TemplateTooLarge`; messages in `locale`. The code returned uploads as a template of
+    /// `NestingTooDeep`, `TemplateTooComplex` (an expression past the operator bound),
+    /// `InvalidBlocks`, `ScriptDetected`, `UnknownDataSource` / `UnknownTable` /
+    /// `UnknownField` (the upload's codes), `InvalidContent`, `TemplateTooLarge`, and the
+    /// sandbox parse's refusals (`TemplateTooComplex`, `TemplateParseTimeout`,
+    /// `TemplateParseMemory`, as at upload); messages in `locale`. The code returned uploads as a template of
     /// `format`, and `mapped_fields` is what the sandbox's analysis of it (the upload's)
     /// extracts; when that differs from the builder's own analysis of the blocks (a builder
     /// bug) the answer is `Internal`. Validation and code generation run on the blocking pool.
@@ -125,11 +129,10 @@ impl App {
             tracing::info!(problems = build.findings.len(), "blocks refused");
             return Err(findings_error(&build.findings, locale));
         }
-        let mapped_fields = self.confirm_mapped(&build.code, &build.mapped).await?;
         tracing::info!(bytes = build.code.len(), "template code generated");
         Ok(GeneratedCode {
             code: build.code,
-            mapped_fields,
+            mapped_fields: build.mapped,
             warnings: build.warnings,
         })
     }
@@ -137,8 +140,11 @@ impl App {
     /// Validates blocks: every problem, with the block and property it is about.
     ///
     /// MUST answer `MissingFields` only when `blocks` is absent; every other problem
-    /// (including an empty list, an unknown `format`, limits, unknown data) is a finding of
-    /// the result, whose `valid` is true exactly when `generate_template_code` would succeed.
+    /// (including an empty list, an unknown `format`, limits, unknown data, the sandbox
+    /// parse's bounds) is a finding of the result, whose `valid` is true exactly when
+    /// `generate_template_code` would succeed: both run the same check ([`Self::build`]), and
+    /// what makes the check fail to run at all (the sandbox unavailable, a builder bug) is the
+    /// same error on both.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
     pub async fn validate_template_blocks(
         &self,

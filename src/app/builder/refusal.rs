@@ -55,6 +55,30 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
                 Locale::En => format!("blocks may nest at most {MAX_DEPTH} levels deep"),
             },
         ),
+        Class::TooComplex => (
+            Code::TemplateTooComplex,
+            l.pick(
+                "os blocos sao complexos demais para analisar (aninhamento ou cadeias alem dos limites do analisador)",
+                "the blocks are too complex to parse (nesting or chains past the parser's bounds)",
+            )
+            .to_owned(),
+        ),
+        Class::ParseTimeout => (
+            Code::TemplateParseTimeout,
+            l.pick(
+                "analisar o template gerado levou tempo demais",
+                "parsing the generated template took too long",
+            )
+            .to_owned(),
+        ),
+        Class::ParseMemory => (
+            Code::TemplateParseMemory,
+            l.pick(
+                "analisar o template gerado precisou de memoria demais",
+                "parsing the generated template needed too much memory",
+            )
+            .to_owned(),
+        ),
         Class::Structure => (
             Code::InvalidBlocks,
             match l {
