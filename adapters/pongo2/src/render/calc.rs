@@ -3,11 +3,14 @@
 //! evaluated in float64 — parentheses innermost first (each group's result rounded to 10
 //! places, as the original re-inserts it as text), `**` right-associative, then `* /`, then
 //! `+ -`; a `-` at the start or after an operator is part of the number that follows (so
-//! `-2 ** 2` is 4); division by zero is an error; the result is rounded to 10 places and
-//! printed without trailing zeros.
+//! `-2 ** 2` is 4) and `**` is Go's `math.Pow` ([`crate::gomath::pow`], not the C library's:
+//! `10 ** 23` is `99999999999999991611392`); division by zero is an error; the result is
+//! rounded to 10 places and printed in full (Go's `%.10f`: every digit, no exponent) without
+//! trailing zeros (`NaN`, `+Inf`, `-Inf` as Go prints them).
 use super::{R, Renderer, eval_err};
 use crate::ast::Part;
 use crate::gofmt;
+use crate::gomath;
 use crate::value::Value;
 
 /// Variables: `\b[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z0-9_]+)*\b` (ASCII word boundaries).
@@ -247,7 +250,7 @@ fn eval_flat(s: &str) -> Result<f64, String> {
         i -= 1;
         let v = nums.get(i).copied().unwrap_or(0.0);
         let cur = match acc.take() {
-            Some(r) => v.powf(r),
+            Some(r) => gomath::pow(v, r),
             None => v,
         };
         if i > 0 && ops.get(i - 1) == Some(&Op::Pow) {

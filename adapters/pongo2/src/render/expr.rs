@@ -172,7 +172,7 @@ impl<'a> Renderer<'a> {
                 }
                 Value::Int(l.integer().wrapping_rem(d))
             }
-            BinOp::Pow => Value::Float(l.float().powf(r.float())),
+            BinOp::Pow => Value::Float(crate::gomath::pow(l.float(), r.float())),
             BinOp::And | BinOp::Or => Value::Nil,
         })
     }
