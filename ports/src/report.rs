@@ -1,5 +1,6 @@
 //! Reports: one generation of a template over the data sources, with its status machine.
 use crate::ids::{ReportId, TemplateId};
+use crate::ports::RenderFailure;
 use crate::template::OutputFormat;
 use crate::tenant::TenantId;
 use chrono::{DateTime, Utc};
@@ -208,6 +209,11 @@ pub struct Report {
     pub sections: BTreeMap<String, SectionOutcome>,
     /// Error code when `Error` (never set for the other statuses).
     pub error_code: Option<ReportErrorCode>,
+    /// When the report is `Error` because its render failed: the cause and the template
+    /// line (`metadata.renderError`). Never data values, and never in events (their error
+    /// fields stay the fixed `error_code` / `error_summary`).
+    #[serde(default)]
+    pub render_failure: Option<RenderFailure>,
     /// Object key of the artifact, exactly as storage reported it.
     pub artifact_key: Option<String>,
     /// Artifact size in bytes.

@@ -16,7 +16,7 @@
 //! - child → parent: [`OK`] (analysis: JSON mapped fields; render: the output bytes, after
 //!   the pieces) or [`ERROR`] (JSON [`WireError`]; pieces sent before are discarded); then
 //!   the child exits.
-use reporter_ports::ports::{RenderError, RenderLimits};
+use reporter_ports::ports::{EvaluationFault, RenderError, RenderLimits};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -123,6 +123,8 @@ pub enum WireError {
     Syntax(String),
     /// See [`RenderError::Evaluation`].
     Evaluation(String),
+    /// See [`RenderError::Fault`].
+    Fault(Box<EvaluationFault>),
     /// See [`RenderError::FuelExhausted`].
     FuelExhausted,
     /// See [`RenderError::RecursionLimit`].
@@ -144,6 +146,7 @@ impl From<RenderError> for WireError {
         match e {
             RenderError::Syntax(s) => Self::Syntax(s),
             RenderError::Evaluation(s) => Self::Evaluation(s),
+            RenderError::Fault(f) => Self::Fault(f),
             RenderError::FuelExhausted => Self::FuelExhausted,
             RenderError::RecursionLimit => Self::RecursionLimit,
             RenderError::OutputTooLarge(n) => Self::OutputTooLarge(n),
@@ -160,6 +163,7 @@ impl From<WireError> for RenderError {
         match e {
             WireError::Syntax(s) => Self::Syntax(s),
             WireError::Evaluation(s) => Self::Evaluation(s),
+            WireError::Fault(f) => Self::Fault(f),
             WireError::FuelExhausted => Self::FuelExhausted,
             WireError::RecursionLimit => Self::RecursionLimit,
             WireError::OutputTooLarge(n) => Self::OutputTooLarge(n),
@@ -289,6 +293,11 @@ mod tests {
             RenderError::MemoryLimit(3),
             RenderError::NestingTooDeep(4),
             RenderError::Crashed("y".into()),
+            RenderError::Fault(Box::new(EvaluationFault {
+                cause: reporter_ports::ports::EvaluationCause::DivisionByZero,
+                line: Some(3),
+                detail: "integer divide by zero".into(),
+            })),
         ] {
             let wire = serde_json::to_vec(&WireError::from(e.clone())).unwrap();
             let back: WireError = serde_json::from_slice(&wire).unwrap();

@@ -7,7 +7,11 @@
 //! `10 ** 23` is `99999999999999991611392`); division by zero is an error; the result is
 //! rounded to 10 places and printed in full (Go's `%.10f`: every digit, no exponent) without
 //! trailing zeros (`NaN`, `+Inf`, `-Inf` as Go prints them).
-use super::{R, Renderer, eval_err};
+use super::{R, Renderer, eval_fault};
+use reporter_ports::ports::EvaluationCause;
+
+/// The error text of a division by zero (the original's words).
+const DIVISION_BY_ZERO: &str = "division by zero";
 use crate::ast::Part;
 use crate::gofmt;
 use crate::gomath;
@@ -100,7 +104,14 @@ impl<'a> Renderer<'a> {
         }
         text.push_str(expr.get(last..).unwrap_or_default());
         self.budget.fuel_bytes(text.len())?;
-        let result = evaluate(&text).map_err(|e| eval_err(format!("calc: {e}")))?;
+        let result = evaluate(&text).map_err(|e| {
+            let cause = if e == DIVISION_BY_ZERO {
+                EvaluationCause::DivisionByZero
+            } else {
+                EvaluationCause::CalcFailed
+            };
+            eval_fault(cause, format!("calc: {e}"))
+        })?;
         let rounded = (result * 1e10).round() / 1e10;
         let s = gofmt::fixed(rounded, 10);
         let s = s.trim_end_matches('0');
@@ -273,7 +284,7 @@ fn eval_flat(s: &str) -> Result<f64, String> {
             Op::Mul => cur *= v,
             Op::Div => {
                 if *v == 0.0 {
-                    return Err("division by zero".into());
+                    return Err(DIVISION_BY_ZERO.into());
                 }
                 cur /= v;
             }
