@@ -543,3 +543,35 @@ impl OutboxDoc {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reporter_contract::fixtures::{day, report, tenant_a};
+    use reporter_ports::TemplateId;
+
+    #[test]
+    fn a_report_s_render_failure_is_stored_and_read_back() {
+        let mut r = report(&tenant_a(), TemplateId::new(), day(0));
+        r.status = ReportStatus::Error;
+        r.error_code = Some(ReportErrorCode::ReportGenerationFailed);
+        r.render_failure = Some(RenderFailure {
+            cause: RenderCause::FilterFailed,
+            line: Some(3),
+        });
+        let doc = ReportDoc::from_record(&r).unwrap();
+        assert_eq!(doc.clone().into_record().unwrap(), r);
+        // A cause a later build wrote reads as no render failure; documents written before
+        // the field existed read as none.
+        let mut later = doc.clone();
+        later.render_failure = Some(RenderFailureDoc {
+            cause: "from_the_future".into(),
+            line: Some(1),
+        });
+        assert_eq!(later.into_record().unwrap().render_failure, None);
+        let mut json = serde_json::to_value(&doc).unwrap();
+        json.as_object_mut().unwrap().remove("render_failure");
+        let old: ReportDoc = serde_json::from_value(json).unwrap();
+        assert_eq!(old.render_failure, None);
+    }
+}
