@@ -1,5 +1,6 @@
 //! Reports: one generation of a template over the data sources, with its status machine.
 use crate::ids::{ReportId, TemplateId};
+use crate::ports::RenderFailure;
 use crate::template::OutputFormat;
 use crate::tenant::TenantId;
 use chrono::{DateTime, Utc};
@@ -98,9 +99,6 @@ pub enum ReportErrorCode {
     ReportGenerationTimeout,
     /// Generation was canceled (e.g. shutdown).
     ReportGenerationCanceled,
-    /// The rendered output holds markup a browser runs as script when the report is opened
-    /// (an XML report: see [`crate::active_content`]); nothing was stored.
-    ReportScriptDetected,
 }
 
 impl ReportErrorCode {
@@ -110,7 +108,6 @@ impl ReportErrorCode {
             Self::ReportGenerationFailed => "report_generation_failed",
             Self::ReportGenerationTimeout => "report_generation_timeout",
             Self::ReportGenerationCanceled => "report_generation_canceled",
-            Self::ReportScriptDetected => "report_script_detected",
         }
     }
     /// The fixed summary of the code.
@@ -119,7 +116,6 @@ impl ReportErrorCode {
             Self::ReportGenerationFailed => "Report generation failed",
             Self::ReportGenerationTimeout => "Report generation timed out",
             Self::ReportGenerationCanceled => "Report generation was canceled",
-            Self::ReportScriptDetected => "The rendered report contains script",
         }
     }
 }
@@ -208,6 +204,11 @@ pub struct Report {
     pub sections: BTreeMap<String, SectionOutcome>,
     /// Error code when `Error` (never set for the other statuses).
     pub error_code: Option<ReportErrorCode>,
+    /// When the report is `Error` because its render failed: the cause and the template
+    /// line (`metadata.renderError`). Never data values, and never in events (their error
+    /// fields stay the fixed `error_code` / `error_summary`).
+    #[serde(default)]
+    pub render_failure: Option<RenderFailure>,
     /// Object key of the artifact, exactly as storage reported it.
     pub artifact_key: Option<String>,
     /// Artifact size in bytes.

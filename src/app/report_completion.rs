@@ -7,7 +7,7 @@ use reporter_ports::events::EventKey;
 use reporter_ports::events::payloads::{
     ReportErrored, ReportFinished, ReportPartial, SectionFailure,
 };
-use reporter_ports::ports::{ObjectUpload, OutboxRecord, UnitOfWork};
+use reporter_ports::ports::{ObjectUpload, OutboxRecord, RenderFailure, UnitOfWork};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::{Revisioned, StoreError};
 use std::collections::BTreeMap;
@@ -36,6 +36,15 @@ pub enum Generation {
     Failed {
         /// Fixed code.
         code: ReportErrorCode,
+        /// Per-section outcome known so far.
+        sections: BTreeMap<String, SectionOutcome>,
+    },
+    /// No artifact: the render failed (the report's `render_failure` says why and where).
+    RenderFailed {
+        /// Fixed code.
+        code: ReportErrorCode,
+        /// The cause and the template line, without data values.
+        failure: RenderFailure,
         /// Per-section outcome known so far.
         sections: BTreeMap<String, SectionOutcome>,
     },
@@ -74,7 +83,18 @@ impl App {
     ) -> Result<Completion, StoreError> {
         let (bytes, sections) = match generation {
             Generation::Failed { code, sections } => {
-                return self.record_errored(report, code, sections, started).await;
+                return self
+                    .record_errored(report, code, None, sections, started)
+                    .await;
+            }
+            Generation::RenderFailed {
+                code,
+                failure,
+                sections,
+            } => {
+                return self
+                    .record_errored(report, code, Some(failure), sections, started)
+                    .await;
             }
             Generation::Artifact { bytes, sections } => (bytes, sections),
             Generation::Stored {
@@ -94,7 +114,8 @@ impl App {
             Ok(artifact) => self.record_artifact(report, artifact, started).await,
             Err(sections) => {
                 let code = ReportErrorCode::ReportGenerationFailed;
-                self.record_errored(report, code, sections, started).await
+                self.record_errored(report, code, None, sections, started)
+                    .await
             }
         }
     }
@@ -238,13 +259,15 @@ impl App {
             .row(EventKey::ReportPartial, subject, identity, &partial, now)
     }
 
-    /// Records `report` as `Error` with `code` and the outcome of the sections attempted,
-    /// with `report.errored` (deterministic id). MUST write nothing and answer
-    /// [`Completion::AlreadyTerminal`] when the stored report is terminal.
+    /// Records `report` as `Error` with `code`, why its render failed (when it did) and the
+    /// outcome of the sections attempted, with `report.errored` (deterministic id; the render
+    /// failure is not in it). MUST write nothing and answer [`Completion::AlreadyTerminal`]
+    /// when the stored report is terminal.
     pub(super) async fn record_errored(
         &self,
         report: &Report,
         code: ReportErrorCode,
+        render_failure: Option<RenderFailure>,
         sections: BTreeMap<String, SectionOutcome>,
         started: Instant,
     ) -> Result<Completion, StoreError> {
@@ -265,6 +288,7 @@ impl App {
                     next.status = ReportStatus::Error;
                     next.sections = sections.clone();
                     next.error_code = Some(code);
+                    next.render_failure = render_failure;
                     next.completed_at = Some(now);
                     let row = self.errored_event(&next, code, duration_ms);
                     let uow = UnitOfWork::new()

@@ -76,6 +76,7 @@ impl App {
             status: ReportStatus::Processing,
             sections: BTreeMap::new(),
             error_code: None,
+            render_failure: None,
             artifact_key: None,
             artifact_size: None,
             completed_at: None,
@@ -129,7 +130,10 @@ impl App {
         let started = std::time::Instant::now();
         let code = ReportErrorCode::ReportGenerationFailed;
         let sections = report.sections.clone();
-        if let Err(e2) = self.record_errored(report, code, sections, started).await {
+        if let Err(e2) = self
+            .record_errored(report, code, None, sections, started)
+            .await
+        {
             tracing::error!(error = %e2, report_id = %report.id, "could not record the errored report either");
         }
         Err(AppError::new(

@@ -136,7 +136,7 @@ pub(super) fn analysis_error(e: RunnerError) -> AppError {
     };
     let detail = template.to_string();
     let (code, message) = match template {
-        RenderError::Syntax(_) | RenderError::Evaluation(_) => {
+        RenderError::Syntax(_) | RenderError::Evaluation(_) | RenderError::Fault(_) => {
             (Code::TemplateSyntax, "the template does not parse")
         }
         RenderError::Timeout => (

@@ -13,7 +13,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Attachment, AttachmentType, Json};
 use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
-use reporter_ports::ports::ReportQuery;
+use reporter_ports::ports::{RenderFailure, ReportQuery};
 use reporter_ports::report::{FilterCondition, Report, ReportFilters, ReportStatus};
 use reporter_ports::template::OutputFormat;
 use reporter_ports::{ReportId, TemplateId};
@@ -216,12 +216,44 @@ pub struct MetadataDto {
     #[oai(skip_serializing_if_is_none)]
     pub error: Option<String>,
     /// `Error`: report_generation_failed, report_generation_timeout,
-    /// report_generation_canceled or report_script_detected (as `report.errored`); `Partial`:
+    /// report_generation_canceled (as `report.errored`; `render_error` names the cause); `Partial`:
     /// report_sections_failed.
     #[oai(skip_serializing_if_is_none)]
     pub error_code: Option<String>,
+    /// `Error` because the render failed: the cause and the template line. Never a data
+    /// value, and not in the `report.errored` event.
+    #[oai(skip_serializing_if_is_none)]
+    pub render_error: Option<RenderErrorDto>,
     /// By data source id.
     pub sections: BTreeMap<String, SectionDto>,
+}
+
+/// Why a report's render failed (`metadata.render_error`), without data values.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "ReportRenderError", rename_all = "snake_case")]
+pub struct RenderErrorDto {
+    /// Stable code of the cause: division_by_zero, filter_failed, calc_failed,
+    /// aggregation_failed, invalid_access, invalid_call, evaluation_failed, template_syntax,
+    /// instruction_budget_exceeded, recursion_limit, output_too_large, memory_limit,
+    /// nesting_too_deep, timeout, engine_crashed or script_detected (an xml report's output
+    /// holds script; nothing was stored).
+    pub cause: String,
+    /// The fixed sentence of the cause.
+    pub message: String,
+    /// 1-based line of the template's tag or `{{ }}` that failed (the line a multi-line tag
+    /// starts on), when known.
+    #[oai(skip_serializing_if_is_none)]
+    pub line: Option<u32>,
+}
+
+impl From<&RenderFailure> for RenderErrorDto {
+    fn from(f: &RenderFailure) -> Self {
+        Self {
+            cause: f.cause.as_str().to_owned(),
+            message: f.cause.message().to_owned(),
+            line: f.line,
+        }
+    }
 }
 
 /// A report.
@@ -265,6 +297,11 @@ impl From<&Report> for ReportDto {
             metadata: MetadataDto {
                 error: r.failure().map(|(summary, _)| summary.to_owned()),
                 error_code: r.failure().map(|(_, code)| code.to_owned()),
+                render_error: r
+                    .render_failure
+                    .as_ref()
+                    .filter(|_| r.status == ReportStatus::Error)
+                    .map(RenderErrorDto::from),
                 sections: r
                     .sections
                     .iter()

@@ -2,13 +2,14 @@
 //! [`reporter_ports::active_content`]) is read for script-capable markup before it is stored,
 //! whole or piece by piece: the upload check (TPL-0032) reads the template's source, where
 //! `{{ "<scr"|safe }}ipt>` hides what the render writes. A report whose output holds any ends
-//! `Error` `report_script_detected` and nothing is stored (refused rather than rewritten:
+//! `Error` `report_generation_failed` (the event contract's fixed vocabulary) with
+//! `render_error.cause` `script_detected`, and nothing is stored (refused rather than rewritten:
 //! an XML document cannot be cleaned piece by piece without changing what it means, and a
 //! report that was meant to be data has no script to keep).
 use async_trait::async_trait;
 use bytes::Bytes;
 use reporter_ports::active_content::{ActiveContentScan, rendered_output_is_checked};
-use reporter_ports::ports::OutputPieces;
+use reporter_ports::ports::{OutputPieces, RenderCause, RenderFailure};
 use reporter_ports::report::{ReportErrorCode, SectionOutcome};
 use reporter_ports::template::OutputFormat;
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ pub(super) fn found_in_text(format: OutputFormat, text: &str) -> Option<String> 
 }
 
 /// The generation of a report whose output holds script (`found`): `Error`
-/// `report_script_detected`, no artifact.
+/// `report_generation_failed` with the cause `script_detected`, no artifact.
 pub(super) fn script_detected(
     found: &str,
     sections: BTreeMap<String, SectionOutcome>,
@@ -34,8 +35,12 @@ pub(super) fn script_detected(
         found,
         "the rendered report contains script; it is not stored"
     );
-    Generation::Failed {
-        code: ReportErrorCode::ReportScriptDetected,
+    Generation::RenderFailed {
+        code: ReportErrorCode::ReportGenerationFailed,
+        failure: RenderFailure {
+            cause: RenderCause::ScriptDetected,
+            line: None,
+        },
         sections,
     }
 }

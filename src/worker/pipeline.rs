@@ -621,7 +621,9 @@ pub(super) fn rendered(
 }
 
 /// What a failed render means: the sandbox unavailable is transient (`Err`: retry); a
-/// template error fails the generation (over its time bound: `report_generation_timeout`).
+/// template error fails the generation (over its time bound: `report_generation_timeout`),
+/// recording its cause and template line ([`RenderError::failure`]: no data values; the
+/// engine's own words, which may quote data, stay in the log).
 pub(super) fn render_failure(
     e: RunnerError,
     sections: BTreeMap<String, SectionOutcome>,
@@ -635,7 +637,11 @@ pub(super) fn render_failure(
             } else {
                 ReportErrorCode::ReportGenerationFailed
             };
-            Ok(Rendered::Failed(Generation::Failed { code, sections }))
+            Ok(Rendered::Failed(Generation::RenderFailed {
+                code,
+                failure: e.failure(),
+                sections,
+            }))
         }
     }
 }

@@ -178,7 +178,7 @@ impl Worker {
 }
 
 /// The render of an artifact written in pieces ([`storage_failed`] when the upload failed,
-/// `report_script_detected` when the output holds script).
+/// `report_generation_failed` with the cause `script_detected` when the output holds script).
 fn written(
     upload: Result<Written, NotWritten>,
     sections: std::collections::BTreeMap<String, SectionOutcome>,

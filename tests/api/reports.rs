@@ -352,7 +352,18 @@ async fn expect_errored(t: &TestApp, tpl: &str, code: &str) -> Value {
     assert_eq!(r["status"], "Error", "{r}");
     assert_eq!(r["metadata"]["error_code"], code, "{r}");
     assert!(r["metadata"]["error"].is_string(), "{r}");
-    let text = r.to_string().to_lowercase();
+    // `render_error` is a fixed vocabulary (its cause may name a bound, as `recursion_limit`);
+    // everything else must hold no raw error text.
+    let mut r_without = r.clone();
+    if let Some(fault) = r_without["metadata"]
+        .as_object_mut()
+        .and_then(|m| m.remove("render_error"))
+    {
+        let cause = reporter_ports::ports::RenderCause::parse(fault["cause"].as_str().unwrap())
+            .unwrap_or_else(|| panic!("unknown cause in {r}"));
+        assert_eq!(fault["message"], cause.message(), "{r}");
+    }
+    let text = r_without.to_string().to_lowercase();
     for leak in [
         "fuel",
         "recursion",
@@ -429,6 +440,54 @@ async fn every_section_down_render_errors_and_malicious_templates_end_errored() 
         assert_eq!(e.payload.value()["status"], "Error");
         assert!(e.payload.value().get("artifact_object_key").is_none());
         assert!(e.payload.value()["section_count"].is_u64(), "{}", e.payload);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_render_error_names_its_cause_and_template_line_without_data_values() {
+    let (t, dir) = instance(false, None).await;
+    // Line 3 applies `date` to `credit`, a text that is not a date.
+    let tpl = t
+        .upload_template(
+            "txt",
+            "Ledger\n{{ ledger.entries.0.account }}\n{{ ledger.entries.0.kind|date:\"2006\" }}\n",
+        )
+        .await;
+    let r = expect_errored(&t, &tpl, "report_generation_failed").await;
+    assert_eq!(r["metadata"]["error"], "Report generation failed");
+    assert_eq!(
+        r["metadata"]["render_error"],
+        json!({
+            "cause": "filter_failed",
+            "message": "a filter could not apply to its input or argument",
+            "line": 3
+        }),
+        "{r}"
+    );
+    let text = r.to_string();
+    for value in ["credit", "10.50", "10.5"] {
+        assert!(!text.contains(value), "data value {value} in {r}");
+    }
+    // Division by zero names its own cause; the event keeps the fixed vocabulary only.
+    let tpl = t
+        .upload_template("txt", "a\n\n\n{% calc ledger.entries.0.amount / 0 %}")
+        .await;
+    let r = expect_errored(&t, &tpl, "report_generation_failed").await;
+    assert_eq!(r["metadata"]["render_error"]["cause"], "division_by_zero");
+    assert_eq!(r["metadata"]["render_error"]["line"], 4);
+    // A report that did not fail in the render has no render_error.
+    let ok = t.upload_template("txt", TXT).await;
+    let id = t.request_report(&ok, json!({})).await;
+    let r = t.wait_report(&id, 600).await;
+    assert_eq!(r["status"], "Finished");
+    assert!(r["metadata"].get("render_error").is_none(), "{r}");
+    for e in t.broker.as_ref().unwrap().deliveries() {
+        if e.key == EventKey::ReportErrored {
+            let payload = e.payload.value();
+            assert!(payload.get("render_error").is_none(), "{payload}");
+            assert!(!payload.to_string().contains("filter_failed"), "{payload}");
+        }
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -7,7 +7,7 @@
 //!
 //! Without a browser (issue 30): an html report keeps no reference that loads from elsewhere
 //! once saved (finding 4), and an xml report whose rendered output holds script — assembled
-//! by the template, so the upload check cannot see it — ends `Error` `report_script_detected`
+//! by the template, so the upload check cannot see it — ends `Error` `report_generation_failed` with the cause `script_detected`
 //! with nothing stored, also when its output went to storage in pieces (finding 5).
 use crate::common;
 
@@ -544,7 +544,11 @@ async fn finding5_script_in_a_rendered_xml_report_ends_it_error() {
         let r = t.wait_report(&report, 600).await;
         assert_eq!(r["status"], "Error", "{id}: {r}");
         assert_eq!(
-            r["metadata"]["error_code"], "report_script_detected",
+            r["metadata"]["error_code"], "report_generation_failed",
+            "{id}: {r}"
+        );
+        assert_eq!(
+            r["metadata"]["render_error"]["cause"], "script_detected",
             "{id}: {r}"
         );
         let resp = t
@@ -625,7 +629,14 @@ async fn finding5_script_split_between_pieces_is_found() {
     let id = t.request_report(&tpl, json!({})).await;
     let r = t.wait_report(&id, 600).await;
     assert_eq!(r["status"], "Error", "{r}");
-    assert_eq!(r["metadata"]["error_code"], "report_script_detected", "{r}");
+    assert_eq!(
+        r["metadata"]["error_code"], "report_generation_failed",
+        "{r}"
+    );
+    assert_eq!(
+        r["metadata"]["render_error"]["cause"], "script_detected",
+        "{r}"
+    );
     let stored = t
         .app
         .ports()

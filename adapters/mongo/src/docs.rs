@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use mongodb::bson::DateTime as BsonDateTime;
 use reporter_ports::deadline::{Color, Deadline, DeadlineType, Frequency};
 use reporter_ports::events::{EventEnvelope, EventKey, Payload};
-use reporter_ports::ports::{Lease, OutboxRecord, OutboxStatus};
+use reporter_ports::ports::{Lease, OutboxRecord, OutboxStatus, RenderCause, RenderFailure};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
 use reporter_ports::{StoreError, TenantId};
@@ -56,7 +56,6 @@ fn error_code_back(raw: &str) -> Result<ReportErrorCode, StoreError> {
         ReportErrorCode::ReportGenerationFailed,
         ReportErrorCode::ReportGenerationTimeout,
         ReportErrorCode::ReportGenerationCanceled,
-        ReportErrorCode::ReportScriptDetected,
     ]
     .into_iter()
     .find(|c| c.as_str() == raw)
@@ -263,6 +262,30 @@ pub(crate) struct SectionDoc {
     pub error_code: Option<String>,
 }
 
+/// Why a report's render failed (`Report::render_failure`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RenderFailureDoc {
+    pub cause: String,
+    pub line: Option<i64>,
+}
+
+impl RenderFailureDoc {
+    fn from_record(f: &RenderFailure) -> Self {
+        Self {
+            cause: f.cause.as_str().to_owned(),
+            line: f.line.map(i64::from),
+        }
+    }
+
+    /// The record; `None` for a cause this build does not know (written by a later one).
+    fn into_record(self) -> Option<RenderFailure> {
+        Some(RenderFailure {
+            cause: RenderCause::parse(&self.cause)?,
+            line: self.line.and_then(|l| u32::try_from(l).ok()),
+        })
+    }
+}
+
 /// Collection `reports`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ReportDoc {
@@ -280,6 +303,9 @@ pub(crate) struct ReportDoc {
     pub status: String,
     pub sections: Vec<SectionDoc>,
     pub error_code: Option<String>,
+    /// Absent in documents written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render_failure: Option<RenderFailureDoc>,
     pub artifact_key: Option<String>,
     pub artifact_size: Option<i64>,
     pub completed_at: Option<BsonDateTime>,
@@ -310,6 +336,7 @@ impl ReportDoc {
                 })
                 .collect(),
             error_code: r.error_code.map(|c| c.as_str().to_owned()),
+            render_failure: r.render_failure.as_ref().map(RenderFailureDoc::from_record),
             artifact_key: r.artifact_key.clone(),
             artifact_size: r
                 .artifact_size
@@ -351,6 +378,7 @@ impl ReportDoc {
                 .as_deref()
                 .map(error_code_back)
                 .transpose()?,
+            render_failure: self.render_failure.and_then(RenderFailureDoc::into_record),
             artifact_key: self.artifact_key,
             artifact_size: self
                 .artifact_size
@@ -512,5 +540,37 @@ impl OutboxDoc {
             created_at: from_bson(self.created_at),
             published_at: opt_back(self.published_at),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reporter_contract::fixtures::{day, report, tenant_a};
+    use reporter_ports::TemplateId;
+
+    #[test]
+    fn a_report_s_render_failure_is_stored_and_read_back() {
+        let mut r = report(&tenant_a(), TemplateId::new(), day(0));
+        r.status = ReportStatus::Error;
+        r.error_code = Some(ReportErrorCode::ReportGenerationFailed);
+        r.render_failure = Some(RenderFailure {
+            cause: RenderCause::FilterFailed,
+            line: Some(3),
+        });
+        let doc = ReportDoc::from_record(&r).unwrap();
+        assert_eq!(doc.clone().into_record().unwrap(), r);
+        // A cause a later build wrote reads as no render failure; documents written before
+        // the field existed read as none.
+        let mut later = doc.clone();
+        later.render_failure = Some(RenderFailureDoc {
+            cause: "from_the_future".into(),
+            line: Some(1),
+        });
+        assert_eq!(later.into_record().unwrap().render_failure, None);
+        let mut json = serde_json::to_value(&doc).unwrap();
+        json.as_object_mut().unwrap().remove("render_failure");
+        let old: ReportDoc = serde_json::from_value(json).unwrap();
+        assert_eq!(old.render_failure, None);
     }
 }

@@ -652,7 +652,7 @@ impl<'t> Analyzer<'t> {
                     self.bind(n, Ref::None);
                 }
             }
-            Node::Calc { text, as_name } => {
+            Node::Calc { text, as_name, .. } => {
                 for path in calc_paths(text) {
                     let mut segs = path.split('.');
                     let head = segs.next().unwrap_or_default();

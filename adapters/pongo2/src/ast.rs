@@ -11,6 +11,9 @@ pub type ExprId = u32;
 pub struct Template {
     pub body: Block,
     pub exprs: Vec<Expr>,
+    /// For each expression, the line of the tag or `{{ }}` it belongs to (where its errors
+    /// are reported).
+    pub expr_lines: Vec<u32>,
     pub macros: Vec<MacroDef>,
     /// Number of nodes that keep state across executions in one render (cycle, ifchanged).
     pub stateful: usize,
@@ -19,6 +22,10 @@ pub struct Template {
 impl Template {
     pub fn expr(&self, id: ExprId) -> Option<&Expr> {
         self.exprs.get(id as usize)
+    }
+    /// The line of expression `id`'s tag or `{{ }}`.
+    pub fn expr_line(&self, id: ExprId) -> Option<u32> {
+        self.expr_lines.get(id as usize).copied()
     }
 }
 
@@ -214,6 +221,8 @@ pub enum Node {
     Calc {
         text: Box<str>,
         as_name: Option<Box<str>>,
+        /// The line the tag starts on (where its errors are reported).
+        line: u32,
     },
     /// `{% date_time %}`; with `as_name` the formatted time is bound instead of printed.
     DateTime {

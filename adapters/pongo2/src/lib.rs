@@ -24,6 +24,7 @@ mod decimal;
 mod escape;
 pub mod filters;
 mod gofmt;
+mod gomath;
 mod gotime;
 mod lexer;
 mod limits;

@@ -27,6 +27,7 @@ fn matches(want: Want, got: &Result<String, RenderError>) -> bool {
         (Want::Memory, Err(RenderError::MemoryLimit(_))) => true,
         (Want::Output, Err(RenderError::OutputTooLarge(_))) => true,
         (Want::Evaluation, Err(RenderError::Evaluation(m))) => !m.contains("bug"),
+        (Want::Evaluation, Err(RenderError::Fault(_))) => true,
         (Want::Bounded, Err(RenderError::Evaluation(m))) => !m.contains("bug"),
         (Want::Bounded, _) => true,
         _ => false,

@@ -18,7 +18,7 @@
 //!   the pieces) or [`ERROR`] (JSON [`WireError`]; pieces sent before are discarded); then
 //!   the child exits.
 use reporter_child_confine::Confinement;
-use reporter_ports::ports::{RenderError, RenderLimits};
+use reporter_ports::ports::{EvaluationFault, RenderError, RenderLimits};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -128,6 +128,8 @@ pub enum WireError {
     Syntax(String),
     /// See [`RenderError::Evaluation`].
     Evaluation(String),
+    /// See [`RenderError::Fault`].
+    Fault(Box<EvaluationFault>),
     /// See [`RenderError::FuelExhausted`].
     FuelExhausted,
     /// See [`RenderError::RecursionLimit`].
@@ -149,6 +151,7 @@ impl From<RenderError> for WireError {
         match e {
             RenderError::Syntax(s) => Self::Syntax(s),
             RenderError::Evaluation(s) => Self::Evaluation(s),
+            RenderError::Fault(f) => Self::Fault(f),
             RenderError::FuelExhausted => Self::FuelExhausted,
             RenderError::RecursionLimit => Self::RecursionLimit,
             RenderError::OutputTooLarge(n) => Self::OutputTooLarge(n),
@@ -165,6 +168,7 @@ impl From<WireError> for RenderError {
         match e {
             WireError::Syntax(s) => Self::Syntax(s),
             WireError::Evaluation(s) => Self::Evaluation(s),
+            WireError::Fault(f) => Self::Fault(f),
             WireError::FuelExhausted => Self::FuelExhausted,
             WireError::RecursionLimit => Self::RecursionLimit,
             WireError::OutputTooLarge(n) => Self::OutputTooLarge(n),
@@ -294,6 +298,11 @@ mod tests {
             RenderError::MemoryLimit(3),
             RenderError::NestingTooDeep(4),
             RenderError::Crashed("y".into()),
+            RenderError::Fault(Box::new(EvaluationFault {
+                cause: reporter_ports::ports::EvaluationCause::DivisionByZero,
+                line: Some(3),
+                detail: "integer divide by zero".into(),
+            })),
         ] {
             let wire = serde_json::to_vec(&WireError::from(e.clone())).unwrap();
             let back: WireError = serde_json::from_slice(&wire).unwrap();

@@ -112,6 +112,7 @@ pub fn report(tenant: &TenantId, template_id: TemplateId, created_at: DateTime<U
         status: ReportStatus::Processing,
         sections: BTreeMap::new(),
         error_code: None,
+        render_failure: None,
         artifact_key: None,
         artifact_size: None,
         completed_at: None,

@@ -10,10 +10,10 @@ use futures_util::future::join_all;
 use reporter_ports::deadline::{Deadline, DeadlineStatus, DeadlineType, Frequency};
 use reporter_ports::page::{Page, SortOrder};
 use reporter_ports::ports::{
-    Change, DeadlineQuery, DeadlineRepository, ReportQuery, ReportRepository, TemplateQuery,
-    TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    Change, DeadlineQuery, DeadlineRepository, RenderCause, RenderFailure, ReportQuery,
+    ReportRepository, TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
 };
-use reporter_ports::report::{Report, ReportStatus};
+use reporter_ports::report::{Report, ReportErrorCode, ReportStatus};
 use reporter_ports::template::{OutputFormat, Template};
 use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
 
@@ -189,7 +189,21 @@ pub async fn insert_and_get_every_kind<S: StoreUnderTest>(s: S) {
     let t = template(&a, day(0));
     let d = deadline(&a, Some(t.id), day(30), day(0));
     let r = report(&a, t.id, day(0));
-    commit_ok(&s, &a, vec![t.insert(), d.insert(), r.insert()], "insert").await;
+    // An errored report keeps why its render failed.
+    let mut failed = report(&a, t.id, day(0));
+    failed.status = ReportStatus::Error;
+    failed.error_code = Some(ReportErrorCode::ReportGenerationFailed);
+    failed.render_failure = Some(RenderFailure {
+        cause: RenderCause::DivisionByZero,
+        line: Some(3),
+    });
+    commit_ok(
+        &s,
+        &a,
+        vec![t.insert(), d.insert(), r.insert(), failed.insert()],
+        "insert",
+    )
+    .await;
     assert_eq!(
         get_t(&s, &a, t.id, false).await,
         Some(t.clone()),
@@ -205,11 +219,16 @@ pub async fn insert_and_get_every_kind<S: StoreUnderTest>(s: S) {
         Some(r.clone()),
         "report read back"
     );
+    assert_eq!(
+        get_r(&s, &a, failed.id).await,
+        Some(failed.clone()),
+        "errored report read back with its render failure"
+    );
     assert_eq!(count_t(&s, &a).await, 1, "template count after one insert");
     let rc = ReportRepository::count(&s, &a, &ReportQuery::default())
         .await
         .expect("report count");
-    assert_eq!(rc, 1, "report count after one insert");
+    assert_eq!(rc, 2, "report count after two inserts");
 }
 
 /// Unknown ids answer `Ok(None)`; counts of an empty tenant are 0.

@@ -242,8 +242,8 @@ pub struct ReportErrored {
     /// Number of sections (data sources) attempted before the error; 0 when it happened
     /// before extraction (queueing, template file, timeout before any section ended).
     pub section_count: u64,
-    /// report_generation_failed | report_generation_timeout | report_generation_canceled |
-    /// report_script_detected.
+    /// report_generation_failed | report_generation_timeout | report_generation_canceled (the
+    /// event contract's fixed vocabulary).
     pub error_code: String,
     /// The fixed summary of `error_code`.
     pub error_summary: String,

@@ -1,3 +1,4 @@
+use super::EvaluationFault;
 use crate::template::MappedFields;
 use async_trait::async_trait;
 use std::time::Duration;
@@ -41,6 +42,10 @@ pub enum RenderError {
     /// An error while evaluating (unknown filter, bad argument, type error, ...).
     #[error("template evaluation error: {0}")]
     Evaluation(String),
+    /// An evaluation error the engine classified, with the template line when it knows it
+    /// (see [`EvaluationFault`]; [`RenderError::failure`] is what a report shows of it).
+    #[error("template evaluation error: {0}")]
+    Fault(Box<EvaluationFault>),
     /// The instruction budget ran out (e.g. an endless loop).
     #[error("template exceeded its instruction budget")]
     FuelExhausted,

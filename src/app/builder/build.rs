@@ -230,6 +230,7 @@ fn sandbox_finding(e: RenderError) -> Finding {
         RenderError::MemoryLimit(_) => Msg::ParseMemory,
         RenderError::Syntax(_)
         | RenderError::Evaluation(_)
+        | RenderError::Fault(_)
         | RenderError::NestingTooDeep(_)
         | RenderError::FuelExhausted
         | RenderError::RecursionLimit

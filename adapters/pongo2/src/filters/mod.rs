@@ -91,8 +91,12 @@ filters! {
 
 pub(crate) type R<T> = Result<T, RenderError>;
 
+/// A filter's error (cause `filter_failed`; its words may quote the data: logs only).
 pub(crate) fn err(filter: &str, msg: impl std::fmt::Display) -> RenderError {
-    RenderError::Evaluation(format!("[filter:{filter}] {msg}"))
+    crate::render::eval_fault(
+        reporter_ports::ports::EvaluationCause::FilterFailed,
+        format!("[filter:{filter}] {msg}"),
+    )
 }
 
 /// Applies `f` to `input` with `param` (`Nil` when the filter has no argument).

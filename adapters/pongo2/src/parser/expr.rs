@@ -93,6 +93,8 @@ impl<'t> Cursor<'t> {
 pub struct ExprBuilder<'a> {
     pub exprs: &'a mut Vec<Expr>,
     pub depths: &'a mut Vec<u32>,
+    /// The line of each expression, and the line of the expressions built now.
+    lines: (&'a mut Vec<u32>, u32),
     pub max_depth: usize,
     recursion: usize,
 }
@@ -121,10 +123,16 @@ fn rel_op(t: &Token) -> Option<BinOp> {
 }
 
 impl<'a> ExprBuilder<'a> {
-    pub fn new(exprs: &'a mut Vec<Expr>, depths: &'a mut Vec<u32>, max_depth: usize) -> Self {
+    pub fn new(
+        exprs: &'a mut Vec<Expr>,
+        depths: &'a mut Vec<u32>,
+        lines: (&'a mut Vec<u32>, u32),
+        max_depth: usize,
+    ) -> Self {
         Self {
             exprs,
             depths,
+            lines,
             max_depth,
             recursion: 0,
         }
@@ -148,6 +156,7 @@ impl<'a> ExprBuilder<'a> {
             .map_err(|_| RenderError::Syntax("template too large".into()))?;
         self.exprs.push(e);
         self.depths.push(depth);
+        self.lines.0.push(self.lines.1);
         Ok(id)
     }
 

@@ -84,6 +84,10 @@ struct Frame {
 pub(crate) struct Doc<'t> {
     pub exprs: Vec<Expr>,
     pub depths: Vec<u32>,
+    /// The line of each expression's tag or `{{ }}` ([`Template::expr_lines`]).
+    pub lines: Vec<u32>,
+    /// The line of the tag or `{{ }}` being parsed.
+    pub line: u32,
     pub macros: Vec<crate::ast::MacroDef>,
     pub stateful: usize,
     pub max_depth: usize,
@@ -92,7 +96,12 @@ pub(crate) struct Doc<'t> {
 
 impl Doc<'_> {
     pub fn builder(&mut self) -> ExprBuilder<'_> {
-        ExprBuilder::new(&mut self.exprs, &mut self.depths, self.max_depth)
+        ExprBuilder::new(
+            &mut self.exprs,
+            &mut self.depths,
+            (&mut self.lines, self.line),
+            self.max_depth,
+        )
     }
 }
 
@@ -122,6 +131,8 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
     let mut doc = Doc {
         exprs: Vec::new(),
         depths: Vec::new(),
+        lines: Vec::new(),
+        line: 1,
         macros: Vec::new(),
         stateful: 0,
         max_depth: max_depth.max(1),
@@ -140,6 +151,7 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
                 i + 1
             }
             Tok::Symbol if &*t.val == "{{" => {
+                doc.line = t.line;
                 let (e, next) = print_expr(&mut doc, &toks, i)?;
                 push(&mut stack, Node::Print(e));
                 next
@@ -154,6 +166,7 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
                 };
                 let name = &*name_tok.val;
                 let args = Cursor::new(inner.get(1..).unwrap_or_default(), name_tok.line);
+                doc.line = t.line;
                 handle_tag(&mut doc, &mut stack, name, args, t.line)?;
                 next
             }
@@ -180,6 +193,7 @@ pub fn parse(src: &str, max_depth: usize) -> Result<Template, RenderError> {
     Ok(Template {
         body,
         exprs: doc.exprs,
+        expr_lines: doc.lines,
         macros: doc.macros,
         stateful: doc.stateful,
     })

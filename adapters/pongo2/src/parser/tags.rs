@@ -338,7 +338,7 @@ pub(crate) fn inline(doc: &mut Doc<'_>, name: &str, a: &mut Cursor<'_>) -> R<Opt
                 as_name: trailing_binding(a, name)?,
             }
         }
-        "calc" => calc(a)?,
+        "calc" => calc(a, doc.line)?,
         "date_time" => {
             let layout = doc.builder().expression(a)?;
             Node::DateTime {
@@ -439,7 +439,7 @@ fn trailing_binding(a: &mut Cursor<'_>, tag: &str) -> R<Option<Box<str>>> {
 /// `{% calc <arithmetic> [as <name>] %}`: the original joins the tag's token texts with
 /// spaces and glues paths back (`a . b` → `a.b`); the text is evaluated at render time. A
 /// trailing `as <name>` binds the result; `as` anywhere else is a syntax error.
-fn calc(a: &mut Cursor<'_>) -> R<Node> {
+fn calc(a: &mut Cursor<'_>, line: u32) -> R<Node> {
     let toks = a.all();
     let (body, as_name) = match toks {
         [rest @ .., kw, n] if kw.is_kw("as") && n.kind == Tok::Ident => (rest, Some(n.val.clone())),
@@ -462,5 +462,6 @@ fn calc(a: &mut Cursor<'_>) -> R<Node> {
     Ok(Node::Calc {
         text: s.replace(" . ", ".").into(),
         as_name,
+        line,
     })
 }

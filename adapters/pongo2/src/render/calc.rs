@@ -3,11 +3,18 @@
 //! evaluated in float64 — parentheses innermost first (each group's result rounded to 10
 //! places, as the original re-inserts it as text), `**` right-associative, then `* /`, then
 //! `+ -`; a `-` at the start or after an operator is part of the number that follows (so
-//! `-2 ** 2` is 4); division by zero is an error; the result is rounded to 10 places and
-//! printed without trailing zeros.
-use super::{R, Renderer, eval_err};
+//! `-2 ** 2` is 4) and `**` is Go's `math.Pow` ([`crate::gomath::pow`], not the C library's:
+//! `10 ** 23` is `99999999999999991611392`); division by zero is an error; the result is
+//! rounded to 10 places and printed in full (Go's `%.10f`: every digit, no exponent) without
+//! trailing zeros (`NaN`, `+Inf`, `-Inf` as Go prints them).
+use super::{R, Renderer, eval_fault};
+use reporter_ports::ports::EvaluationCause;
+
+/// The error text of a division by zero (the original's words).
+const DIVISION_BY_ZERO: &str = "division by zero";
 use crate::ast::Part;
 use crate::gofmt;
+use crate::gomath;
 use crate::value::Value;
 
 /// Variables: `\b[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z0-9_]+)*\b` (ASCII word boundaries).
@@ -97,7 +104,14 @@ impl<'a> Renderer<'a> {
         }
         text.push_str(expr.get(last..).unwrap_or_default());
         self.budget.fuel_bytes(text.len())?;
-        let result = evaluate(&text).map_err(|e| eval_err(format!("calc: {e}")))?;
+        let result = evaluate(&text).map_err(|e| {
+            let cause = if e == DIVISION_BY_ZERO {
+                EvaluationCause::DivisionByZero
+            } else {
+                EvaluationCause::CalcFailed
+            };
+            eval_fault(cause, format!("calc: {e}"))
+        })?;
         let rounded = (result * 1e10).round() / 1e10;
         let s = gofmt::fixed(rounded, 10);
         let s = s.trim_end_matches('0');
@@ -247,7 +261,7 @@ fn eval_flat(s: &str) -> Result<f64, String> {
         i -= 1;
         let v = nums.get(i).copied().unwrap_or(0.0);
         let cur = match acc.take() {
-            Some(r) => v.powf(r),
+            Some(r) => gomath::pow(v, r),
             None => v,
         };
         if i > 0 && ops.get(i - 1) == Some(&Op::Pow) {
@@ -270,7 +284,7 @@ fn eval_flat(s: &str) -> Result<f64, String> {
             Op::Mul => cur *= v,
             Op::Div => {
                 if *v == 0.0 {
-                    return Err("division by zero".into());
+                    return Err(DIVISION_BY_ZERO.into());
                 }
                 cur /= v;
             }

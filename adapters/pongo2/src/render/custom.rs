@@ -1,9 +1,10 @@
 //! The original's custom tags: aggregations, `last_item_by_group` and `date_time`.
-use super::{R, Renderer, eval_err, is_resource_error};
+use super::{R, Renderer, eval_fault, is_resource_error};
 use crate::ast::{AggOp, ExprId};
 use crate::decimal;
 use crate::gotime::{self, GoTime};
 use crate::value::{ListKind, MapV, Value};
+use reporter_ports::ports::EvaluationCause;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
 
@@ -51,10 +52,16 @@ impl<'a> Renderer<'a> {
     /// `evaluateCollection`).
     pub(crate) fn rows_strict(&mut self, v: &Value<'a>) -> R<Vec<MapV<'a>>> {
         let Value::List(l) = v else {
-            return Err(eval_err("Expected []map[string]any for collection"));
+            return Err(eval_fault(
+                EvaluationCause::AggregationFailed,
+                "Expected []map[string]any for collection",
+            ));
         };
         if l.kind() != ListKind::Rows {
-            return Err(eval_err("Expected []map[string]any for collection"));
+            return Err(eval_fault(
+                EvaluationCause::AggregationFailed,
+                "Expected []map[string]any for collection",
+            ));
         }
         self.reserve_list(l.len())?;
         Ok(l.iter()
@@ -112,9 +119,12 @@ impl<'a> Renderer<'a> {
             };
             match op {
                 AggOp::Sum | AggOp::Avg => {
-                    total = total
-                        .checked_add(d)
-                        .ok_or_else(|| eval_err("decimal overflow in aggregation"))?;
+                    total = total.checked_add(d).ok_or_else(|| {
+                        eval_fault(
+                            EvaluationCause::AggregationFailed,
+                            "decimal overflow in aggregation",
+                        )
+                    })?;
                     count = count.wrapping_add(1);
                 }
                 AggOp::Min => {
@@ -137,8 +147,12 @@ impl<'a> Renderer<'a> {
                 if count == 0 {
                     "0".to_owned()
                 } else {
-                    let avg = decimal::div16(total, Decimal::from(count))
-                        .ok_or_else(|| eval_err("decimal overflow in aggregation"))?;
+                    let avg = decimal::div16(total, Decimal::from(count)).ok_or_else(|| {
+                        eval_fault(
+                            EvaluationCause::AggregationFailed,
+                            "decimal overflow in aggregation",
+                        )
+                    })?;
                     decimal::to_string(avg)
                 }
             }

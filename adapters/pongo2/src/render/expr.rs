@@ -1,7 +1,8 @@
 //! Expression evaluation with Pongo2's value semantics.
-use super::{R, Renderer, eval_err};
+use super::{R, Renderer, eval_err, eval_fault};
 use crate::ast::{BinOp, Expr, ExprId, Part};
 use crate::value::{Func, ListKind, Value};
+use reporter_ports::ports::{EvaluationCause, RenderError};
 use std::cmp::Ordering;
 
 impl<'a> Renderer<'a> {
@@ -51,7 +52,7 @@ impl<'a> Renderer<'a> {
         self.budget.enter()?;
         let r = self.budget.fuel(1).and_then(|()| self.eval_inner(id));
         self.budget.leave();
-        r
+        r.map_err(|e| super::place(e, self.tpl.expr_line(id)))
     }
 
     fn eval_inner(&mut self, id: ExprId) -> R<Value<'a>> {
@@ -160,7 +161,10 @@ impl<'a> Renderer<'a> {
                 } else {
                     let d = r.integer();
                     if d == 0 {
-                        return Err(eval_err("integer divide by zero"));
+                        return Err(eval_fault(
+                            EvaluationCause::DivisionByZero,
+                            "integer divide by zero",
+                        ));
                     }
                     Value::Int(l.integer().wrapping_div(d))
                 }
@@ -168,11 +172,14 @@ impl<'a> Renderer<'a> {
             BinOp::Mod => {
                 let d = r.integer();
                 if d == 0 {
-                    return Err(eval_err("integer divide by zero"));
+                    return Err(eval_fault(
+                        EvaluationCause::DivisionByZero,
+                        "integer divide by zero",
+                    ));
                 }
                 Value::Int(l.integer().wrapping_rem(d))
             }
-            BinOp::Pow => Value::Float(l.float().powf(r.float())),
+            BinOp::Pow => Value::Float(crate::gomath::pow(l.float(), r.float())),
             BinOp::And | BinOp::Or => Value::Nil,
         })
     }
@@ -292,7 +299,7 @@ impl<'a> Renderer<'a> {
             },
             Value::Nil => Value::Nil,
             other => {
-                return Err(eval_err(format!(
+                return Err(invalid_access(format!(
                     "can't access a field by name on type {} (variable {head})",
                     go_kind(other)
                 )));
@@ -312,7 +319,7 @@ impl<'a> Renderer<'a> {
                 .and_then(|i| t.as_str().as_bytes().get(i))
                 .map_or(Value::Nil, |b| Value::Int(i64::from(*b))),
             other => {
-                return Err(eval_err(format!(
+                return Err(invalid_access(format!(
                     "can't access an index on type {} (variable {head})",
                     go_kind(other)
                 )));
@@ -334,7 +341,7 @@ impl<'a> Renderer<'a> {
                 let name = key.to_go_string().into_owned();
                 self.attr(cur, &name, head)
             }
-            other => Err(eval_err(format!(
+            other => Err(invalid_access(format!(
                 "can't access an index on type {} (variable {head})",
                 go_kind(other)
             ))),
@@ -343,18 +350,18 @@ impl<'a> Renderer<'a> {
 
     fn call(&mut self, f: &Value<'a>, args: Vec<Value<'a>>, head: &str) -> R<Value<'a>> {
         let Value::Func(func) = f else {
-            return Err(eval_err(format!("'{head}' is not a function")));
+            return Err(invalid_call(format!("'{head}' is not a function")));
         };
         match *func {
             Func::Filter => {
                 let [coll, field, value] = <[Value<'a>; 3]>::try_from(args).map_err(|a| {
-                    eval_err(format!(
+                    invalid_call(format!(
                         "function input argument count (3) of '{head}' must be equal to the calling argument count ({})",
                         a.len()
                     ))
                 })?;
                 let Value::Str(field, _) = field else {
-                    return Err(eval_err(format!(
+                    return Err(invalid_call(format!(
                         "function input argument 1 of '{head}' must be of type string"
                     )));
                 };
@@ -362,7 +369,7 @@ impl<'a> Renderer<'a> {
             }
             Func::Contains => {
                 let [a, b] = <[Value<'a>; 2]>::try_from(args).map_err(|a| {
-                    eval_err(format!(
+                    invalid_call(format!(
                         "function input argument count (2) of '{head}' must be equal to the calling argument count ({})",
                         a.len()
                     ))
@@ -428,4 +435,14 @@ fn compare(l: &Value<'_>, r: &Value<'_>) -> Option<Ordering> {
         return Some(a.sort_key().cmp(&b.sort_key()));
     }
     Some(l.integer().cmp(&r.integer()))
+}
+
+/// A field or an index read from a value that has none.
+fn invalid_access(msg: String) -> RenderError {
+    eval_fault(EvaluationCause::InvalidAccess, msg)
+}
+
+/// A call of something that is not a function, or with the wrong arguments.
+fn invalid_call(msg: String) -> RenderError {
+    eval_fault(EvaluationCause::InvalidCall, msg)
 }

@@ -10,7 +10,7 @@ use crate::escape::html_escape;
 use crate::gotime::GoTime;
 use crate::limits::{Budget, Tracked};
 use crate::value::{Func, Json, ListKind, ListV, LoopInfo, MapV, Origin, Text, VALUE_SIZE, Value};
-use reporter_ports::ports::{RenderError, RenderLimits, RowFeed};
+use reporter_ports::ports::{EvaluationCause, EvaluationFault, RenderError, RenderLimits, RowFeed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -52,11 +52,52 @@ enum NodeState<'a> {
 /// Pongo2 errors that end an evaluation: anything but a resource bound can be caught where
 /// the original catches it (the condition of an aggregation tag).
 pub(crate) fn is_resource_error(e: &RenderError) -> bool {
-    !matches!(e, RenderError::Evaluation(_) | RenderError::Syntax(_))
+    !matches!(
+        e,
+        RenderError::Evaluation(_) | RenderError::Fault(_) | RenderError::Syntax(_)
+    )
 }
 
+/// An evaluation error of no finer cause (placed as it leaves its tag: [`place`]).
 pub(crate) fn eval_err(msg: impl Into<String>) -> RenderError {
-    RenderError::Evaluation(msg.into())
+    eval_fault(EvaluationCause::EvaluationFailed, msg)
+}
+
+/// An evaluation error of `cause` (placed as it leaves its tag: [`place`]).
+pub(crate) fn eval_fault(cause: EvaluationCause, msg: impl Into<String>) -> RenderError {
+    RenderError::Fault(Box::new(EvaluationFault::new(cause, msg)))
+}
+
+/// Gives an evaluation fault not placed yet the `line` of the innermost tag or `{{ }}` it
+/// leaves; any other error is returned as it is.
+pub(crate) fn place(e: RenderError, line: Option<u32>) -> RenderError {
+    match e {
+        RenderError::Fault(mut f) if f.line.is_none() => {
+            f.line = line;
+            RenderError::Fault(f)
+        }
+        e => e,
+    }
+}
+
+/// The line of a node's tag or `{{ }}` (where an error of the tag itself is reported).
+fn node_line(tpl: &Template, n: &Node) -> Option<u32> {
+    let first = match n {
+        Node::Calc { line, .. } => return Some(*line),
+        Node::Print(e)
+        | Node::Set { expr: e, .. }
+        | Node::For { iter: e, .. }
+        | Node::IfEqual { a: e, .. }
+        | Node::WidthRatio { current: e, .. }
+        | Node::Aggregate { collection: e, .. }
+        | Node::DateTime { layout: e, .. }
+        | Node::LastItemByGroup { collection: e, .. } => *e,
+        Node::If { conditions, .. } => *conditions.first()?,
+        Node::With { pairs, .. } => pairs.first()?.1,
+        Node::Firstof(args) | Node::Cycle { args, .. } => *args.first()?,
+        _ => return None,
+    };
+    tpl.expr_line(first)
 }
 
 /// Renders one template once.
@@ -342,7 +383,7 @@ impl<'a> Renderer<'a> {
         self.budget.enter()?;
         let r = self.budget.fuel(1).and_then(|()| self.exec_inner(n));
         self.budget.leave();
-        r
+        r.map_err(|e| place(e, node_line(self.tpl, n)))
     }
 
     /// Runs one node. Long by design: one arm per node kind of the template tree, each arm
@@ -577,7 +618,7 @@ impl<'a> Renderer<'a> {
                     .flatten();
                 self.print_or_bind(s, count, as_name.as_deref())
             }
-            Node::Calc { text, as_name } => {
+            Node::Calc { text, as_name, .. } => {
                 let s = self.exec_calc(text)?;
                 self.print_or_bind(s, None, as_name.as_deref())
             }
