@@ -84,14 +84,6 @@ const SKIPS: &[Skip] = &[
     ("unclosed_block", ALL, NO_PARSE),
     ("unknown_filter", ALL, NO_PARSE),
     ("unknown_tag", ALL, NO_PARSE),
-    // `bank:public.audit` is rewritten to `public__audit`, but the PostgreSQL data source
-    // names tables of the default schema by their bare name (`audit`) only, so an upload
-    // on PostgreSQL refuses the table: a gap of the PostgreSQL adapter, not of the engine.
-    (
-        "mapped_fields_forms",
-        &[Backend::Postgres],
-        "ds:public.table is not found on PostgreSQL (public tables have bare names)",
-    ),
     ("custom_where_sum_count", &[Backend::Files], FLAT_FILES),
     ("filter_random_one_item", &[Backend::Files], FLAT_FILES),
     ("filter_slice", &[Backend::Files], FLAT_FILES),
