@@ -97,6 +97,19 @@ pub trait Figure: Send {
     async fn round(&mut self, ctx: &Ctx, reporter_first: bool) -> anyhow::Result<Vec<Sample>>;
     /// Cleans up after the last round.
     async fn finish(&mut self, _ctx: &Ctx) {}
+    /// True when the figure runs in this process and needs none of [`Ctx`]'s services; a run
+    /// that selects only such figures starts no broker and needs no release binaries.
+    fn in_process(&self) -> bool {
+        false
+    }
+    /// One round without the services (only figures whose [`Figure::in_process`] is true).
+    async fn round_in_process(
+        &mut self,
+        _quick: bool,
+        _reporter_first: bool,
+    ) -> anyhow::Result<Vec<Sample>> {
+        anyhow::bail!("{} needs the broker and the release binaries", self.name())
+    }
 }
 
 /// Every round's samples, by row.

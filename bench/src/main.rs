@@ -9,7 +9,8 @@
 //! Needs `rabbitmq-server` (Debian), `wrk` (Debian), `psql` and PostgreSQL on 127.0.0.1:5432
 //! (user `postgres`, trust auth; figures `report-time` and `report-rss` create and drop a
 //! scratch database), and the release `reporter` and `bare-poem` binaries (`REPORTER_BIN`,
-//! `BARE_POEM_BIN`; default: next to this binary, else `target/release/`).
+//! `BARE_POEM_BIN`; default: next to this binary, else `target/release/`). A run of in-process figures only
+//! (`--only crm-decrypt`) needs none of these.
 mod broker;
 mod figures;
 mod harness;
@@ -98,11 +99,18 @@ fn release_binaries(repo: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf)
     Ok((reporter_bin, bare_poem_bin))
 }
 
-/// Every selected figure, in interleaved rounds (Reporter first in odd rounds).
-async fn run_figures(ctx: &Ctx, args: &Args) -> anyhow::Result<Results> {
-    let mut results = Results::default();
+/// The selected figures, in order.
+fn selected(args: &Args) -> Vec<Box<dyn harness::Figure>> {
     let mut figures = figures::all();
     figures.retain(|f| args.only.is_empty() || args.only.iter().any(|o| o == f.name()));
+    figures
+}
+
+/// Every selected figure, in interleaved rounds (Reporter first in odd rounds); without `ctx`
+/// (only in-process figures selected) each round runs without the services.
+async fn run_figures(ctx: Option<&Ctx>, args: &Args) -> anyhow::Result<Results> {
+    let mut results = Results::default();
+    let mut figures = selected(args);
     for f in &mut figures {
         for round in 0..args.rounds {
             let reporter_first = round % 2 == 0;
@@ -117,10 +125,11 @@ async fn run_figures(ctx: &Ctx, args: &Args) -> anyhow::Result<Results> {
                 round + 1,
                 args.rounds,
             );
-            let samples = f
-                .round(ctx, reporter_first)
-                .await
-                .with_context(|| format!("figure {}", f.name()))?;
+            let samples = match ctx {
+                Some(ctx) => f.round(ctx, reporter_first).await,
+                None => f.round_in_process(args.quick, reporter_first).await,
+            }
+            .with_context(|| format!("figure {}", f.name()))?;
             for s in &samples {
                 eprintln!(
                     "bench:   {}: {:.3} vs {:.3} {} (ratio {:.2})",
@@ -133,7 +142,9 @@ async fn run_figures(ctx: &Ctx, args: &Args) -> anyhow::Result<Results> {
             }
             results.add(samples);
         }
-        f.finish(ctx).await;
+        if let Some(ctx) = ctx {
+            f.finish(ctx).await;
+        }
     }
     Ok(results)
 }
@@ -141,7 +152,7 @@ async fn run_figures(ctx: &Ctx, args: &Args) -> anyhow::Result<Results> {
 /// BENCHMARKS.md: the command, the machine, the table and what each figure measures.
 fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
     format!(
-        "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node, routed to a queue bounded at 20,000 messages) vs off; peak RSS is the process's `VmHWM`. The CPU rows divide the CPU time the service and the broker used during the load (`/proc/<pid>/stat`) by the requests answered; the outbox row is `reporter_outbox_pending` when the load stops, next to the events committed (the broker did not keep up with the rest during the run).\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n- **P3 `GET /v1/templates/{{id}}`** (issue 13): `wrk -t2 -c32` with a bearer token against the release `reporter serve` (state in memory, auth on, one template uploaded first) vs `bare-poem` (a bare poem server of `bench/`, one route that parses the id and answers the same JSON bytes, fetched once from Reporter) with the same HS256 check (signature, `exp` with 30 s leeway, `nbf`, the `templates:read` scope) on every request and without any check; req/s and p99. Reporter keeps the tokens it verified (`AUTH_TOKEN_CACHE_SIZE`, default 4096), so with one client token it verifies once per minute; the row with the token cache off is a second Reporter with `AUTH_TOKEN_CACHE_SIZE=0`, verifying every request as the baseline does.\n- **P5 reports from PostgreSQL** (issue 13): a scratch database on 127.0.0.1:5432 with a `ledger` table (bigint, numeric, text, date; 100,000 rows, 10,000 with `--quick`), created for the run and dropped after it; `reporter serve` (in memory, auth on) with it as data source `bench` and its limits raised so no report meets one (`ENGINE_MAX_ROWS` — default exactly 100,000 — to 10 M, `ENGINE_MAX_RESULT_BYTES` to 4 GiB, `ENGINE_MAX_OUTPUT_BYTES` to 1 GiB, `ENGINE_RENDER_FUEL` to 10 G, `ENGINE_TIMEOUT_SEC` and `TEMPLATE_RENDER_TIMEOUT_SEC` to 600); a CSV template that iterates the rows once (`{{% for r in bench.ledger %}}` with the date printed as psql prints it), timed from the report's `createdAt` to its `completedAt` (polled every 10 ms), vs `psql \\copy (SELECT id, amount, label, booked_on FROM ledger) TO STDOUT CSV HEADER` to /dev/null, timed from spawning psql to its exit. Given as rows/s, so the ratio is psql's time over Reporter's. Informational: an HTML table of the first 10,000 rows and a PDF (native renderer) of the first 1,000, vs `psql \\copy` of those rows.\n- **P6 memory of report generation** (issue 13): a fresh `reporter serve` (the P5 setup; artifacts in memory, as `serve` keeps them by default, with `OBJECT_STORAGE_MEMORY_MAX_BYTES` at 8 MiB so that the storage keeps one report's artifact and RSS shows what generation leaves behind) generates the 100,000-row CSV report ten times in a row; peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before it (after start-up and the upload), next to the report's size; then `VmRSS` after the tenth report vs after the first. Then, with artifacts on disk (`OBJECT_STORAGE_BACKEND=fs`, so each artifact is written while rendered), a fresh `reporter serve` generates one report of that table and a fresh one one report of a table four times its size; peak RSS above idle of each, next to the report's size: what generation holds, whatever the row count. Templates render in sandbox child processes (a fresh one per render), whose memory is not counted.\n",
+        "# Benchmarks\n\nWritten by `just bench` (`{}`) on {} in {:.0} s. Each figure is measured against a baseline in the same run, in {} interleaved rounds (Reporter first in odd rounds, the baseline first in even ones); the table gives the medians and the spread of the ratio Reporter / baseline. Loopback only; the broker is a private RabbitMQ node the run starts and removes.\n\n## Machine\n\n{machine}\n## Figures\n\n{table}\n## What each figure measures\n\n- **(a) Outage catch-up**: N critical events wait in the outbox while the broker is stopped (`rabbitmqctl stop_app`, 3 s); from `start_app` returning to the last event received by a consumer. Baseline: a raw lapin publisher (confirm window 256, the same messages) that connects after `start_app`. The first-event row is the time to the first event received.\n- **(b) Publication cost**: `wrk -t2 -c32` on `POST /v1/deadlines` against the release `reporter serve` (state in memory), publication on (events to the private node, routed to a queue bounded at 20,000 messages) vs off; peak RSS is the process's `VmHWM`. The CPU rows divide the CPU time the service and the broker used during the load (`/proc/<pid>/stat`) by the requests answered; the outbox row is `reporter_outbox_pending` when the load stops, next to the events committed (the broker did not keep up with the rest during the run).\n- **(c) Commit → consumer latency**: one critical event committed every 5 ms (a unit of work with its outbox row; the dispatcher is woken and publishes it) vs a raw lapin publish of the same message at the same rate, each timed to its arrival at a consumer.\n- **P3 `GET /v1/templates/{{id}}`** (issue 13): `wrk -t2 -c32` with a bearer token against the release `reporter serve` (state in memory, auth on, one template uploaded first) vs `bare-poem` (a bare poem server of `bench/`, one route that parses the id and answers the same JSON bytes, fetched once from Reporter) with the same HS256 check (signature, `exp` with 30 s leeway, `nbf`, the `templates:read` scope) on every request and without any check; req/s and p99. Reporter keeps the tokens it verified (`AUTH_TOKEN_CACHE_SIZE`, default 4096), so with one client token it verifies once per minute; the row with the token cache off is a second Reporter with `AUTH_TOKEN_CACHE_SIZE=0`, verifying every request as the baseline does.\n- **P5 reports from PostgreSQL** (issue 13): a scratch database on 127.0.0.1:5432 with a `ledger` table (bigint, numeric, text, date; 100,000 rows, 10,000 with `--quick`), created for the run and dropped after it; `reporter serve` (in memory, auth on) with it as data source `bench` and its limits raised so no report meets one (`ENGINE_MAX_ROWS` — default exactly 100,000 — to 10 M, `ENGINE_MAX_RESULT_BYTES` to 4 GiB, `ENGINE_MAX_OUTPUT_BYTES` to 1 GiB, `ENGINE_RENDER_FUEL` to 10 G, `ENGINE_TIMEOUT_SEC` and `TEMPLATE_RENDER_TIMEOUT_SEC` to 600); a CSV template that iterates the rows once (`{{% for r in bench.ledger %}}` with the date printed as psql prints it), timed from the report's `createdAt` to its `completedAt` (polled every 10 ms), vs `psql \\copy (SELECT id, amount, label, booked_on FROM ledger) TO STDOUT CSV HEADER` to /dev/null, timed from spawning psql to its exit. Given as rows/s, so the ratio is psql's time over Reporter's. Informational: an HTML table of the first 10,000 rows and a PDF (native renderer) of the first 1,000, vs `psql \\copy` of those rows.\n- **P6 memory of report generation** (issue 13): a fresh `reporter serve` (the P5 setup; artifacts in memory, as `serve` keeps them by default, with `OBJECT_STORAGE_MEMORY_MAX_BYTES` at 8 MiB so that the storage keeps one report's artifact and RSS shows what generation leaves behind) generates the 100,000-row CSV report ten times in a row; peak RSS above idle is `VmHWM` after the first report minus `VmRSS` before it (after start-up and the upload), next to the report's size; then `VmRSS` after the tenth report vs after the first. Then, with artifacts on disk (`OBJECT_STORAGE_BACKEND=fs`, so each artifact is written while rendered), a fresh `reporter serve` generates one report of that table and a fresh one one report of a table four times its size; peak RSS above idle of each, next to the report's size: what generation holds, whatever the row count. Templates render in sandbox child processes (a fresh one per render), whose memory is not counted.\n- **CRM decryption** (issue 33): in process, no services: a 100,000-row holders table (10,000 with `--quick`) built in memory as the Midaz CRM stores it — BSON documents with every encrypted field of `adapters/mongo/src/crm/fields.rs` set (16 values a row, two related parties), each sealed in lib-commons' format (AES-256-GCM with a fixed key; standard base64 of nonce (12) ‖ ciphertext ‖ tag) — and one extraction pass over it: each document cloned (the cursor hands extraction an owned one), decrypted with the mongo adapter's own row transform (`CrmSettings::decrypt_row`) and converted to JSON field by field (`bson_to_json`), vs the same pass without the decryption; rows/s, so the ratio is decrypted / plain. Informational.\n",
         args.command,
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
         seconds,
@@ -156,20 +167,24 @@ async fn main() -> anyhow::Result<()> {
         .parent()
         .context("repository root")?
         .to_path_buf();
-    let (reporter_bin, bare_poem_bin) = release_binaries(&repo)?;
-    let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
     let machine = harness::machine();
-    eprintln!("bench: starting a private RabbitMQ node");
-    let broker = broker::Broker::start(&repo)?;
-    let ctx = Ctx {
-        broker,
-        reporter_bin,
-        bare_poem_bin,
-        wrk,
-        quick: args.quick,
-    };
     let started = std::time::Instant::now();
-    let results = run_figures(&ctx, &args).await?;
+    let results = if selected(&args).iter().all(|f| f.in_process()) {
+        run_figures(None, &args).await?
+    } else {
+        let (reporter_bin, bare_poem_bin) = release_binaries(&repo)?;
+        let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
+        eprintln!("bench: starting a private RabbitMQ node");
+        let broker = broker::Broker::start(&repo)?;
+        let ctx = Ctx {
+            broker,
+            reporter_bin,
+            bare_poem_bin,
+            wrk,
+            quick: args.quick,
+        };
+        run_figures(Some(&ctx), &args).await?
+    };
     let table = results.table();
     println!("{table}");
     let doc = document(&args, &machine, &table, started.elapsed().as_secs_f64());

@@ -122,8 +122,9 @@ fn go_time(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// A stored BSON value as JSON, in the shapes the original's templates see: dates as Go
-/// times, object ids as hex, UUID binaries as UUID text, other binaries as hex.
-pub(crate) fn to_json(v: &Bson) -> Value {
+/// times, object ids as hex, UUID binaries as UUID text, other binaries as hex. Public (as
+/// `bson_to_json`) for `reporter-bench`'s `crm-decrypt` figure.
+pub fn to_json(v: &Bson) -> Value {
     match v {
         Bson::Null | Bson::Undefined => Value::Null,
         Bson::Boolean(b) => Value::Bool(*b),

@@ -102,7 +102,7 @@ mod time;
 
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_SERVER_SELECTION_TIMEOUT, MongoConnection};
 pub use crm::{CrmSettings, is_crm_source};
-pub use datasource::{MongoDataSource, MongoDataSourceConfig};
+pub use datasource::{MongoDataSource, MongoDataSourceConfig, to_json as bson_to_json};
 pub use deployment::{DeploymentDatabase, TransactionCheck, require_transactions};
 pub use gridfs::{GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage};
 pub use idempotency::{IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore};

@@ -2,6 +2,7 @@
 //! [`crate::harness::Figure`], and one line in [`all`].
 mod catch_up;
 mod commit_latency;
+mod crm_decrypt;
 mod pg_reports;
 mod publish_cost;
 mod report_rss;
@@ -21,5 +22,6 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(template_read::TemplateRead),
         Box::new(report_time::ReportTime::default()),
         Box::new(report_rss::ReportRss::default()),
+        Box::new(crm_decrypt::CrmDecrypt::default()),
     ]
 }
