@@ -54,8 +54,8 @@ fn assert_refused(verdict: &str, what: &str) {
 }
 
 /// A fresh directory that anyone may change, with a file `f` that anyone may write: the
-/// child's user could change both without the confinement.
-fn scratch(name: &str) -> PathBuf {
+/// child's user could change both without the confinement. Removed when dropped.
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!(
         "reporter-sandbox-confinement-{name}-{}",
         std::process::id()
@@ -66,7 +66,23 @@ fn scratch(name: &str) -> PathBuf {
     let file = dir.join("f");
     std::fs::write(&file, b"kept").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A [`scratch`] directory, removed with what it holds when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn path(p: &std::path::Path) -> &str {
