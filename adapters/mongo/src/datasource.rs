@@ -493,26 +493,34 @@ impl MongoDataSource {
                 chosen.push((collection, tagging.then_some(org)));
             }
         }
-        let filter = if clauses.is_empty() {
-            doc! {}
-        } else {
-            doc! { "$and": clauses }
-        };
-        let mut projection = doc! {};
-        if !query.fields.iter().any(|f| f == "_id") {
-            projection.insert("_id", 0);
-        }
-        for f in &query.fields {
-            if !(tagging && f == ORGANIZATION_FIELD) {
-                projection.insert(f.as_str(), 1);
-            }
-        }
         Ok(FindPlan {
             collections: chosen,
-            filter,
-            projection,
+            filter: all_of(clauses),
+            projection: projection(&query.fields, |f| tagging && f == ORGANIZATION_FIELD),
         })
     }
+}
+
+/// The filter matching every clause (`{}` when there is none).
+fn all_of(clauses: Vec<Document>) -> Document {
+    if clauses.is_empty() {
+        doc! {}
+    } else {
+        doc! { "$and": clauses }
+    }
+}
+
+/// The projection of `fields` but those `skip` names (fields the source adds itself); `_id`
+/// only when asked for.
+fn projection(fields: &[String], skip: impl Fn(&str) -> bool) -> Document {
+    let mut projection = doc! {};
+    if !fields.iter().any(|f| f == "_id") {
+        projection.insert("_id", 0);
+    }
+    for f in fields.iter().filter(|f| !skip(f)) {
+        projection.insert(f.as_str(), 1);
+    }
+    projection
 }
 
 impl MongoDataSource {
@@ -536,19 +544,7 @@ impl MongoDataSource {
         for (field, cond) in &query.filters {
             clauses.extend(condition_clauses(field, cond)?);
         }
-        let filter = if clauses.is_empty() {
-            doc! {}
-        } else {
-            doc! { "$and": clauses }
-        };
-        let mut projection = doc! {};
-        if !query.fields.iter().any(|f| f == "_id") {
-            projection.insert("_id", 0);
-        }
-        for f in &query.fields {
-            projection.insert(f.as_str(), 1);
-        }
-        Ok((filter, projection))
+        Ok((all_of(clauses), projection(&query.fields, |_| false)))
     }
 }
 
