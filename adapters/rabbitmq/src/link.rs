@@ -334,16 +334,17 @@ impl Link {
                         // `live` is empty, and only the fresh connection below ends a stuck
                         // recovery.
                         let opened = !reconnecting && link.channel().await.is_ok();
-                        if opened {
-                            true
-                        } else if now.duration_since(since) >= STUCK_AFTER
+                        if !opened
+                            && now.duration_since(since) >= STUCK_AFTER
                             && now.duration_since(last_fresh_try) >= Duration::from_secs(1)
                         {
                             last_fresh_try = now;
-                            link.reconnect_fresh().await.is_ok()
-                        } else {
-                            false
+                            let _ = link.reconnect_fresh().await;
                         }
+                        // Usable only when a publish could start now: lapin may have recovered
+                        // the connection while the channel is still being recovered, and
+                        // `on_ready` MUST NOT run before the channel is open.
+                        link.ready_channel().is_ok()
                     }
                 };
                 if ready {
