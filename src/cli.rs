@@ -1,5 +1,5 @@
 //! The `reporter` command.
-use crate::config::{Config, RawConfig};
+use crate::config::{Config, RawConfig, RunMode, original_settings};
 use crate::{http, telemetry, wiring};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -83,6 +83,8 @@ pub enum Command {
 pub enum ConfigAction {
     /// Validate the environment; print every problem and exit non-zero if there is any.
     Check,
+    /// Print what Reporter does with each setting of the original's Helm chart (markdown).
+    OriginalSettings,
 }
 
 /// `reporter outbox …`.
@@ -166,8 +168,60 @@ fn openapi(format: SpecFormat, write: Option<PathBuf>) -> ExitCode {
     }
 }
 
+/// The original's settings present in `env` that have no effect here, one line naming them
+/// (`None` when there are none).
+fn without_effect_line(env: &[(String, String)]) -> Option<String> {
+    let names = original_settings::without_effect(env);
+    (!names.is_empty()).then(|| {
+        format!(
+            "the original's settings with no effect here (docs/original-settings.md): {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// The command to run: the subcommand, else the original's `RUN_MODE`, else `serve`. A
+/// `RUN_MODE` naming another role than the subcommand MUST stop start-up (neither wins
+/// silently); an invalid `RUN_MODE` is left to the configuration check.
+fn resolve_command(command: Option<Command>, run_mode: Option<&str>) -> Result<Command, String> {
+    let mode = run_mode
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .and_then(RunMode::parse);
+    let from_mode = |m: RunMode| match m {
+        RunMode::Api => Command::Api,
+        RunMode::Worker => Command::Worker,
+        RunMode::All => Command::Serve,
+    };
+    match (command, mode) {
+        (None, Some(m)) => Ok(from_mode(m)),
+        (None, None) => Ok(Command::Serve),
+        (Some(c @ (Command::Serve | Command::Api | Command::Worker)), Some(m)) => {
+            let named = match c {
+                Command::Api => "api",
+                Command::Worker => "worker",
+                _ => "serve",
+            };
+            if named == m.command() {
+                Ok(c)
+            } else {
+                Err(format!(
+                    "RUN_MODE={} asks for `reporter {}` but the command is `reporter {named}`: \
+                     unset RUN_MODE or run the command it names",
+                    run_mode.unwrap_or_default().trim(),
+                    m.command()
+                ))
+            }
+        }
+        (Some(c), _) => Ok(c),
+    }
+}
+
 /// `reporter config check`: exit 0 with a summary, or 2 with every problem.
 fn config_check(raw: &RawConfig) -> ExitCode {
+    if let Some(line) = without_effect_line(&environment()) {
+        println!("{line}");
+    }
     match raw.validate(&environment()) {
         Ok(c) => {
             println!(
@@ -187,7 +241,13 @@ fn config_check(raw: &RawConfig) -> ExitCode {
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
-    let command = cli.command.unwrap_or(Command::Serve);
+    let command = match resolve_command(cli.command, cli.config.original.run_mode.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let role = match &command {
         Command::Api => wiring::Role::Api,
         Command::Worker => wiring::Role::Worker,
@@ -204,11 +264,20 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Config {
             action: ConfigAction::Check,
         } => config_check(&cli.config),
+        Command::Config {
+            action: ConfigAction::OriginalSettings,
+        } => {
+            print!("{}", original_settings::markdown());
+            ExitCode::SUCCESS
+        }
         Command::Serve | Command::Api | Command::Worker => {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
             };
             telemetry::init_tracing(&config.log_level, config.log_json);
+            if let Some(line) = without_effect_line(&environment()) {
+                tracing::warn!("{line}");
+            }
             run_role(config, role).await
         }
         Command::Outbox {

@@ -673,6 +673,7 @@ fn http_setup(
         idempotency_ttl: config.idempotency_ttl,
         idempotency_in_flight: config.idempotency_in_flight,
         cors_origins: config.cors_origins.clone(),
+        original: config.original.clone(),
         streaming: StreamingView {
             exchange: config.streaming.exchange.clone(),
         },

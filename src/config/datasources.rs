@@ -96,6 +96,8 @@ const KNOWN_SUFFIXES: &[&str] = &[
     "SSLCA",
     "SSL",
     "OPTIONS",
+    // The Helm chart's spelling of SCHEMAS: listed before it so that the longer suffix wins.
+    "DB_SCHEMAS",
     "SCHEMAS",
     "URI",
     "MIDAZ_ORGANIZATION_ID",
@@ -176,10 +178,19 @@ fn settings_by_name(
             ));
             continue;
         }
-        by_name
-            .entry(name.to_owned())
-            .or_default()
-            .insert((*suffix).to_owned(), value.clone());
+        let setting = if *suffix == "DB_SCHEMAS" {
+            "SCHEMAS"
+        } else {
+            suffix
+        };
+        let settings = by_name.entry(name.to_owned()).or_default();
+        if settings.insert(setting.to_owned(), value.clone()).is_some() {
+            problems.push(problem(
+                key,
+                "set twice (as _SCHEMAS and as the Helm chart's _DB_SCHEMAS)",
+                "one of DATASOURCE_<NAME>_SCHEMAS or DATASOURCE_<NAME>_DB_SCHEMAS",
+            ));
+        }
     }
     by_name
 }

@@ -10,6 +10,8 @@ mod datasources;
 mod deployment;
 mod mongo;
 mod original;
+mod original_names;
+pub mod original_settings;
 mod server;
 mod storage;
 mod streaming;
@@ -18,6 +20,8 @@ mod worker;
 pub use crm::CrmSpec;
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
+pub use original_names::{OriginalExtras, OriginalNames, RunMode};
+pub use original_settings::{ORIGINAL_SETTINGS, OriginalSetting, Treatment};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -30,6 +34,9 @@ use std::path::PathBuf;
 /// `--help` (`hide_env_values`).
 #[derive(Debug, Clone, Args)]
 pub struct RawConfig {
+    /// The original's names for settings Reporter names otherwise (`SERVER_PORT`, `RUN_MODE`, …).
+    #[command(flatten)]
+    pub original: OriginalNames,
     /// Address the HTTP API binds to.
     #[arg(long, env = "SERVER_ADDRESS", default_value = "127.0.0.1:4005")]
     pub server_address: String,
@@ -611,6 +618,8 @@ pub struct Config {
     pub data_sources: DataSourceConfig,
     /// CORS origins (empty: no CORS).
     pub cors_origins: Vec<String>,
+    /// What the original's names add (CORS methods and headers, Swagger UI on or off).
+    pub original: OriginalExtras,
     /// Request body limit.
     pub max_request_body_bytes: usize,
     /// Time and connection bounds of the HTTP server.
@@ -906,6 +915,7 @@ impl RawConfig {
     /// Long by design: one line per variable.
     pub fn defaults() -> Self {
         RawConfig {
+            original: OriginalNames::default(),
             server_address: "127.0.0.1:4005".into(),
             health_address: None,
             health_port: None,
@@ -1024,12 +1034,24 @@ impl RawConfig {
         let mut c = Checker {
             problems: Vec::new(),
         };
+        original_settings::refusals(env, &mut c);
+        self.with_original_names(env, &mut c)
+            .validate_mapped(env, c)
+    }
+
+    /// [`Self::validate`] once the original's names are applied.
+    fn validate_mapped(
+        &self,
+        env: &[(String, String)],
+        mut c: Checker,
+    ) -> Result<Config, ConfigErrors> {
         let server_address = self.server_listen(&mut c);
         let health_address = self.health_listen(&mut c);
         let production = self.env_name.trim().eq_ignore_ascii_case("production");
         let log_json = self.logging(&mut c);
         let auth = self.auth(&mut c, production);
         let tenancy = self.tenancy(&mut c, auth.enabled);
+        let original = self.original_extras(&mut c, auth.enabled);
         let max_pagination_limit = c.number(
             "MAX_PAGINATION_LIMIT",
             &self.max_pagination_limit,
@@ -1112,6 +1134,7 @@ impl RawConfig {
             object_storage,
             data_sources,
             cors_origins,
+            original,
             max_request_body_bytes,
             http,
             streaming,

@@ -97,6 +97,9 @@ pub struct HttpSetup {
     pub idempotency_in_flight: chrono::Duration,
     /// CORS origins (empty: none).
     pub cors_origins: Vec<String>,
+    /// CORS methods and headers a preflight may ask for (`CORS_ALLOWED_METHODS` /
+    /// `_HEADERS`), and whether Swagger UI is served (`SWAGGER_ENABLED`).
+    pub original: crate::config::OriginalExtras,
     /// Streaming operations' view.
     pub streaming: streaming::StreamingView,
 }
@@ -110,11 +113,11 @@ fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
 
 /// The published spec (`/openapi.json`, `/openapi.yaml`) showing the deployment's parameter
 /// limits, Swagger UI (`/swagger/`) and the Prometheus metrics (`/metrics`).
-fn ops_routes(limits: spec::ParamLimits) -> Route {
+fn ops_routes(limits: spec::ParamLimits, swagger: bool) -> Route {
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
     let yaml = spec::yaml_with(limits);
-    Route::new()
+    let routes = Route::new()
         .at("/metrics", prometheus_metrics)
         .at(
             "/openapi.json",
@@ -131,25 +134,34 @@ fn ops_routes(limits: spec::ParamLimits) -> Route {
                     .content_type("application/yaml")
                     .body(yaml.clone())
             }),
-        )
-        .nest(
-            "/swagger",
-            Route::new().at(
-                "/",
-                make_sync(move |_| poem::web::Html(swagger_html.clone())),
-            ),
-        )
+        );
+    if !swagger {
+        return routes;
+    }
+    routes.nest(
+        "/swagger",
+        Route::new().at(
+            "/",
+            make_sync(move |_| poem::web::Html(swagger_html.clone())),
+        ),
+    )
 }
 
-/// CORS for `origins`: none when empty, any origin for `*`, else exactly those.
-fn cors(origins: &[String]) -> Option<Cors> {
+/// CORS for `origins`: none when empty, any origin for `*`, else exactly those; preflights
+/// limited to `methods` and `headers` when they are not empty.
+fn cors(origins: &[String], methods: &[String], headers: &[String]) -> Option<Cors> {
     if origins.is_empty() {
-        None
-    } else if origins.iter().any(|o| o == "*") {
-        Some(Cors::new())
-    } else {
-        Some(Cors::new().allow_origins(origins.iter().map(String::as_str)))
+        return None;
     }
+    let cors = if origins.iter().any(|o| o == "*") {
+        Cors::new()
+    } else {
+        Cors::new().allow_origins(origins.iter().map(String::as_str))
+    };
+    Some(
+        cors.allow_methods(methods.iter().map(String::as_str))
+            .allow_headers(headers.iter().map(String::as_str)),
+    )
 }
 
 /// Builds the complete HTTP endpoint.
@@ -167,7 +179,7 @@ pub fn endpoint(
     };
     let routes = front::Front {
         api: service.into_endpoint(),
-        ops: ops_routes(limits),
+        ops: ops_routes(limits, setup.original.swagger_enabled),
     }
     .with(shared::Shared {
         app: app.clone(),
@@ -192,7 +204,11 @@ pub fn endpoint(
         .with(idempotency)
         .with(gate)
         .catch_all_error(error::normalize_error);
-    let cors = cors(&setup.cors_origins);
+    let cors = cors(
+        &setup.cors_origins,
+        &setup.original.cors_methods,
+        &setup.original.cors_headers,
+    );
     Ok(core
         .with_if(cors.is_some(), cors.unwrap_or_default())
         .with(Edge {
