@@ -155,7 +155,10 @@ fn limit_of(raw: Option<i64>) -> AppResult<usize> {
             Code::InvalidFieldValue,
             format!("limit {limit} is out of range: rows per table are 1 to {PREVIEW_MAX_LIMIT}"),
         )
-        .field("limit", format!("must be between 1 and {PREVIEW_MAX_LIMIT}")));
+        .field(
+            "limit",
+            format!("must be between 1 and {PREVIEW_MAX_LIMIT}"),
+        ));
     }
     Ok(limit as usize)
 }
@@ -205,7 +208,11 @@ fn status_of(sections: &BTreeMap<String, SectionOutcome>) -> ReportStatus {
 
 impl App {
     /// Attaches the preview engine and its bounds (without them a preview answers 503).
-    pub fn with_preview(mut self, engine: Arc<dyn PreviewEngine>, settings: PreviewSettings) -> Self {
+    pub fn with_preview(
+        mut self,
+        engine: Arc<dyn PreviewEngine>,
+        settings: PreviewSettings,
+    ) -> Self {
         self.preview = Some(PreviewSetup { engine, settings });
         self
     }
@@ -219,7 +226,11 @@ impl App {
     /// that fails, or passes the time bound, is a 200 with `status` `Error`. MUST write
     /// nothing.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
-    pub async fn preview_template(&self, caller: &Caller, req: PreviewRequest) -> AppResult<Preview> {
+    pub async fn preview_template(
+        &self,
+        caller: &Caller,
+        req: PreviewRequest,
+    ) -> AppResult<Preview> {
         let limit = limit_of(req.limit)?;
         let subject = self.preview_subject(caller, &req).await?;
         let filters = self
@@ -314,8 +325,11 @@ impl App {
         req: &PreviewRequest,
     ) -> AppResult<Subject> {
         let raw = req.output_format.as_deref().ok_or_else(|| {
-            AppError::new(Code::MissingFields, "outputFormat is required with template")
-                .field("outputFormat", "required")
+            AppError::new(
+                Code::MissingFields,
+                "outputFormat is required with template",
+            )
+            .field("outputFormat", "required")
         })?;
         let format = super::templates::parse_format(raw)?;
         let file = TemplateFile {
@@ -359,7 +373,12 @@ impl App {
 }
 
 /// The preview of a run: its status and output (cut at `max_output` bytes), its sections.
-fn preview_of(run: PreviewRun, format: OutputFormat, mapped: MappedFields, max_output: usize) -> Preview {
+fn preview_of(
+    run: PreviewRun,
+    format: OutputFormat,
+    mapped: MappedFields,
+    max_output: usize,
+) -> Preview {
     let (status, output, outcomes, error_code, render_failure) = match run.generation {
         Generation::Artifact { bytes, sections } => {
             let output = if format == OutputFormat::Pdf {
@@ -370,12 +389,20 @@ fn preview_of(run: PreviewRun, format: OutputFormat, mapped: MappedFields, max_o
             (status_of(&sections), output, sections, None, None)
         }
         // Previews never write in pieces; recorded as a report would be, without the key.
-        Generation::Stored { sections, .. } => {
-            (status_of(&sections), PreviewOutput::None, sections, None, None)
-        }
-        Generation::Failed { code, sections } => {
-            (ReportStatus::Error, PreviewOutput::None, sections, Some(code), None)
-        }
+        Generation::Stored { sections, .. } => (
+            status_of(&sections),
+            PreviewOutput::None,
+            sections,
+            None,
+            None,
+        ),
+        Generation::Failed { code, sections } => (
+            ReportStatus::Error,
+            PreviewOutput::None,
+            sections,
+            Some(code),
+            None,
+        ),
         Generation::RenderFailed {
             code,
             failure,

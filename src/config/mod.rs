@@ -5,12 +5,12 @@
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod auth;
 mod crm;
-mod preview;
 mod datasource_tls;
 mod datasources;
 mod deployment;
 mod mongo;
 mod original;
+mod preview;
 mod server;
 mod storage;
 mod streaming;

@@ -35,7 +35,9 @@ mod tests {
 
     #[test]
     fn the_preview_bounds_are_read_and_out_of_range_values_named() {
-        let config = RawConfig::defaults().validate(&[]).expect("defaults are valid");
+        let config = RawConfig::defaults()
+            .validate(&[])
+            .expect("defaults are valid");
         assert_eq!(config.preview.timeout, Duration::from_secs(10));
         assert_eq!(config.preview.max_output_bytes, 1024 * 1024);
         let mut raw = RawConfig::defaults();

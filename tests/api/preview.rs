@@ -68,9 +68,17 @@ async fn a_sent_template_renders_its_first_rows_and_nothing_is_written() {
     assert_eq!(body["contentType"], "text/csv; charset=utf-8", "{body}");
     assert_eq!(body["truncated"], true, "{body}");
     assert_eq!(body["sections"]["bank"]["ok"], true, "{body}");
-    assert_eq!(body["sections"]["bank"]["rows"]["transactions"], 3, "{body}");
-    assert!(body["sections"]["bank"].get("errorCode").is_none(), "{body}");
-    let fields = body["mappedFields"]["bank"]["transactions"].as_array().unwrap();
+    assert_eq!(
+        body["sections"]["bank"]["rows"]["transactions"], 3,
+        "{body}"
+    );
+    assert!(
+        body["sections"]["bank"].get("errorCode").is_none(),
+        "{body}"
+    );
+    let fields = body["mappedFields"]["bank"]["transactions"]
+        .as_array()
+        .unwrap();
     assert!(fields.iter().any(|f| f == "amount"), "{body}");
     let output = body["output"].as_str().unwrap();
     let lines: Vec<&str> = output.lines().filter(|l| !l.is_empty()).collect();
@@ -82,7 +90,10 @@ async fn a_sent_template_renders_its_first_rows_and_nothing_is_written() {
     // The default limit is 50: every one of the 32 rows, nothing cut.
     let body = preview(&t, csv_body(None)).await;
     assert_eq!(body["truncated"], false, "{body}");
-    assert_eq!(body["sections"]["bank"]["rows"]["transactions"], 32, "{body}");
+    assert_eq!(
+        body["sections"]["bank"]["rows"]["transactions"], 32,
+        "{body}"
+    );
     // A filter applies as a report's does.
     let mut filtered = csv_body(Some(1000));
     filtered["filters"] = json!({"bank": {"transactions": {"direction": {"eq": ["credit"]}}}});
@@ -93,10 +104,24 @@ async fn a_sent_template_renders_its_first_rows_and_nothing_is_written() {
 
     // Nothing written: no template, no report, no event, no stored object.
     let templates = json(t.get(&token(), "/v1/templates").await).await;
-    assert_eq!(templates["items"].as_array().map(Vec::len), Some(0), "{templates}");
+    assert_eq!(
+        templates["items"].as_array().map(Vec::len),
+        Some(0),
+        "{templates}"
+    );
     let reports = json(t.get(&token(), "/v1/reports").await).await;
-    assert_eq!(reports["items"].as_array().map(Vec::len), Some(0), "{reports}");
-    let outbox = t.app.ports().outbox.stats(chrono::Utc::now()).await.unwrap();
+    assert_eq!(
+        reports["items"].as_array().map(Vec::len),
+        Some(0),
+        "{reports}"
+    );
+    let outbox = t
+        .app
+        .ports()
+        .outbox
+        .stats(chrono::Utc::now())
+        .await
+        .unwrap();
     assert_eq!((outbox.pending, outbox.parked), (0, 0));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(t.broker.as_ref().unwrap().deliveries().len(), 0);
@@ -175,15 +200,28 @@ async fn limits_outside_one_to_a_thousand_and_malformed_requests_are_refused() {
         assert!(err["fields"]["limit"].is_string(), "{err}");
     }
     let body = preview(&t, csv_body(Some(1))).await;
-    assert_eq!(body["sections"]["bank"]["rows"]["transactions"], 1, "{body}");
+    assert_eq!(
+        body["sections"]["bank"]["rows"]["transactions"], 1,
+        "{body}"
+    );
     let body = preview(&t, csv_body(Some(1000))).await;
     assert_eq!(body["truncated"], false, "{body}");
     // Exactly one of template and templateId; outputFormat only with template.
-    expect_error(t.post_json(&token(), PATH, json!({"limit": 5})).await, 400, "TPL-0001").await;
+    expect_error(
+        t.post_json(&token(), PATH, json!({"limit": 5})).await,
+        400,
+        "TPL-0001",
+    )
+    .await;
     let both = json!({"template": "x", "outputFormat": "txt", "templateId": "0190c3a0-0000-7000-8000-000000000000"});
     expect_error(t.post_json(&token(), PATH, both).await, 400, "TPL-0064").await;
     let no_format = json!({"template": "x"});
-    expect_error(t.post_json(&token(), PATH, no_format).await, 400, "TPL-0001").await;
+    expect_error(
+        t.post_json(&token(), PATH, no_format).await,
+        400,
+        "TPL-0001",
+    )
+    .await;
     let bad_id = json!({"templateId": "nope"});
     expect_error(t.post_json(&token(), PATH, bad_id).await, 400, "TPL-0012").await;
     let unknown = json!({"template": "x", "outputFormat": "txt", "colour": "red"});
@@ -206,7 +244,10 @@ async fn the_output_is_cut_at_its_bound() {
     let output = body["output"].as_str().unwrap();
     assert_eq!(output.len(), 1024, "{body}");
     assert_eq!(body["truncated"], true, "{body}");
-    assert_eq!(body["sections"]["bank"]["rows"]["transactions"], 32, "{body}");
+    assert_eq!(
+        body["sections"]["bank"]["rows"]["transactions"], 32,
+        "{body}"
+    );
     let body = preview(&t, csv_body(Some(2))).await;
     assert!(body["output"].as_str().unwrap().len() < 1024, "{body}");
 }
@@ -233,7 +274,11 @@ async fn an_endless_render_ends_at_the_time_bound_and_the_service_serves_on() {
     assert_eq!(body["errorCode"], "report_generation_timeout", "{body}");
     assert_eq!(body["error"]["cause"], "timeout", "{body}");
     // Generous: the bound is 2 s; a loaded machine may take longer to answer.
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
     let body = preview(&t, csv_body(Some(1))).await;
     assert_eq!(body["status"], "Finished", "{body}");
 }
@@ -241,9 +286,17 @@ async fn an_endless_render_ends_at_the_time_bound_and_the_service_serves_on() {
 #[tokio::test]
 async fn the_preview_needs_templates_write() {
     let t = start().await;
-    for scopes in [&["templates:read"][..], &["reports:write", "reports:read"][..]] {
+    for scopes in [
+        &["templates:read"][..],
+        &["reports:write", "reports:read"][..],
+    ] {
         let tok = token_for(Some("default"), scopes);
-        expect_error(t.post_json(&tok, PATH, csv_body(None)).await, 403, "TPL-0403").await;
+        expect_error(
+            t.post_json(&tok, PATH, csv_body(None)).await,
+            403,
+            "TPL-0403",
+        )
+        .await;
     }
     let tok = token_for(Some("default"), &["templates:write"]);
     let resp = t.post_json(&tok, PATH, csv_body(None)).await;
@@ -273,8 +326,16 @@ async fn a_stored_template_previews_by_id_in_its_tenant_only() {
     let body = json(resp).await;
     assert_eq!(body["status"], "Finished", "{body}");
     assert_eq!(body["truncated"], true, "{body}");
-    assert_eq!(body["sections"]["bank"]["rows"]["transactions"], 2, "{body}");
-    assert!(body["output"].as_str().unwrap().starts_with("transaction_id,"));
+    assert_eq!(
+        body["sections"]["bank"]["rows"]["transactions"], 2,
+        "{body}"
+    );
+    assert!(
+        body["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("transaction_id,")
+    );
     // Another tenant's template is not found.
     expect_error(t.post_json(&globex, PATH, by_id).await, 404, "TPL-0011").await;
     // A stored template renders in its own format.
