@@ -12,6 +12,7 @@ mod mongo;
 mod original;
 mod original_names;
 pub mod original_settings;
+mod preview;
 mod server;
 mod storage;
 mod streaming;
@@ -449,6 +450,16 @@ pub struct RawConfig {
     /// Allow plain http to the endpoint.
     #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
     pub s3_disable_ssl: String,
+
+    // The template preview (`POST /v1/templates/preview`; src/config/preview.rs).
+    /// Longest a template preview's extraction and render may take, in seconds; past it the
+    /// preview answers status Error (report_generation_timeout, cause timeout).
+    #[arg(long, env = "PREVIEW_TIMEOUT_SECONDS", default_value = "10")]
+    pub preview_timeout_seconds: String,
+    /// Most bytes of output a template preview answers: text is cut there (truncated=true),
+    /// a larger PDF is left out.
+    #[arg(long, env = "PREVIEW_MAX_OUTPUT_BYTES", default_value = "1048576")]
+    pub preview_max_output_bytes: String,
 }
 
 /// One configuration problem.
@@ -636,6 +647,9 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
+
+    /// The template preview's bounds.
+    pub preview: crate::app::PreviewSettings,
 }
 
 /// Where report jobs travel.
@@ -1024,6 +1038,9 @@ impl RawConfig {
             s3_secret_key: None,
             s3_path_style: "true".into(),
             s3_disable_ssl: "false".into(),
+
+            preview_timeout_seconds: "10".into(),
+            preview_max_output_bytes: "1048576".into(),
         }
     }
 
@@ -1115,6 +1132,7 @@ impl RawConfig {
             storage: &object_storage,
             sources: &data_sources,
         };
+        let preview = self.preview(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
         if !c.problems.is_empty() {
@@ -1143,6 +1161,7 @@ impl RawConfig {
             worker,
             sandbox,
             mongo,
+            preview,
         })
     }
 

@@ -22,6 +22,7 @@ pub mod json_body;
 pub mod methods;
 pub mod middleware;
 pub mod ops;
+mod preview;
 pub mod query;
 mod reports;
 pub mod server;
@@ -51,6 +52,7 @@ use std::sync::Arc;
 /// Every operation group, in the order the spec lists them.
 pub type Apis = (
     templates::TemplatesApi,
+    preview::PreviewApi,
     builder::BuilderApi,
     reports::ReportsApi,
     deadlines::DeadlinesApi,
@@ -65,6 +67,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             templates::TemplatesApi,
+            preview::PreviewApi,
             builder::BuilderApi,
             reports::ReportsApi,
             deadlines::DeadlinesApi,

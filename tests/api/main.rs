@@ -12,6 +12,7 @@ mod compat;
 mod crm;
 mod deadlines;
 mod platform;
+mod preview;
 mod props_builder;
 mod props_deadlines;
 mod props_upload;
