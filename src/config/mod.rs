@@ -13,11 +13,13 @@ mod original;
 mod server;
 mod storage;
 mod streaming;
+mod telemetry;
 mod worker;
 
 pub use crm::CrmSpec;
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
+pub use telemetry::{OtlpProtocol, RawTelemetry, TelemetrySettings};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -442,6 +444,10 @@ pub struct RawConfig {
     /// Allow plain http to the endpoint.
     #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
     pub s3_disable_ssl: String,
+
+    /// OpenTelemetry (`ENABLE_TELEMETRY`, `OTEL_*`; src/config/telemetry.rs).
+    #[command(flatten)]
+    pub telemetry: RawTelemetry,
 }
 
 /// One configuration problem.
@@ -627,6 +633,9 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
+
+    /// OpenTelemetry export.
+    pub telemetry: TelemetrySettings,
 }
 
 /// Where report jobs travel.
@@ -1014,6 +1023,7 @@ impl RawConfig {
             s3_secret_key: None,
             s3_path_style: "true".into(),
             s3_disable_ssl: "false".into(),
+            telemetry: RawTelemetry::defaults(),
         }
     }
 
@@ -1095,6 +1105,7 @@ impl RawConfig {
         };
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
+        let telemetry = self.telemetry.validate(&mut c, &self.env_name);
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -1120,6 +1131,7 @@ impl RawConfig {
             worker,
             sandbox,
             mongo,
+            telemetry,
         })
     }
 

@@ -101,7 +101,8 @@ impl Worker {
             .request_id
             .clone()
             .unwrap_or_else(crate::app::new_request_id);
-        let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = %request_id);
+        let span = crate::telemetry::context::job_process_span(&job, delivery.attempt(), &request_id)
+            .unwrap_or_else(|| tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = %request_id));
         let started = Instant::now();
         let (redelivered, attempt) = (delivery.redelivered(), delivery.attempt());
         let outcome = async {

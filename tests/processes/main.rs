@@ -11,3 +11,4 @@ mod hardening;
 mod lifecycle;
 mod mongo_outage;
 mod secrets;
+mod telemetry;

@@ -32,6 +32,7 @@ fn fixed_envelope() -> EventEnvelope {
         })
         .into(),
         sequence: Some(42),
+        trace: None,
     }
 }
 

@@ -1,0 +1,311 @@
+//! OpenTelemetry end to end: the released binary exports to a real OTLP receiver the test
+//! starts (tests/common/otlp.rs decodes the standard protobuf messages). One trace links the
+//! request (continued from the client's `traceparent`), the job's publish and processing and
+//! the `report.finished` publication — in memory mode, and with the job and the event on
+//! RabbitMQ, where the messages on the wire carry the trace context.
+use crate::common;
+use crate::common::otlp::{Receiver, Span};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// A filter value no span attribute may carry.
+const SECRET_FILTER: &str = "acct-7b1e-filter-marker";
+
+/// `reporter serve` exporting to `receiver` over OTLP/HTTP, with a `file` data source.
+fn serve(receiver: &Receiver, addr: &str, dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+    c.arg("serve")
+        .env("TMPDIR", common::children_tmpdir())
+        .env("AUTH_JWT_SECRET", common::SECRET)
+        .env("SERVER_ADDRESS", addr)
+        .env("DATASOURCE_LEDGER_TYPE", "file")
+        .env("DATASOURCE_LEDGER_PATH", dir)
+        .env("ENABLE_TELEMETRY", "true")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("OTEL_RESOURCE_SERVICE_NAME", "reporter-e2e")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "1000")
+        .env(
+            "LOG_LEVEL",
+            std::env::var("E2E_PROC_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    c
+}
+
+fn ledger_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("entries.csv"),
+        "id,account,amount\n1,A,10.50\n2,B,3.25\n",
+    )
+    .expect("csv");
+    dir
+}
+
+/// Uploads a template, requests its report with the client's `traceparent` and a filter,
+/// waits for it to finish; the report id.
+fn one_report(addr: &str) -> String {
+    let token = common::token();
+    let tpl = common::upload_txt_raw(
+        addr,
+        &token,
+        "{% for e in ledger.entries %}{{ e.id }};{% endfor %}",
+        "otel",
+    );
+    let body = serde_json::json!({
+        "templateId": tpl,
+        "filters": {"ledger": {"entries": {"account": {"eq": [SECRET_FILTER]}}}}
+    })
+    .to_string();
+    let headers = format!(
+        "Content-Type: application/json\r\ntraceparent: 00-{TRACE_ID}-{CLIENT_SPAN}-01\r\n"
+    );
+    let (status, answer) = common::request_with(
+        addr,
+        "POST",
+        "/v1/reports",
+        &token,
+        &headers,
+        body.as_bytes(),
+    );
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&answer));
+    let id = serde_json::from_slice::<serde_json::Value>(&answer).expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let last = common::wait_report_raw(addr, &token, &id, 300);
+    assert_ne!(last["status"], "Processing", "{last}");
+    id
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Option<&'a Span> {
+    spans.iter().find(|s| s.name == name)
+}
+
+/// Waits for the request's trace to hold the request, the job's publish and processing and
+/// the `report.finished` publication; checks the links and that no attribute leaks the filter.
+fn assert_one_trace(receiver: &Receiver) -> Vec<Span> {
+    let wanted = [
+        "POST /v1/reports",
+        "report.job publish",
+        "report.job process",
+    ];
+    let finished = |s: &Span| s.name.starts_with("report.finished ");
+    let spans = receiver.wait_spans(Duration::from_secs(60), |spans| {
+        let ours: Vec<&Span> = spans.iter().filter(|s| s.trace_id == TRACE_ID).collect();
+        wanted.iter().all(|w| ours.iter().any(|s| s.name == *w)) && ours.iter().any(|s| finished(s))
+    });
+    let ours: Vec<Span> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect();
+    let names: Vec<&str> = ours.iter().map(|s| s.name.as_str()).collect();
+    for w in wanted {
+        assert!(
+            names.contains(&w),
+            "{w} is not in the trace: {names:?}; every span received: {:?}",
+            spans
+                .iter()
+                .map(|s| (&s.name, &s.trace_id))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        ours.iter().any(finished),
+        "no report.finished publish in the trace: {names:?}"
+    );
+    let server = named(&ours, "POST /v1/reports").expect("server span");
+    assert_eq!(
+        server.parent, CLIENT_SPAN,
+        "the client's traceparent continues"
+    );
+    assert_eq!(server.kind, 2, "server kind");
+    assert_eq!(server.service, "reporter-e2e");
+    assert_eq!(server.attributes["http.route"], "/v1/reports");
+    assert_eq!(server.attributes["http.request.method"], "POST");
+    assert_eq!(server.attributes["http.response.status_code"], "201");
+    let publish = named(&ours, "report.job publish").expect("job publish");
+    let process = named(&ours, "report.job process").expect("job process");
+    assert_eq!(publish.kind, 4, "producer");
+    assert_eq!(process.kind, 5, "consumer");
+    assert_eq!(
+        process.parent, publish.span_id,
+        "the job continues its publish"
+    );
+    for s in &spans {
+        for (k, v) in &s.attributes {
+            assert!(
+                !v.contains(SECRET_FILTER),
+                "span {} attribute {k} carries a filter value: {v}",
+                s.name
+            );
+        }
+    }
+    ours
+}
+
+#[test]
+fn one_trace_links_request_job_render_and_event_in_memory_mode() {
+    let receiver = Receiver::start();
+    let name = reporter_contract::services::unique_name("otel_mem");
+    let dir = ledger_dir(&name);
+    let addr = common::free_addr();
+    let mut c = serve(&receiver, &addr, &dir);
+    c.env("STREAMING_ENABLED", "true")
+        .env("STREAMING_BROKERS", "memory://")
+        .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
+        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter");
+    let mut p = Kill(c.spawn().expect("spawn"));
+    common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
+    one_report(&addr);
+    let ours = assert_one_trace(&receiver);
+    eprintln!("the trace as received:");
+    for s in &ours {
+        eprintln!("  {} span={} parent={}", s.name, s.span_id, s.parent);
+    }
+    // The Prometheus metrics travel over OTLP too.
+    let start = std::time::Instant::now();
+    while !receiver
+        .metric_names()
+        .iter()
+        .any(|m| m == "reporter_http_requests_total")
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        receiver
+            .metric_names()
+            .iter()
+            .any(|m| m == "reporter_http_requests_total"),
+        "metrics received: {:?}",
+        receiver.metric_names()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn with_rabbitmq_the_job_and_the_cloudevent_carry_the_trace() {
+    let Some(rabbit) = reporter_contract::services::service_url("RABBITMQ_URI", "RabbitMQ") else {
+        return;
+    };
+    let receiver = Receiver::start();
+    let name = reporter_contract::services::unique_name("otel_rmq");
+    let exchange = format!("{name}.events");
+    let queue = format!("{name}.durable");
+    let _topology = common::RabbitTopology {
+        queues: vec![
+            queue.clone(),
+            format!("{exchange}.unroutable"),
+            format!("{name}.queue"),
+            format!("{name}.queue.retry"),
+            format!("{name}.dlq"),
+        ],
+        exchanges: vec![
+            exchange.clone(),
+            format!("{exchange}.unroutable"),
+            format!("{name}.jobs"),
+            format!("{name}.dlx"),
+        ],
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(common::chaos::durable_queue(&rabbit, &exchange, &queue));
+    let dir = ledger_dir(&name);
+    let addr = common::free_addr();
+    let mut c = serve(&receiver, &addr, &dir);
+    common::processes::job_queue(&mut c, &name, &rabbit);
+    c.env("STREAMING_ENABLED", "true")
+        .env("STREAMING_BROKERS", &rabbit)
+        .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", &exchange)
+        .env(
+            "STREAMING_ALTERNATE_EXCHANGE",
+            format!("{exchange}.unroutable"),
+        )
+        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter");
+    let mut p = Kill(c.spawn().expect("spawn"));
+    common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
+    let id = one_report(&addr);
+    let ours = assert_one_trace(&receiver);
+    // The report.finished CloudEvent on the wire carries the trace (plain `traceparent`
+    // header after the ce-* ones), pointing at a span of the same trace.
+    let headers = runtime.block_on(finished_headers(&rabbit, &queue, &id));
+    let tp = headers
+        .get("traceparent")
+        .unwrap_or_else(|| panic!("no traceparent header: {headers:?}"));
+    let parts: Vec<&str> = tp.split('-').collect();
+    assert_eq!(parts.len(), 4, "{tp}");
+    assert_eq!(
+        parts[1], TRACE_ID,
+        "the event continues the request's trace"
+    );
+    assert!(
+        ours.iter().any(|s| s.span_id == parts[2]),
+        "the event's parent span {} was exported",
+        parts[2]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The text headers of the `report.finished` message of report `id` on `queue`.
+async fn finished_headers(
+    rabbit: &str,
+    queue: &str,
+    id: &str,
+) -> std::collections::BTreeMap<String, String> {
+    use lapin::options::{BasicAckOptions, BasicGetOptions};
+    use lapin::types::AMQPValue;
+    let conn = lapin::Connection::connect(rabbit, lapin::ConnectionProperties::default())
+        .await
+        .expect("connect");
+    let ch = conn.create_channel().await.expect("channel");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let Some(msg) = ch
+            .basic_get(queue.into(), BasicGetOptions::default())
+            .await
+            .expect("get")
+        else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let _ = msg.ack(BasicAckOptions::default()).await;
+        let headers: std::collections::BTreeMap<String, String> = msg
+            .properties
+            .headers()
+            .as_ref()
+            .map(|h| {
+                h.inner()
+                    .iter()
+                    .filter_map(|(k, v)| match v {
+                        AMQPValue::LongString(s) => Some((
+                            k.to_string(),
+                            String::from_utf8_lossy(s.as_bytes()).into_owned(),
+                        )),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if headers.get("ce-type").map(String::as_str)
+            == Some("studio.lerian.reporter.report.finished")
+            && headers.get("ce-subject").map(String::as_str) == Some(id)
+        {
+            return headers;
+        }
+    }
+    panic!("no report.finished event of {id} on {queue}");
+}
