@@ -122,3 +122,48 @@ pub fn job_process_span(
     continue_from(&span, job.trace.as_ref());
     Some(span)
 }
+
+/// The client span of one data source's queries for a report (telemetry on; `Span::none()`
+/// off). Names the data source only: never its filters or rows.
+pub fn datasource_span(data_source: &str) -> Span {
+    if !enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        "datasource_query",
+        otel.name = %format_args!("datasource query {data_source}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        reporter.data_source = %data_source,
+    )
+}
+
+/// The span of one render in the template sandbox (telemetry on; `Span::none()` off); the
+/// caller records `reporter.render.sandbox_ms` (the sandbox's time) when it answered, and
+/// `reporter.render.context_bytes` when it knows the context's size.
+pub fn render_span() -> Span {
+    if !enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        "render",
+        otel.name = "report render",
+        otel.status_code = tracing::field::Empty,
+        reporter.render.context_bytes = tracing::field::Empty,
+        reporter.render.sandbox_ms = tracing::field::Empty,
+    )
+}
+
+/// The span of committing a report's artifact to object storage (telemetry on;
+/// `Span::none()` off).
+pub fn artifact_span() -> Span {
+    if !enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        "artifact_write",
+        otel.name = "report artifact write",
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+    )
+}

@@ -215,8 +215,21 @@ impl Worker {
             .await;
         let rendered = match started {
             Ok(Some(session)) => {
-                self.render_streamed(report, &template, &source, sanitize, session)
-                    .await
+                // A streamed render runs while its table's rows arrive: its span holds the
+                // queries it consumes, and the sandbox's time is the whole of it.
+                let span = crate::telemetry::context::render_span();
+                let phase = Instant::now();
+                let rendered = {
+                    use tracing::Instrument;
+                    self.render_streamed(report, &template, &source, sanitize, session)
+                        .instrument(span.clone())
+                        .await
+                };
+                span.record(
+                    "reporter.render.sandbox_ms",
+                    phase.elapsed().as_millis() as u64,
+                );
+                rendered
             }
             Ok(None) => {
                 self.extract_and_render_whole(report, &template, &source, sanitize)
@@ -289,11 +302,21 @@ impl Worker {
             sanitize_html,
         };
         let phase = Instant::now();
-        let result = self.runner.render(job).await;
+        let span = crate::telemetry::context::render_span();
+        span.record("reporter.render.context_bytes", context_bytes);
+        let result = {
+            use tracing::Instrument;
+            self.runner.render(job).instrument(span.clone()).await
+        };
+        let render_ms = phase.elapsed().as_millis() as u64;
+        span.record("reporter.render.sandbox_ms", render_ms);
+        if result.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
         let phases = Phases {
             extract_ms,
             context_bytes,
-            render_ms: phase.elapsed().as_millis() as u64,
+            render_ms,
             streamed_rows: None,
         };
         rendered(result, sections, phases)
@@ -384,8 +407,15 @@ impl Worker {
                 .filter(|p| p.data_source == ds)
                 .map(|p| p.table.clone());
             tasks.push(async move {
+                use tracing::Instrument;
+                let span = crate::telemetry::context::datasource_span(&ds);
                 let result =
-                    extract_section(&ds, source, tables, filters, &settings, skip.as_deref()).await;
+                    extract_section(&ds, source, tables, filters, &settings, skip.as_deref())
+                        .instrument(span.clone())
+                        .await;
+                if result.is_err() {
+                    span.record("otel.status_code", "ERROR");
+                }
                 (ds, result)
             });
         }
@@ -548,7 +578,15 @@ impl Generated {
             Self::Done(g) => return g,
             Self::Written(written, sections) => (written, sections),
         };
-        match written.commit().await {
+        let span = crate::telemetry::context::artifact_span();
+        let committed = {
+            use tracing::Instrument;
+            written.commit().instrument(span.clone()).await
+        };
+        if committed.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
+        match committed {
             Ok(stored) => Generation::Stored {
                 key: stored.key,
                 size: stored.size,

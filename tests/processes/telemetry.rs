@@ -102,6 +102,9 @@ fn assert_one_trace(receiver: &Receiver) -> Vec<Span> {
         "POST /v1/reports",
         "report.job publish",
         "report.job process",
+        "datasource query ledger",
+        "report render",
+        "report artifact write",
     ];
     let finished = |s: &Span| s.name.starts_with("report.finished ");
     let spans = receiver.wait_spans(Duration::from_secs(60), |spans| {
