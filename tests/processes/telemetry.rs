@@ -2,7 +2,8 @@
 //! starts (tests/common/otlp.rs decodes the standard protobuf messages). One trace links the
 //! request (continued from the client's `traceparent`), the job's publish and processing and
 //! the `report.finished` publication — in memory mode, and with the job and the event on
-//! RabbitMQ, where the messages on the wire carry the trace context.
+//! RabbitMQ, where the messages on the wire carry the trace context, and across a broker
+//! outage through the outbox.
 use crate::common;
 use crate::common::otlp::{Receiver, Span};
 use std::process::{Child, Command, Stdio};
@@ -24,6 +25,9 @@ const SECRET_FILTER: &str = "acct-7b1e-filter-marker";
 /// `reporter serve` exporting to `receiver` over OTLP/HTTP, with a `file` data source.
 fn serve(receiver: &Receiver, addr: &str, dir: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+    // State and jobs in memory unless a test points them elsewhere (the services' variables
+    // of the test environment would send every process's jobs to one shared queue).
+    c.env_remove("RABBITMQ_URI").env_remove("MONGO_URI");
     c.arg("serve")
         .env("TMPDIR", common::children_tmpdir())
         .env("AUTH_JWT_SECRET", common::SECRET)
@@ -86,7 +90,7 @@ fn one_report(addr: &str) -> String {
         .as_str()
         .expect("id")
         .to_owned();
-    let last = common::wait_report_raw(addr, &token, &id, 300);
+    let last = common::wait_report_raw(addr, &token, &id, 1200);
     assert_ne!(last["status"], "Processing", "{last}");
     id
 }
@@ -261,6 +265,143 @@ fn with_rabbitmq_the_job_and_the_cloudevent_carry_the_trace() {
         parts[2]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `uri` with its host and port replaced by `proxy`.
+fn through(uri: &str, proxy: std::net::SocketAddr) -> String {
+    let parsed: lapin::uri::AMQPUri = uri.parse().expect("RABBITMQ_URI");
+    format!(
+        "amqp://{}:{}@{proxy}/{}",
+        parsed.authority.userinfo.username,
+        parsed.authority.userinfo.password,
+        parsed.vhost.replace('%', "%25").replace('/', "%2f")
+    )
+}
+
+fn amqp_addr(uri: &str) -> std::net::SocketAddr {
+    use std::net::ToSocketAddrs;
+    let parsed: lapin::uri::AMQPUri = uri.parse().expect("RABBITMQ_URI");
+    (parsed.authority.host.as_str(), parsed.authority.port)
+        .to_socket_addrs()
+        .expect("resolve")
+        .next()
+        .expect("an address")
+}
+
+/// The event broker is cut (a proxy drops every connection) while the report runs: its
+/// `report.finished` waits in the outbox, and once the broker is back the dispatcher
+/// publishes it still in the request's trace — the message's `traceparent` names the
+/// dispatch span, a child of the change that emitted the event.
+#[test]
+fn an_event_published_after_a_broker_outage_continues_the_request_s_trace() {
+    let Some(rabbit) = reporter_contract::services::service_url("RABBITMQ_URI", "RabbitMQ") else {
+        return;
+    };
+    let receiver = Receiver::start();
+    let name = reporter_contract::services::unique_name("otel_cut");
+    let exchange = format!("{name}.events");
+    let queue = format!("{name}.durable");
+    let _topology = common::RabbitTopology {
+        queues: vec![queue.clone(), format!("{exchange}.unroutable")],
+        exchanges: vec![exchange.clone(), format!("{exchange}.unroutable")],
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(common::chaos::durable_queue(&rabbit, &exchange, &queue));
+    let proxy = runtime.block_on(common::cut_proxy::CutProxy::start(amqp_addr(&rabbit)));
+    let dir = ledger_dir(&name);
+    let addr = common::free_addr();
+    let mut c = serve(&receiver, &addr, &dir);
+    c.env("STREAMING_ENABLED", "true")
+        .env("STREAMING_BROKERS", through(&rabbit, proxy.addr()))
+        .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", &exchange)
+        .env(
+            "STREAMING_ALTERNATE_EXCHANGE",
+            format!("{exchange}.unroutable"),
+        )
+        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
+        .env("STREAMING_PUBLISH_TIMEOUT_MS", "1000")
+        .env("STREAMING_DISPATCH_POLL_MS", "200");
+    let mut p = Kill(c.spawn().expect("spawn"));
+    common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
+    // The service declared its topology through the proxy; now the broker goes away.
+    runtime.block_on(proxy.cut());
+    let id = one_report(&addr);
+    // The report is stored while its event cannot leave: give the dispatcher failed attempts.
+    std::thread::sleep(Duration::from_secs(3));
+    runtime.block_on(proxy.restore());
+    let headers = runtime.block_on(finished_headers(&rabbit, &queue, &id));
+    let tp = headers
+        .get("traceparent")
+        .unwrap_or_else(|| panic!("no traceparent header: {headers:?}"));
+    let parts: Vec<&str> = tp.split('-').collect();
+    assert_eq!(parts.len(), 4, "{tp}");
+    assert_eq!(
+        parts[1], TRACE_ID,
+        "the event continues the request's trace"
+    );
+    let dispatch = receiver.wait_spans(Duration::from_secs(60), |spans| {
+        spans.iter().any(|s| s.span_id == parts[2])
+    });
+    let dispatch = dispatch
+        .iter()
+        .find(|s| s.span_id == parts[2])
+        .expect("the event's span was exported");
+    assert_eq!(dispatch.name, "report.finished outbox dispatch");
+    assert_eq!(dispatch.trace_id, TRACE_ID);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `OTEL_TRUST_INCOMING_TRACEPARENT=false`: a client's `traceparent` starts no trace of its own
+/// in the service (the request's span is a new root).
+#[test]
+fn an_untrusted_traceparent_starts_a_new_trace() {
+    let receiver = Receiver::start();
+    let name = reporter_contract::services::unique_name("otel_untrusted");
+    let dir = ledger_dir(&name);
+    let addr = common::free_addr();
+    let mut c = serve(&receiver, &addr, &dir);
+    c.env("OTEL_TRUST_INCOMING_TRACEPARENT", "false");
+    let mut p = Kill(c.spawn().expect("spawn"));
+    common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
+    let headers = format!("traceparent: 00-{TRACE_ID}-{CLIENT_SPAN}-01\r\n");
+    let (status, _) = common::request_with(
+        &addr,
+        "GET",
+        "/v1/templates",
+        &common::token(),
+        &headers,
+        b"",
+    );
+    assert_eq!(status, 200);
+    let spans = receiver.wait_spans(Duration::from_secs(60), |spans| {
+        spans.iter().any(|s| s.name == "GET /v1/templates")
+    });
+    let server = named(&spans, "GET /v1/templates").expect("the request's span");
+    assert_ne!(server.trace_id, TRACE_ID);
+    assert!(server.parent.is_empty(), "a root span: {server:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Telemetry's settings are checked at start-up with every other problem.
+#[test]
+fn telemetry_settings_are_checked_at_start_up() {
+    let out = Command::new(env!("CARGO_BIN_EXE_reporter"))
+        .args(["config", "check"])
+        .env("TMPDIR", common::children_tmpdir())
+        .env("ENABLE_TELEMETRY", "true")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("MAX_PAGINATION_LIMIT", "abc")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT: is not set while ENABLE_TELEMETRY=true",
+        "OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' is not a supported OTLP protocol",
+        "MAX_PAGINATION_LIMIT",
+    ] {
+        assert!(err.contains(want), "{want} missing: {err}");
+    }
 }
 
 /// The text headers of the `report.finished` message of report `id` on `queue`.
