@@ -2,6 +2,8 @@
 //! `POST /v1/traces` and `POST /v1/metrics` bodies (protobuf, as every OTLP exporter sends
 //! them), decodes them with the standard generated messages (`opentelemetry-proto`) and
 //! records the spans and metric names. Plain threads: no runtime needed by the test.
+//! [`Receiver::start_grpc`] takes the same messages over OTLP/gRPC (`TraceService/Export`,
+//! `MetricsService/Export` on HTTP/2 without TLS), on a runtime of its own.
 #![allow(dead_code)]
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -70,6 +72,23 @@ impl Receiver {
                 let sink = sink.clone();
                 std::thread::spawn(move || serve(conn, &sink));
             }
+        });
+        Self { endpoint, got }
+    }
+
+    /// Starts an OTLP/gRPC receiver (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`).
+    pub fn start_grpc() -> Self {
+        let std_listener = TcpListener::bind("127.0.0.1:0").expect("bind the OTLP receiver");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let endpoint = format!("http://{}", std_listener.local_addr().expect("addr"));
+        let got = Arc::new(Mutex::new(Received::default()));
+        let sink = got.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(grpc::serve(std_listener, sink));
         });
         Self { endpoint, got }
     }
@@ -194,4 +213,76 @@ fn record_metrics(body: &[u8], sink: &Mutex<Received>) -> bool {
         }
     }
     true
+}
+
+/// OTLP/gRPC: unary `Export` calls, each a length-prefixed protobuf message, answered with an
+/// empty message and `grpc-status: 0`.
+mod grpc {
+    use super::{Received, record_metrics, record_traces};
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::{Frame, Incoming};
+    use hyper::{Request, Response};
+    use std::sync::{Arc, Mutex};
+
+    type Body = StreamBody<
+        futures_util::stream::Iter<
+            std::vec::IntoIter<Result<Frame<Bytes>, std::convert::Infallible>>,
+        >,
+    >;
+
+    pub async fn serve(listener: std::net::TcpListener, sink: Arc<Mutex<Received>>) {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let sink = sink.clone();
+                    async move { Ok::<_, std::convert::Infallible>(export(req, &sink).await) }
+                });
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+            });
+        }
+    }
+
+    async fn export(req: Request<Incoming>, sink: &Mutex<Received>) -> Response<Body> {
+        let path = req.uri().path().to_owned();
+        let body = req
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        // One uncompressed message: flag (0), big-endian length, the protobuf bytes.
+        let message = (body.len() >= 5 && body[0] == 0).then(|| body.slice(5..));
+        let ok = match (path.as_str(), message) {
+            ("/opentelemetry.proto.collector.trace.v1.TraceService/Export", Some(m)) => {
+                record_traces(&m, sink)
+            }
+            ("/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", Some(m)) => {
+                record_metrics(&m, sink)
+            }
+            _ => false,
+        };
+        let mut trailers = hyper::HeaderMap::new();
+        trailers.insert(
+            "grpc-status",
+            hyper::header::HeaderValue::from_static(if ok { "0" } else { "3" }),
+        );
+        let frames = vec![
+            Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 0]))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        Response::builder()
+            .status(200)
+            .header("content-type", "application/grpc")
+            .body(StreamBody::new(futures_util::stream::iter(frames)))
+            .expect("response")
+    }
 }

@@ -404,6 +404,26 @@ fn telemetry_settings_are_checked_at_start_up() {
     }
 }
 
+/// The original's transport: OTLP/gRPC (the default protocol). The same trace arrives.
+#[test]
+fn over_grpc_the_same_trace_arrives() {
+    let receiver = Receiver::start_grpc();
+    let name = reporter_contract::services::unique_name("otel_grpc");
+    let dir = ledger_dir(&name);
+    let addr = common::free_addr();
+    let mut c = serve(&receiver, &addr, &dir);
+    c.env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("STREAMING_ENABLED", "true")
+        .env("STREAMING_BROKERS", "memory://")
+        .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
+        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter");
+    let mut p = Kill(c.spawn().expect("spawn"));
+    common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
+    one_report(&addr);
+    assert_one_trace(&receiver);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The text headers of the `report.finished` message of report `id` on `queue`.
 async fn finished_headers(
     rabbit: &str,
