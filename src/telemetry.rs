@@ -21,8 +21,9 @@ pub fn init_tracing(filter: &str, json: bool) {
 
 /// Installs the global tracing subscriber. Safe to call more than once (later calls are no-ops).
 /// With telemetry on it also starts the OTLP export (inside the tokio runtime) and joins the
-/// OpenTelemetry layer to the subscriber; JSON logs then name the current span's fields
-/// (`trace_id`, `span_id` on the request and job spans). Off: nothing of OpenTelemetry runs.
+/// OpenTelemetry layer to the subscriber; JSON logs then list their spans' fields (`spans`),
+/// among them the `trace_id` and `span_id` of the request or job span they were logged in.
+/// Off: nothing of OpenTelemetry runs.
 pub fn init_observability(
     filter: &str,
     json: bool,
@@ -62,8 +63,12 @@ pub fn init_observability(
     use tracing_subscriber::Layer;
     // Spans go to OpenTelemetry whatever LOG_LEVEL says (it filters the log lines only), and
     // only Reporter's own: the exporters' HTTP/gRPC clients would otherwise trace themselves.
-    let spans =
-        tracing_subscriber::filter::Targets::new().with_target("reporter", tracing::Level::INFO);
+    // Spans only: a log line is not turned into a span event, so what a span carries is its
+    // own fields (closed sets and ids), never a driver's error text or anything a log names.
+    use tracing_subscriber::filter::FilterExt;
+    let spans = tracing_subscriber::filter::Targets::new()
+        .with_target("reporter", tracing::Level::INFO)
+        .and(tracing_subscriber::filter::filter_fn(|meta| meta.is_span()));
     let otel_layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_filter(spans);
@@ -74,7 +79,7 @@ pub fn init_observability(
             .with(
                 fmt.json()
                     .with_current_span(true)
-                    .with_span_list(false)
+                    .with_span_list(true)
                     .with_filter(filter),
             )
             .try_init()

@@ -37,6 +37,7 @@ pub fn open(events: &mut [EventEnvelope], path: Path) -> Vec<Option<Span>> {
                     messaging.message.id = %e.id,
                     cloudevents.event_type = %e.key.ce_type(),
                     reporter.event.path = "direct",
+                    error.type = tracing::field::Empty,
                     trace_id = tracing::field::Empty,
                     span_id = tracing::field::Empty,
                 ),
@@ -50,6 +51,7 @@ pub fn open(events: &mut [EventEnvelope], path: Path) -> Vec<Option<Span>> {
                     messaging.message.id = %e.id,
                     cloudevents.event_type = %e.key.ce_type(),
                     reporter.event.path = "outbox",
+                    error.type = tracing::field::Empty,
                     trace_id = tracing::field::Empty,
                     span_id = tracing::field::Empty,
                 ),
@@ -63,13 +65,24 @@ pub fn open(events: &mut [EventEnvelope], path: Path) -> Vec<Option<Span>> {
         .collect()
 }
 
-/// Closes the spans with each publish's outcome (an error marks the span failed, with the
-/// error's kind only).
+/// Closes the spans with each publish's outcome (an error marks the span failed and names
+/// its kind in `error.type`, never the broker's text).
 pub fn finish(spans: Vec<Option<Span>>, results: &[Result<(), PublishError>]) {
     for (span, result) in spans.into_iter().zip(results) {
         if let (Some(span), Err(e)) = (span, result) {
             span.record("otel.status_code", "ERROR");
-            span.in_scope(|| tracing::warn!(error = %e, "event publish failed"));
+            span.record("error.type", error_type(e));
         }
+    }
+}
+
+/// The kind of a publish error, from a closed set.
+fn error_type(e: &PublishError) -> &'static str {
+    match e {
+        PublishError::Unroutable(_) => "unroutable",
+        PublishError::Timeout => "timeout",
+        PublishError::WindowFull => "window_full",
+        PublishError::Nacked => "nacked",
+        PublishError::Unavailable(_) => "unavailable",
     }
 }

@@ -172,14 +172,32 @@ fn one_trace_links_request_job_render_and_event_in_memory_mode() {
     let dir = ledger_dir(&name);
     let addr = common::free_addr();
     let mut c = serve(&receiver, &addr, &dir);
+    // JSON logs, kept in a file: the lines logged inside the request name its trace.
+    let log = dir.join("stderr.log");
     c.env("STREAMING_ENABLED", "true")
         .env("STREAMING_BROKERS", "memory://")
         .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
-        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter");
+        .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
+        .env("LOG_FORMAT", "json")
+        .env("LOG_LEVEL", "info")
+        .stderr(std::fs::File::create(&log).expect("log file"));
     let mut p = Kill(c.spawn().expect("spawn"));
     common::wait_listening(&addr, &mut p.0, Duration::from_secs(60));
     one_report(&addr);
     let ours = assert_one_trace(&receiver);
+    let logs = std::fs::read_to_string(&log).expect("logs");
+    let requested = logs
+        .lines()
+        .find(|l| l.contains("report requested"))
+        .unwrap_or_else(|| panic!("no 'report requested' line: {logs}"));
+    let line: serde_json::Value = serde_json::from_str(requested).expect("a JSON line");
+    let server = named(&ours, "POST /v1/reports").expect("server span");
+    assert!(
+        line["spans"].as_array().is_some_and(|spans| spans
+            .iter()
+            .any(|s| { s["trace_id"] == TRACE_ID && s["span_id"] == server.span_id.as_str() })),
+        "the line names the request's trace_id and span_id: {line}"
+    );
     eprintln!("the trace as received:");
     for s in &ours {
         eprintln!("  {} span={} parent={}", s.name, s.span_id, s.parent);
