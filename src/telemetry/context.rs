@@ -167,3 +167,28 @@ pub fn artifact_span() -> Span {
         otel.status_code = tracing::field::Empty,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Off (no `otel::start` in this process): nothing is read or written.
+    #[test]
+    fn off_does_no_propagation_work() {
+        let carrier = TraceCarrier::new(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            None,
+        );
+        let span = tracing::info_span!("x", trace_id = tracing::field::Empty);
+        assert_eq!(current(), None);
+        assert_eq!(carrier_of_span(&span), None);
+        continue_from(&span, carrier.as_ref());
+        continue_incoming(&span, |_| {
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        });
+        assert!(job_publish_span(reporter_ports::ReportId::new()).is_none());
+        assert!(datasource_span("ledger").is_none());
+        assert!(render_span().is_none());
+        assert!(artifact_span().is_none());
+    }
+}

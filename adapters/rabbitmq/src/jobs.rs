@@ -741,6 +741,41 @@ impl JobDelivery for RabbitDelivery {
 mod tests {
     use super::*;
 
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn trace_headers_are_written_as_the_original_names_them_and_read_in_any_case() {
+        let job = ReportJob {
+            tenant: reporter_ports::TenantId::parse("default").expect("tenant"),
+            report_id: reporter_ports::ReportId::new(),
+            request_id: None,
+            trace: reporter_ports::TraceCarrier::new(TP, Some("k=v")),
+        };
+        let props = job_properties(&job);
+        let headers = props.headers().as_ref().expect("headers");
+        let names: Vec<&str> = headers.inner().keys().map(|k| k.as_str()).collect();
+        assert!(
+            names.contains(&"Traceparent") && names.contains(&"Tracestate"),
+            "{names:?}"
+        );
+        assert_eq!(trace_of(&props), job.trace);
+        for (tp_name, ts_name) in [("traceparent", "tracestate"), ("TRACEPARENT", "TraceState")] {
+            let mut h = FieldTable::default();
+            h.insert(tp_name.into(), text(TP));
+            h.insert(ts_name.into(), AMQPValue::ShortString("k=v".into()));
+            let read = trace_of(&BasicProperties::default().with_headers(h)).expect("read");
+            assert_eq!(read.traceparent(), TP);
+            assert_eq!(read.tracestate(), Some("k=v"));
+        }
+        let mut bad = FieldTable::default();
+        bad.insert("traceparent".into(), text("not-a-traceparent"));
+        assert_eq!(
+            trace_of(&BasicProperties::default().with_headers(bad)),
+            None
+        );
+        assert_eq!(trace_of(&BasicProperties::default()), None);
+    }
+
     #[test]
     fn backoff_ceiling_doubles_and_caps() {
         let (b, m) = (Duration::from_secs(1), Duration::from_secs(30));
