@@ -274,7 +274,12 @@ pub async fn run(cli: Cli) -> ExitCode {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
             };
-            telemetry::init_tracing(&config.log_level, config.log_json);
+            // Held to the end: dropping it flushes the last spans and metrics.
+            let _telemetry = telemetry::init_observability(
+                &config.log_level,
+                config.log_json,
+                &config.telemetry,
+            );
             if let Some(line) = without_effect_line(&environment()) {
                 tracing::warn!("{line}");
             }
@@ -286,7 +291,11 @@ pub async fn run(cli: Cli) -> ExitCode {
             let Ok(config) = load(&cli.config) else {
                 return ExitCode::from(2);
             };
-            telemetry::init_tracing(&config.log_level, config.log_json);
+            let _telemetry = telemetry::init_observability(
+                &config.log_level,
+                config.log_json,
+                &config.telemetry,
+            );
             redrive(config, tenant).await
         }
         Command::Events {

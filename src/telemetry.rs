@@ -1,4 +1,10 @@
-//! Logging and Prometheus metrics.
+//! Logging and Prometheus metrics, and OpenTelemetry export when ENABLE_TELEMETRY is on
+//! (`otel`, `context`, `bridge`).
+pub mod bridge;
+pub mod context;
+pub mod otel;
+mod otlp_http;
+
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
@@ -8,8 +14,23 @@ use prometheus::{
 /// lapin's line is kept out unless a filter names the target.
 const QUIET_LAPIN_RETURNS: &str = "lapin::returned_messages=error";
 
-/// Installs the global tracing subscriber. Safe to call more than once (later calls are no-ops).
+/// Installs the global tracing subscriber without telemetry (see [`init_observability`]).
 pub fn init_tracing(filter: &str, json: bool) {
+    let _ = init_observability(filter, json, &crate::config::TelemetrySettings::off());
+}
+
+/// Installs the global tracing subscriber. Safe to call more than once (later calls are no-ops).
+/// With telemetry on it also starts the OTLP export (inside the tokio runtime) and joins the
+/// OpenTelemetry layer to the subscriber; JSON logs then list their spans' fields (`spans`),
+/// among them the `trace_id` and `span_id` of the request or job span they were logged in.
+/// Off: nothing of OpenTelemetry runs.
+pub fn init_observability(
+    filter: &str,
+    json: bool,
+    telemetry: &crate::config::TelemetrySettings,
+) -> Option<otel::OtelGuard> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let directives = if filter.contains("lapin::returned_messages") {
         filter.to_owned()
     } else {
@@ -17,14 +38,55 @@ pub fn init_tracing(filter: &str, json: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
+    if !telemetry.enabled {
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
+        let _ = if json {
+            builder.json().try_init()
+        } else {
+            builder.try_init()
+        };
+        return None;
+    }
+    let (tracer, guard) = match otel::start(telemetry) {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("telemetry: {e}; continuing without export");
+            return init_observability(
+                &filter.to_string(),
+                json,
+                &crate::config::TelemetrySettings::off(),
+            );
+        }
     };
+    use tracing_subscriber::Layer;
+    // Spans go to OpenTelemetry whatever LOG_LEVEL says (it filters the log lines only), and
+    // only Reporter's own: the exporters' HTTP/gRPC clients would otherwise trace themselves.
+    // Spans only: a log line is not turned into a span event, so what a span carries is its
+    // own fields (closed sets and ids), never a driver's error text or anything a log names.
+    use tracing_subscriber::filter::FilterExt;
+    let spans = tracing_subscriber::filter::Targets::new()
+        .with_target("reporter", tracing::Level::INFO)
+        .and(tracing_subscriber::filter::filter_fn(|meta| meta.is_span()));
+    let otel_layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(spans);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(otel_layer);
+    let _ = if json {
+        registry
+            .with(
+                fmt.json()
+                    .with_current_span(true)
+                    .with_span_list(true)
+                    .with_filter(filter),
+            )
+            .try_init()
+    } else {
+        registry.with(fmt.with_filter(filter)).try_init()
+    };
+    Some(guard)
 }
 
 /// HTTP request metrics.

@@ -567,6 +567,7 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     let stores = stores(config, &mut summary).await?;
     check_role_store(role, &stores.kind)?;
     let registry = prometheus::Registry::new();
+    crate::telemetry::otel::export_registry(&registry);
     let storage = object_storage(config, stores.database.as_ref(), &registry, &mut summary)?;
     let (sources, example_dir) = data_sources(config, &mut summary).await?;
     let catalog = DataSourceCatalog::new(sources);

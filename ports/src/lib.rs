@@ -21,6 +21,7 @@ pub mod source_breaker;
 pub mod template;
 pub mod tenant;
 pub mod text;
+pub mod trace;
 
 pub use clock::Clock;
 pub use error::StoreError;
@@ -29,3 +30,4 @@ pub use object_key::{ObjectKey, ObjectKeyError};
 pub use revision::Revisioned;
 pub use secret::Secret;
 pub use tenant::TenantId;
+pub use trace::TraceCarrier;

@@ -112,6 +112,7 @@ impl Emitter {
             time: now,
             payload,
             sequence: Some(subject.version),
+            trace: crate::telemetry::context::current(),
         };
         let aggregate = format!("{}:{}", key.resource_type(), subject.id);
         Some(OutboxRecord::pending(envelope, aggregate, now, None))

@@ -153,7 +153,19 @@ impl App {
         let key = self.artifact_key(report);
         let size = bytes.len() as u64;
         let content_type = report.output_format.content_type();
-        match self.ports.storage.put(&key, bytes, content_type).await {
+        let span = crate::telemetry::context::artifact_span();
+        let put = {
+            use tracing::Instrument;
+            self.ports
+                .storage
+                .put(&key, bytes, content_type)
+                .instrument(span.clone())
+                .await
+        };
+        if put.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
+        match put {
             Ok(stored) if !stored.is_empty() => Ok(StoredArtifact {
                 key: stored,
                 size,

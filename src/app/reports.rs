@@ -118,12 +118,18 @@ impl App {
     /// answer `ServiceUnavailable` when the queue refuses it (no report stays `Processing`
     /// without a job).
     async fn queue_job(&self, report: &Report, request_id: String) -> AppResult<()> {
+        let span = crate::telemetry::context::job_publish_span(report.id);
         let job = ReportJob {
             tenant: report.tenant.clone(),
             report_id: report.id,
             request_id: Some(request_id),
+            trace: crate::telemetry::context::carrier_of_span(&span),
         };
-        let Err(e) = self.ports.jobs.enqueue(&job).await else {
+        let enqueued = {
+            use tracing::Instrument;
+            self.ports.jobs.enqueue(&job).instrument(span).await
+        };
+        let Err(e) = enqueued else {
             return Ok(());
         };
         tracing::error!(error = %e, report_id = %report.id, "could not queue the report job; recording it as errored");
@@ -181,6 +187,7 @@ impl App {
                 tenant: report.tenant.clone(),
                 report_id: report.id,
                 request_id: Some(request_id.clone()),
+                trace: crate::telemetry::context::current(),
             };
             match self.ports.jobs.enqueue(&job).await {
                 Ok(()) => {

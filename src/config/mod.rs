@@ -16,6 +16,7 @@ mod preview;
 mod server;
 mod storage;
 mod streaming;
+mod telemetry;
 mod worker;
 
 pub use crm::CrmSpec;
@@ -23,6 +24,7 @@ pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection,
 pub use mongo::MongoSettings;
 pub use original_names::{OriginalExtras, OriginalNames, RunMode};
 pub use original_settings::{ORIGINAL_SETTINGS, OriginalSetting, Treatment};
+pub use telemetry::{OtlpProtocol, RawTelemetry, TelemetrySettings};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -460,6 +462,9 @@ pub struct RawConfig {
     /// a larger PDF is left out.
     #[arg(long, env = "PREVIEW_MAX_OUTPUT_BYTES", default_value = "1048576")]
     pub preview_max_output_bytes: String,
+    /// OpenTelemetry (`ENABLE_TELEMETRY`, `OTEL_*`; src/config/telemetry.rs).
+    #[command(flatten)]
+    pub telemetry: RawTelemetry,
 }
 
 /// One configuration problem.
@@ -650,6 +655,8 @@ pub struct Config {
 
     /// The template preview's bounds.
     pub preview: crate::app::PreviewSettings,
+    /// OpenTelemetry export.
+    pub telemetry: TelemetrySettings,
 }
 
 /// Where report jobs travel.
@@ -1041,6 +1048,7 @@ impl RawConfig {
 
             preview_timeout_seconds: "10".into(),
             preview_max_output_bytes: "1048576".into(),
+            telemetry: RawTelemetry::defaults(),
         }
     }
 
@@ -1135,6 +1143,7 @@ impl RawConfig {
         let preview = self.preview(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
+        let telemetry = self.telemetry.validate(&mut c, &self.env_name);
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -1162,6 +1171,7 @@ impl RawConfig {
             sandbox,
             mongo,
             preview,
+            telemetry,
         })
     }
 

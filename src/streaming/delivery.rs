@@ -257,9 +257,11 @@ impl DirectLane {
         let slots = self.slots.clone();
         let clock = self.clock.clone();
         async move {
-            let envelopes: Vec<_> = rows.iter().map(|r| r.event.clone()).collect();
+            let mut envelopes: Vec<_> = rows.iter().map(|r| r.event.clone()).collect();
+            let spans = super::spans::open(&mut envelopes, super::spans::Path::Direct);
             let start = Instant::now();
             let results = publisher.publish(&envelopes).await;
+            super::spans::finish(spans, &results);
             metrics
                 .publish_latency
                 .observe(start.elapsed().as_secs_f64());
@@ -361,6 +363,7 @@ mod tests {
                 time: now,
                 payload: serde_json::json!({}).into(),
                 sequence: None,
+                trace: None,
             },
             "deadline:x".into(),
             now,

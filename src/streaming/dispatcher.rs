@@ -330,9 +330,11 @@ impl Dispatcher {
             if wave.is_empty() {
                 continue;
             }
-            let envelopes: Vec<_> = wave.iter().map(|r| r.event.clone()).collect();
+            let mut envelopes: Vec<_> = wave.iter().map(|r| r.event.clone()).collect();
+            let spans = super::spans::open(&mut envelopes, super::spans::Path::Outbox);
             let start = std::time::Instant::now();
             let results = self.publisher.publish(&envelopes).await;
+            super::spans::finish(spans, &results);
             self.metrics
                 .publish_latency
                 .observe(start.elapsed().as_secs_f64());
@@ -482,6 +484,7 @@ mod flow {
                         time: now,
                         payload: serde_json::json!({}).into(),
                         sequence: Some(2),
+                        trace: None,
                     },
                     format!("deadline:{prefix}{i}"),
                     now,
@@ -670,6 +673,7 @@ mod flow {
                 time: now,
                 payload: serde_json::json!({}).into(),
                 sequence: None,
+                trace: None,
             },
             "report:r1".into(),
             now,

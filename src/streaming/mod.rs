@@ -5,6 +5,7 @@ pub mod delivery;
 pub mod dispatcher;
 pub mod manifest;
 pub mod metrics;
+pub mod spans;
 
 pub use breaker::{BreakerSettings, BreakerState, CircuitBreaker};
 pub use delivery::{Delivery, DeliverySetup, DirectLane};

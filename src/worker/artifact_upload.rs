@@ -117,11 +117,20 @@ impl ArtifactUpload {
             written: written_tx,
             commit: commit_rx,
         };
-        let done = tokio::spawn(async move {
-            let (outcome, stored) = write_pieces(upload, pieces, signals).await;
-            metrics.upload_ended(outcome);
-            stored
-        });
+        // With telemetry on, the writer task stays in the job's trace (its commit span).
+        let parent = if crate::telemetry::otel::enabled() {
+            tracing::Span::current()
+        } else {
+            tracing::Span::none()
+        };
+        let done = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let (outcome, stored) = write_pieces(upload, pieces, signals).await;
+                metrics.upload_ended(outcome);
+                stored
+            },
+            parent,
+        ));
         Self {
             answer,
             written,
@@ -217,7 +226,15 @@ async fn write_pieces(
             Err(not_finished("the job ended before its commit")),
         );
     }
-    match upload.commit().await {
+    let span = crate::telemetry::context::artifact_span();
+    let committed = {
+        use tracing::Instrument;
+        upload.commit().instrument(span.clone()).await
+    };
+    if committed.is_err() {
+        span.record("otel.status_code", "ERROR");
+    }
+    match committed {
         Ok(key) => ("committed", Ok(key)),
         Err(e) => ("failed", Err(e)),
     }

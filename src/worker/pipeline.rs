@@ -113,7 +113,8 @@ impl Worker {
             .request_id
             .clone()
             .unwrap_or_else(crate::app::new_request_id);
-        let span = tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = %request_id);
+        let span = crate::telemetry::context::job_process_span(&job, delivery.attempt(), &request_id)
+            .unwrap_or_else(|| tracing::info_span!("report_job", tenant = %job.tenant, report_id = %job.report_id, attempt = delivery.attempt(), request_id = %request_id));
         let started = Instant::now();
         let (redelivered, attempt) = (delivery.redelivered(), delivery.attempt());
         let outcome = async {
@@ -226,8 +227,21 @@ impl Worker {
             .await;
         let rendered = match started {
             Ok(Some(session)) => {
-                self.render_streamed(report, &template, &source, sanitize, session)
-                    .await
+                // A streamed render runs while its table's rows arrive: its span holds the
+                // queries it consumes, and the sandbox's time is the whole of it.
+                let span = crate::telemetry::context::render_span();
+                let phase = Instant::now();
+                let rendered = {
+                    use tracing::Instrument;
+                    self.render_streamed(report, &template, &source, sanitize, session)
+                        .instrument(span.clone())
+                        .await
+                };
+                span.record(
+                    "reporter.render.sandbox_ms",
+                    phase.elapsed().as_millis() as u64,
+                );
+                rendered
             }
             Ok(None) => {
                 self.extract_and_render_whole(report, &template, &source, sanitize)
@@ -413,6 +427,8 @@ impl Core<'_> {
                 .filter(|p| p.data_source == ds)
                 .map(|p| p.table.clone());
             tasks.push(async move {
+                use tracing::Instrument;
+                let span = crate::telemetry::context::datasource_span(&ds);
                 let section = SectionSpec {
                     ds: &ds,
                     tables,
@@ -420,7 +436,12 @@ impl Core<'_> {
                     streamed: skip.as_deref(),
                     cap,
                 };
-                let result = extract_section(section, source, &settings).await;
+                let result = extract_section(section, source, &settings)
+                    .instrument(span.clone())
+                    .await;
+                if result.is_err() {
+                    span.record("otel.status_code", "ERROR");
+                }
                 (ds, result)
             });
         }
@@ -497,11 +518,21 @@ impl Core<'_> {
             sanitize_html,
         };
         let phase = Instant::now();
-        let result = self.runner.render(job).await;
+        let span = crate::telemetry::context::render_span();
+        span.record("reporter.render.context_bytes", context_bytes);
+        let result = {
+            use tracing::Instrument;
+            self.runner.render(job).instrument(span.clone()).await
+        };
+        let render_ms = phase.elapsed().as_millis() as u64;
+        span.record("reporter.render.sandbox_ms", render_ms);
+        if result.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
         let phases = Phases {
             extract_ms,
             context_bytes,
-            render_ms: phase.elapsed().as_millis() as u64,
+            render_ms,
             streamed_rows: None,
         };
         rendered(result, sections, phases)
@@ -684,7 +715,15 @@ impl Generated {
             Self::Done(g) => return g,
             Self::Written(written, sections) => (written, sections),
         };
-        match written.commit().await {
+        let span = crate::telemetry::context::artifact_span();
+        let committed = {
+            use tracing::Instrument;
+            written.commit().instrument(span.clone()).await
+        };
+        if committed.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
+        match committed {
             Ok(stored) => Generation::Stored {
                 key: stored.key,
                 size: stored.size,

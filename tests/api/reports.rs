@@ -584,6 +584,7 @@ async fn a_redelivered_job_for_a_terminal_report_is_ignored() {
         tenant: reporter_ports::TenantId::default_tenant(),
         report_id: id.parse().unwrap(),
         request_id: None,
+        trace: None,
     };
     t.app.ports().jobs.enqueue(&job).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;

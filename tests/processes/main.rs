@@ -12,3 +12,4 @@ mod lifecycle;
 mod mongo_outage;
 mod original_settings;
 mod secrets;
+mod telemetry;

@@ -215,6 +215,7 @@ mod tests {
             tenant: TenantId::parse("t").unwrap(),
             report_id: ReportId::new(),
             request_id: None,
+            trace: None,
         }
     }
 

@@ -241,6 +241,7 @@ mod tests {
                 time: now,
                 payload: serde_json::json!({}).into(),
                 sequence: None,
+                trace: None,
             },
             format!("deadline:s-{i}"),
             now,

@@ -162,6 +162,7 @@ mod tests {
             time: Utc::now(),
             payload: serde_json::json!({ "n": n }).into(),
             sequence: None,
+            trace: None,
         }
     }
 

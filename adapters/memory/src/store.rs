@@ -620,6 +620,7 @@ mod tests {
             time: now,
             payload: serde_json::json!({}).into(),
             sequence: None,
+            trace: None,
         };
         let row = OutboxRecord::pending(event, t.id.to_string(), now, None);
         let work = UnitOfWork::new()

@@ -430,6 +430,13 @@ pub(crate) struct EventDoc {
     /// `ce-sequence` (absent on rows of builds before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<i64>,
+    /// W3C `traceparent` of the change that emitted the event (≤ 512 bytes, validated on the
+    /// way back; absent when telemetry was off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// W3C `tracestate` (≤ 512 bytes), with `traceparent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// Collection `outbox`.
@@ -485,6 +492,12 @@ impl OutboxDoc {
                     .event
                     .sequence
                     .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
+                traceparent: r.event.trace.as_ref().map(|t| t.traceparent().to_owned()),
+                tracestate: r
+                    .event
+                    .trace
+                    .as_ref()
+                    .and_then(|t| t.tracestate().map(str::to_owned)),
             },
             aggregate: r.aggregate.clone(),
             agg_seq,
@@ -526,6 +539,10 @@ impl OutboxDoc {
                 .sequence
                 .map(|s| u64::try_from(s).map_err(|_| corrupt("event sequence")))
                 .transpose()?,
+            // An unreadable carrier only loses the trace link, never the event.
+            trace: self.event.traceparent.as_deref().and_then(|tp| {
+                reporter_ports::TraceCarrier::new(tp, self.event.tracestate.as_deref())
+            }),
         };
         Ok(OutboxRecord {
             id: parse_id(&self.id, "outbox id")?,

@@ -351,5 +351,13 @@ pub fn envelope_headers(e: &EventEnvelope) -> FieldTable {
     if let Some(s) = e.sequence {
         put("ce-sequence", sequence_text(s));
     }
+    // Trace context is not a CloudEvents attribute: lib-streaming sends it as plain transport
+    // headers, lower-case, after the `ce-*` ones.
+    if let Some(t) = &e.trace {
+        put("traceparent", t.traceparent().to_owned());
+        if let Some(ts) = t.tracestate() {
+            put("tracestate", ts.to_owned());
+        }
+    }
     headers
 }

@@ -11,7 +11,9 @@
 //!
 //! # Messages
 //! Body = JSON of [`ReportJob`]; persistent; `content_type` `application/json`; headers
-//! `x-retry-count` (integer, 0 on enqueue), `X-Tenant-ID`, `request-id` (when known); on retry and
+//! `x-retry-count` (integer, 0 on enqueue), `X-Tenant-ID`, `request-id` (when known),
+//! `Traceparent` / `Tracestate` (the original's names, read in any case; when the job carries a
+//! trace context); on retry and
 //! dead-letter also `x-failure-reason` (sanitised, ≤ 256 chars); on dead-letter also
 //! `x-dlq-reason` (`dead_lettered`, `max_retries_exceeded` or `invalid_message`).
 //!
@@ -271,12 +273,45 @@ fn retry_count(props: &BasicProperties) -> u32 {
     n.and_then(|n| u32::try_from(n).ok()).unwrap_or(0)
 }
 
+/// The trace context headers, as the original names them (MIME-canonical case).
+const TRACEPARENT_HEADER: &str = "Traceparent";
+/// See [`TRACEPARENT_HEADER`].
+const TRACESTATE_HEADER: &str = "Tracestate";
+
+/// A text header matched case-insensitively (`traceparent`, `Traceparent`, `TRACEPARENT`).
+fn header_text<'a>(props: &'a BasicProperties, name: &str) -> Option<&'a str> {
+    let headers = props.headers().as_ref()?;
+    headers
+        .inner()
+        .iter()
+        .find(|(k, _)| k.as_str().eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| match v {
+            AMQPValue::LongString(s) => std::str::from_utf8(s.as_bytes()).ok(),
+            AMQPValue::ShortString(s) => Some(s.as_str()),
+            _ => None,
+        })
+}
+
+/// The job's trace carrier from its headers (`None` when absent or not a valid W3C value).
+fn trace_of(props: &BasicProperties) -> Option<reporter_ports::TraceCarrier> {
+    reporter_ports::TraceCarrier::new(
+        header_text(props, TRACEPARENT_HEADER)?,
+        header_text(props, TRACESTATE_HEADER),
+    )
+}
+
 fn job_properties(job: &ReportJob) -> BasicProperties {
     let mut headers = FieldTable::default();
     headers.insert(RETRY_COUNT_HEADER.into(), AMQPValue::LongLongInt(0));
     headers.insert("X-Tenant-ID".into(), text(job.tenant.as_str()));
     if let Some(r) = &job.request_id {
         headers.insert("request-id".into(), text(r));
+    }
+    if let Some(t) = &job.trace {
+        headers.insert(TRACEPARENT_HEADER.into(), text(t.traceparent()));
+        if let Some(ts) = t.tracestate() {
+            headers.insert(TRACESTATE_HEADER.into(), text(ts));
+        }
     }
     BasicProperties::default()
         .with_delivery_mode(2)
@@ -495,7 +530,8 @@ impl JobConsumer for RabbitJobConsumer {
             };
             let attempt = retry_count(&d.properties);
             match serde_json::from_slice::<ReportJob>(&d.data) {
-                Ok(job) => {
+                Ok(mut job) => {
+                    job.trace = trace_of(&d.properties);
                     return Ok(Some(Box::new(RabbitDelivery {
                         job,
                         attempt,
@@ -704,6 +740,41 @@ impl JobDelivery for RabbitDelivery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn trace_headers_are_written_as_the_original_names_them_and_read_in_any_case() {
+        let job = ReportJob {
+            tenant: reporter_ports::TenantId::parse("default").expect("tenant"),
+            report_id: reporter_ports::ReportId::new(),
+            request_id: None,
+            trace: reporter_ports::TraceCarrier::new(TP, Some("k=v")),
+        };
+        let props = job_properties(&job);
+        let headers = props.headers().as_ref().expect("headers");
+        let names: Vec<&str> = headers.inner().keys().map(|k| k.as_str()).collect();
+        assert!(
+            names.contains(&"Traceparent") && names.contains(&"Tracestate"),
+            "{names:?}"
+        );
+        assert_eq!(trace_of(&props), job.trace);
+        for (tp_name, ts_name) in [("traceparent", "tracestate"), ("TRACEPARENT", "TraceState")] {
+            let mut h = FieldTable::default();
+            h.insert(tp_name.into(), text(TP));
+            h.insert(ts_name.into(), AMQPValue::ShortString("k=v".into()));
+            let read = trace_of(&BasicProperties::default().with_headers(h)).expect("read");
+            assert_eq!(read.traceparent(), TP);
+            assert_eq!(read.tracestate(), Some("k=v"));
+        }
+        let mut bad = FieldTable::default();
+        bad.insert("traceparent".into(), text("not-a-traceparent"));
+        assert_eq!(
+            trace_of(&BasicProperties::default().with_headers(bad)),
+            None
+        );
+        assert_eq!(trace_of(&BasicProperties::default()), None);
+    }
 
     #[test]
     fn backoff_ceiling_doubles_and_caps() {

@@ -32,6 +32,7 @@ fn fixed_envelope() -> EventEnvelope {
         })
         .into(),
         sequence: Some(42),
+        trace: None,
     }
 }
 
@@ -270,4 +271,28 @@ fn a_plain_message_is_not_a_cloudevent() {
     let msg = AmqpMessage::from_parts(None, Some("application/json".into()), b"{}".to_vec());
     assert_eq!(msg.encoding(), Encoding::UNKNOWN);
     assert!(MessageDeserializer::into_event(msg).is_err());
+}
+
+/// Trace context travels as lib-streaming sends it: plain lower-case `traceparent` /
+/// `tracestate` transport headers after the `ce-*` ones (it is not a CloudEvents attribute);
+/// an envelope without one gets neither.
+#[test]
+fn trace_context_rides_as_plain_headers_after_the_ce_ones() {
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let e = EventEnvelope {
+        trace: reporter_ports::TraceCarrier::new(tp, Some("rojo=00f067aa0ba902b7")),
+        ..fixed_envelope()
+    };
+    let t = table(&envelope_to_message(&e).headers);
+    let names: Vec<&str> = t.iter().map(|(k, _)| k.as_str()).collect();
+    let at = |n: &str| names.iter().position(|x| *x == n).expect(n);
+    assert!(at("traceparent") > at("ce-tenantid") && at("tracestate") > at("ce-tenantid"));
+    let map: std::collections::BTreeMap<_, _> = t.into_iter().collect();
+    assert_eq!(map["traceparent"], tp);
+    assert_eq!(map["tracestate"], "rojo=00f067aa0ba902b7");
+    let plain = table(&envelope_to_message(&fixed_envelope()).headers);
+    assert!(
+        plain.iter().all(|(k, _)| !k.starts_with("trace")),
+        "{plain:?}"
+    );
 }

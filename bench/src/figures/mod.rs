@@ -9,6 +9,7 @@ mod publish_cost;
 mod report_rss;
 mod report_time;
 mod serve;
+mod telemetry_cost;
 mod template_read;
 pub(crate) mod util;
 
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(publish_cost::PublishCost),
         Box::new(commit_latency::CommitLatency::default()),
         Box::new(template_read::TemplateRead),
+        Box::new(telemetry_cost::TelemetryCost),
         Box::new(report_time::ReportTime::default()),
         Box::new(report_rss::ReportRss::default()),
         Box::new(crm_decrypt::CrmDecrypt::default()),

@@ -138,6 +138,11 @@ pub fn event(
         payload: serde_json::json!({ "subject": subject }).into(),
         // Kept through every outbox adapter (the contract compares rows whole).
         sequence: Some(7),
+        // Likewise the bounded trace carrier (a replay continues the request's trace).
+        trace: reporter_ports::TraceCarrier::new(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            Some("rojo=00f067aa0ba902b7"),
+        ),
     }
 }
 
@@ -176,6 +181,7 @@ pub fn job(tenant: &TenantId) -> ReportJob {
         tenant: tenant.clone(),
         report_id: ReportId::new(),
         request_id: None,
+        trace: None,
     }
 }
 

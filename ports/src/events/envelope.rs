@@ -25,6 +25,11 @@ pub struct EventEnvelope {
     /// event). `None` only on rows written by builds before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<u64>,
+    /// Trace context of the change that emitted the event (telemetry on): published as the
+    /// plain `traceparent` / `tracestate` transport headers after the `ce-*` ones, and kept
+    /// with an outbox row so a replay continues the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::TraceCarrier>,
 }
 
 impl EventEnvelope {

@@ -14,6 +14,10 @@ pub struct ReportJob {
     /// Correlation id of the request that queued the job, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// Trace context of the work that queued the job (telemetry on). Not part of the JSON
+    /// body: a queue carries it as its `Traceparent` / `Tracestate` headers.
+    #[serde(skip)]
+    pub trace: Option<crate::TraceCarrier>,
 }
 
 /// Producer side of the job queue.

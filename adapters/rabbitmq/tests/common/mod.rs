@@ -150,6 +150,7 @@ pub fn envelope(key: EventKey, n: usize) -> EventEnvelope {
             + chrono::Duration::milliseconds(n as i64),
         payload: serde_json::json!({ "n": n, "key": key.key(), "pad": "x".repeat(300) }).into(),
         sequence: None,
+        trace: None,
     }
 }
 

@@ -1,0 +1,124 @@
+//! The cost of telemetry (issue 32): P3 (`GET /v1/templates/{id}`, `wrk -t2 -c32` with a
+//! bearer token) against the release `reporter serve` with ENABLE_TELEMETRY on — every
+//! request a server span exported over OTLP/HTTP to a local receiver that reads and discards
+//! each export — vs the same service with telemetry off; req/s and p99.
+use super::serve::{Server, token, wrk};
+use super::template_read::upload;
+use crate::harness::{Ctx, Figure, Sample, Target};
+use async_trait::async_trait;
+use std::io::{BufRead, BufReader, Read, Write};
+
+#[derive(Default)]
+pub struct TelemetryCost;
+
+const TEMPLATE: &str = "account_id\n{% for a in bank.accounts %}{{ a.account_id }}\n{% endfor %}";
+
+/// A local OTLP/HTTP sink: answers 200 to every export after reading its body. Its address.
+fn sink() -> anyhow::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let Ok(mut out) = conn.try_clone() else {
+                    return;
+                };
+                let mut reader = BufReader::new(conn);
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let l = line.trim_end();
+                        if l.is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = l.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err()
+                        || out
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(format!("http://{addr}"))
+}
+
+fn measure(
+    ctx: &Ctx,
+    reporter_first: bool,
+    secs: u64,
+) -> anyhow::Result<[super::serve::WrkRun; 2]> {
+    let endpoint = sink()?;
+    let on = Server::reporter(
+        ctx,
+        &[
+            ("ENABLE_TELEMETRY", "true".into()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".into()),
+        ],
+    )?;
+    let off = Server::reporter(ctx, &[])?;
+    let on_id = upload(&on, "a.csv.tpl", TEMPLATE, "csv")?;
+    let off_id = upload(&off, "a.csv.tpl", TEMPLATE, "csv")?;
+    let script = format!(
+        "wrk.method = \"GET\"\nwrk.headers[\"Authorization\"] = \"Bearer {}\"\n",
+        token()?
+    );
+    let on_url = format!("http://{}/v1/templates/{on_id}", on.addr);
+    let off_url = format!("http://{}/v1/templates/{off_id}", off.addr);
+    let run = |url: &str| wrk(ctx, &script, url, secs);
+    Ok(if reporter_first {
+        let a = run(&on_url)?;
+        [a, run(&off_url)?]
+    } else {
+        let b = run(&off_url)?;
+        [run(&on_url)?, b]
+    })
+}
+
+#[async_trait]
+impl Figure for TelemetryCost {
+    fn name(&self) -> &'static str {
+        "telemetry-cost"
+    }
+
+    async fn round(&mut self, ctx: &Ctx, reporter_first: bool) -> anyhow::Result<Vec<Sample>> {
+        let secs = if ctx.quick { 3 } else { 10 };
+        let [on, off] = tokio::task::block_in_place(|| measure(ctx, reporter_first, secs))?;
+        Ok(vec![
+            Sample {
+                row: "P3 GET /v1/templates/{id} throughput, telemetry on (OTLP to a local receiver) vs off".into(),
+                unit: "req/s",
+                reporter: on.rps,
+                baseline: off.rps,
+                baseline_name: "telemetry off",
+                target: Some(Target::RatioAtLeast(0.9)),
+            },
+            Sample {
+                row: "P3 GET /v1/templates/{id} p99, telemetry on vs off".into(),
+                unit: "ms",
+                reporter: on.p99_ms,
+                baseline: off.p99_ms,
+                baseline_name: "telemetry off",
+                target: None,
+            },
+        ])
+    }
+}

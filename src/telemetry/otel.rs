@@ -1,0 +1,162 @@
+//! OpenTelemetry export (ENABLE_TELEMETRY): the tracer and meter providers, their OTLP
+//! exporters (gRPC or HTTP/protobuf), and the switch every instrumented place reads.
+//!
+//! Off (the default) installs nothing: [`enabled`] answers `false`, no layer joins the
+//! subscriber and no trace context is read or written anywhere.
+use crate::config::{OtlpProtocol, TelemetrySettings};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The running export, once [`start`] succeeded.
+struct State {
+    trust_incoming: bool,
+    meter: SdkMeterProvider,
+    scope: String,
+    metric_interval: Duration,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// True when telemetry is on: instrumented places MUST do no propagation work otherwise.
+#[inline]
+pub fn enabled() -> bool {
+    STATE.get().is_some()
+}
+
+/// True when an incoming `traceparent` continues the trace (`OTEL_TRUST_INCOMING_TRACEPARENT`).
+pub fn trust_incoming() -> bool {
+    STATE.get().is_some_and(|s| s.trust_incoming)
+}
+
+/// Exports `registry` over OTLP too (see `bridge`); nothing when telemetry is off. MUST run
+/// inside the tokio runtime.
+pub fn export_registry(registry: &prometheus::Registry) {
+    if let Some(s) = STATE.get() {
+        super::bridge::start(&s.meter, &s.scope, registry.clone(), s.metric_interval);
+    }
+}
+
+/// Why the export could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OtelError {
+    /// An exporter could not be built (bad endpoint, TLS setup).
+    #[error("OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+/// Keeps the providers alive; dropping it flushes and shuts them down (pending spans and a
+/// last metrics export leave before the process exits).
+pub struct OtelGuard {
+    tracer: SdkTracerProvider,
+    meter: SdkMeterProvider,
+}
+
+impl OtelGuard {
+    /// The meter provider (the Prometheus bridge registers its instruments on it).
+    pub fn meter_provider(&self) -> &SdkMeterProvider {
+        &self.meter
+    }
+}
+
+impl Drop for OtelGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.tracer.shutdown() {
+            eprintln!("telemetry: span export shutdown: {e}");
+        }
+        if let Err(e) = self.meter.shutdown() {
+            eprintln!("telemetry: metric export shutdown: {e}");
+        }
+    }
+}
+
+/// The tracer the tracing layer feeds.
+pub type Tracer = opentelemetry_sdk::trace::Tracer;
+
+/// Builds the exporters and providers. MUST run inside the tokio runtime (the exporters'
+/// connections live on it). Marks telemetry on for the whole process.
+pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
+    let resource = Resource::builder()
+        .with_service_name(s.service_name.clone())
+        .with_attributes([
+            KeyValue::new("service.version", s.service_version.clone()),
+            KeyValue::new("deployment.environment.name", s.environment.clone()),
+        ])
+        .build();
+    let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
+    let (spans, metrics) = match s.protocol {
+        OtlpProtocol::Grpc => {
+            let tls = || {
+                opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
+                    .with_webpki_roots()
+            };
+            let mut span = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(s.endpoint.clone());
+            let mut metric = opentelemetry_otlp::MetricExporter::builder()
+                .with_tonic()
+                .with_endpoint(s.endpoint.clone());
+            if !s.plaintext() {
+                span = span.with_tls_config(tls());
+                metric = metric.with_tls_config(tls());
+            }
+            (span.build().map_err(err)?, metric.build().map_err(err)?)
+        }
+        OtlpProtocol::HttpProtobuf => {
+            let client =
+                super::otlp_http::Client::new().map_err(|e| OtelError::Exporter(e.to_string()))?;
+            let span = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_http_client(client.clone())
+                .with_endpoint(format!("{}/v1/traces", s.endpoint))
+                .build()
+                .map_err(err)?;
+            let metric = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_http_client(client)
+                .with_endpoint(format!("{}/v1/metrics", s.endpoint))
+                .build()
+                .map_err(err)?;
+            (span, metric)
+        }
+    };
+    let tracer_provider = SdkTracerProvider::builder()
+        .with_resource(resource.clone())
+        .with_batch_exporter(spans)
+        .build();
+    let meter_provider = SdkMeterProvider::builder()
+        .with_resource(resource)
+        .with_reader(
+            PeriodicReader::builder(metrics)
+                .with_interval(s.metric_interval)
+                .build(),
+        )
+        .build();
+    let scope = opentelemetry::InstrumentationScope::builder(s.library_name.clone())
+        .with_version(s.service_version.clone())
+        .build();
+    let tracer = tracer_provider.tracer_with_scope(scope);
+    let _ = STATE.set(State {
+        trust_incoming: s.trust_incoming_traceparent,
+        meter: meter_provider.clone(),
+        scope: s.library_name.clone(),
+        metric_interval: s.metric_interval,
+    });
+    Ok((
+        tracer,
+        OtelGuard {
+            tracer: tracer_provider,
+            meter: meter_provider,
+        },
+    ))
+}
+
+/// How long the exporters wait for their collector per export.
+pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
