@@ -27,6 +27,10 @@ pub struct RawTelemetry {
     /// The OTLP collector: `host:port`, `http://`, `otlp://` (plaintext) or `https://` (TLS).
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otel_endpoint: Option<String>,
+    /// The original's collector port: added to OTEL_EXPORTER_OTLP_ENDPOINT when that names
+    /// none (an endpoint naming another port is refused).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT_PORT")]
+    pub otel_endpoint_port: Option<String>,
     /// `grpc` (the original's, port 4317) or `http/protobuf` (port 4318).
     #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", default_value = "grpc")]
     pub otel_protocol: String,
@@ -53,6 +57,7 @@ impl RawTelemetry {
             otel_service_version: None,
             otel_deployment_environment: None,
             otel_endpoint: None,
+            otel_endpoint_port: None,
             otel_protocol: "grpc".into(),
             otel_insecure: "false".into(),
             otel_trust_incoming_traceparent: "true".into(),
@@ -157,7 +162,10 @@ impl RawTelemetry {
             }
         }
         let endpoint = match non_empty(&self.otel_endpoint) {
-            Some(raw) => endpoint_url(c, raw, insecure),
+            Some(raw) => {
+                let url = endpoint_url(c, raw, insecure);
+                with_port(c, url, non_empty(&self.otel_endpoint_port))
+            }
             None if enabled => {
                 c.problems.push(problem(
                     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -183,6 +191,31 @@ impl RawTelemetry {
             trust_incoming_traceparent: trust,
             metric_interval: Duration::from_millis(interval_ms),
         }
+    }
+}
+
+/// `url` with the original's `OTEL_EXPORTER_OTLP_ENDPOINT_PORT`: added when the URL names no
+/// port; a URL naming another port is a problem (neither silently wins).
+fn with_port(c: &mut Checker, url: String, port: Option<&str>) -> String {
+    let Some(raw) = port else {
+        return url;
+    };
+    let port = c.number("OTEL_EXPORTER_OTLP_ENDPOINT_PORT", raw, 1u16, u16::MAX, 4317);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once(':').map(|(_, p)| p.parse::<u16>()) {
+        Some(Ok(named)) if named != port => {
+            c.problems.push(problem(
+                "OTEL_EXPORTER_OTLP_ENDPOINT_PORT",
+                format!("{port} disagrees with the endpoint's port {named}"),
+                "the same port in both, or only one of them",
+            ));
+            url
+        }
+        Some(Ok(_)) => url,
+        _ => format!("{scheme}://{authority}:{port}{path}"),
     }
 }
 
@@ -279,6 +312,37 @@ mod tests {
                 .iter()
                 .any(|p| p.contains("OTEL_EXPORTER_OTLP_ENDPOINT")),
             "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn the_originals_endpoint_port_completes_or_agrees_with_the_endpoint() {
+        let settings = |endpoint: &str, port: &str| {
+            let mut raw = RawTelemetry::defaults();
+            raw.otel_endpoint = Some(endpoint.into());
+            raw.otel_endpoint_port = Some(port.into());
+            let mut c = Checker {
+                problems: Vec::new(),
+            };
+            let s = raw.validate(&mut c, "development");
+            let vars: Vec<String> = c.problems.into_iter().map(|p| p.variable).collect();
+            (s.endpoint, vars)
+        };
+        assert_eq!(
+            settings("otel-collector", "4317"),
+            ("http://otel-collector:4317".to_owned(), vec![])
+        );
+        assert_eq!(
+            settings("http://otel-collector:4317", "4317"),
+            ("http://otel-collector:4317".to_owned(), vec![])
+        );
+        assert_eq!(
+            settings("http://otel-collector:4318", "4317").1,
+            ["OTEL_EXPORTER_OTLP_ENDPOINT_PORT"]
+        );
+        assert_eq!(
+            settings("otel-collector", "port").1,
+            ["OTEL_EXPORTER_OTLP_ENDPOINT_PORT"]
         );
     }
 
