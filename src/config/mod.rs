@@ -4,6 +4,7 @@
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod auth;
+mod console;
 mod crm;
 mod datasource_tls;
 mod datasources;
@@ -442,6 +443,10 @@ pub struct RawConfig {
     /// Allow plain http to the endpoint.
     #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
     pub s3_disable_ssl: String,
+
+    /// The Console's settings.
+    #[command(flatten)]
+    pub console: console::ConsoleRaw,
 }
 
 /// One configuration problem.
@@ -627,6 +632,9 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
+
+    /// `CONSOLE_ENABLED`: serve the Console at `/console`.
+    pub console_enabled: bool,
 }
 
 /// Where report jobs travel.
@@ -1014,6 +1022,8 @@ impl RawConfig {
             s3_secret_key: None,
             s3_path_style: "true".into(),
             s3_disable_ssl: "false".into(),
+
+            console: console::ConsoleRaw::defaults(),
         }
     }
 
@@ -1093,6 +1103,7 @@ impl RawConfig {
             storage: &object_storage,
             sources: &data_sources,
         };
+        let console_enabled = self.console.enabled(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
         if !c.problems.is_empty() {
@@ -1120,6 +1131,8 @@ impl RawConfig {
             worker,
             sandbox,
             mongo,
+
+            console_enabled,
         })
     }
 

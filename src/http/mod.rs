@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod body_limit;
 mod builder;
+pub mod console;
 mod dashboard;
 mod datasources;
 mod deadlines;
@@ -99,6 +100,8 @@ pub struct HttpSetup {
     pub cors_origins: Vec<String>,
     /// Streaming operations' view.
     pub streaming: streaming::StreamingView,
+    /// The Console at `/console`.
+    pub console: console::ConsoleSetup,
 }
 
 #[handler]
@@ -109,12 +112,13 @@ fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
 }
 
 /// The published spec (`/openapi.json`, `/openapi.yaml`) showing the deployment's parameter
-/// limits, Swagger UI (`/swagger/`) and the Prometheus metrics (`/metrics`).
-fn ops_routes(limits: spec::ParamLimits) -> Route {
+/// limits, Swagger UI (`/swagger/`), the Prometheus metrics (`/metrics`) and the Console
+/// (`/console`, unless turned off).
+fn ops_routes(limits: spec::ParamLimits, console_setup: &console::ConsoleSetup) -> Route {
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
     let yaml = spec::yaml_with(limits);
-    Route::new()
+    console::routes(Route::new(), console_setup)
         .at("/metrics", prometheus_metrics)
         .at(
             "/openapi.json",
@@ -167,7 +171,7 @@ pub fn endpoint(
     };
     let routes = front::Front {
         api: service.into_endpoint(),
-        ops: ops_routes(limits),
+        ops: ops_routes(limits, &setup.console),
     }
     .with(shared::Shared {
         app: app.clone(),

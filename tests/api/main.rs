@@ -9,6 +9,7 @@ mod common;
 
 mod builder;
 mod compat;
+mod console;
 mod crm;
 mod deadlines;
 mod platform;
