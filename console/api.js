@@ -116,8 +116,8 @@ export function errorLine(e) {
   return null;
 }
 
-/** Keeps the source of a template this tab uploaded or saved (the API has no read of a stored
- * template's file), so the editor and the source view can show it. */
+/** Keeps the source of a template this tab uploaded or saved, so the editor opens it without
+ * another call. */
 export function rememberSource(id, text) {
   try { sessionStorage.setItem(`reporter.console.source.${id}`, text); } catch { /* full */ }
 }
@@ -125,6 +125,15 @@ export function rememberSource(id, text) {
 /** The source this tab kept for template `id`, or null. */
 export function rememberedSource(id) {
   return sessionStorage.getItem(`reporter.console.source.${id}`);
+}
+
+/** The source of template `id`: the one this tab kept, else GET /v1/templates/{id}/source. */
+export async function templateSource(id) {
+  const kept = rememberedSource(id);
+  if (kept !== null) return kept;
+  const text = await api('GET', `/v1/templates/${encodeURIComponent(id)}/source`);
+  rememberSource(id, text);
+  return text;
 }
 
 /** Uploads `text` as a new template (multipart, as `POST /v1/templates` takes it). */

@@ -57,7 +57,6 @@ export default {
   'templates.deleteConfirm': 'Delete the template “{name}”? {n} deadline(s) of it will be deleted with it.',
   'templates.deleted': 'Template deleted ({n} deadline(s) with it).',
   'templates.source': 'Source',
-  'templates.noSource': 'This server does not give the source of a stored template; the source is shown for files uploaded or saved in this tab.',
   'templates.new': 'New template',
   'templates.report': 'Report',
   'templates.builder': 'Open in builder',

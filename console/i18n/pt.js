@@ -57,7 +57,6 @@ export default {
   'templates.deleteConfirm': 'Excluir o template “{name}”? {n} prazo(s) dele serão excluídos junto.',
   'templates.deleted': 'Template excluído ({n} prazo(s) junto).',
   'templates.source': 'Código-fonte',
-  'templates.noSource': 'Este servidor não devolve o código de um template armazenado; o código aparece para arquivos enviados ou salvos nesta aba.',
   'templates.new': 'Novo template',
   'templates.report': 'Relatório',
   'templates.builder': 'Abrir no construtor',

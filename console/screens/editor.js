@@ -2,7 +2,7 @@
 // POST /v1/templates/preview (debounced) in the middle, the data-source schema on the right
 // (a click inserts the field at the cursor). HTML previews in a sandboxed frame that cannot
 // run script, CSV as a table, XML/TXT as text, PDF in an <object> from a blob: URL.
-import { api, can, uploadTemplate, updateTemplate, rememberedSource, errorLine, FORMATS } from '../api.js';
+import { api, can, uploadTemplate, updateTemplate, templateSource, errorLine, FORMATS } from '../api.js';
 import { t } from '../i18n.js';
 import { h, replace, field, select, toast, debounce } from '../dom.js';
 import { go } from '../app.js';
@@ -87,7 +87,7 @@ export async function render(main, params) {
   let tpl = null;
   if (id) tpl = await api('GET', `/v1/templates/${encodeURIComponent(id)}`);
   const area = h('textarea', { id: 'source', class: 'code', spellcheck: 'false', rows: '24', wrap: 'off' });
-  area.value = (id && rememberedSource(id)) || params.source || '';
+  area.value = id ? await templateSource(id) : '';
   const format = select(FORMATS, { value: tpl ? tpl.outputFormat : 'html', disabled: !!tpl });
   const desc = h('input', { type: 'text', value: tpl ? tpl.description : '', maxlength: '1000' });
   const limit = h('input', { type: 'number', min: '1', max: '1000', value: '50' });

@@ -1,6 +1,6 @@
 // Templates: the list with the API's filters and paging; upload by drag and drop; edit;
 // delete with the cascade it causes; the source (highlighted) and the mapped fields.
-import { api, can, uploadTemplate, rememberedSource, FORMATS } from '../api.js';
+import { api, can, uploadTemplate, templateSource, FORMATS } from '../api.js';
 import { t } from '../i18n.js';
 import { h, replace, field, select, toast, when } from '../dom.js';
 import { highlighted } from '../highlight.js';
@@ -71,11 +71,12 @@ async function remove(tpl, refresh) {
 }
 
 function details(tpl) {
-  const src = rememberedSource(tpl.id);
+  const src = h('div', {}, h('p', { class: 'muted', text: t('loading') }));
+  templateSource(tpl.id).then((text) => replace(src, highlighted(text)))
+    .catch((e) => replace(src, h('p', { class: 'error', text: `${e.code || t('error')}: ${e.message}` })));
   return h('div', { class: 'details' },
     h('h3', { text: t('templates.fields') }), mappedList(tpl.mappedFields),
-    h('h3', { text: t('templates.source') }),
-    src ? highlighted(src) : h('p', { class: 'muted', text: t('templates.noSource') }));
+    h('h3', { text: t('templates.source') }), src);
 }
 
 export async function render(main, params) {
@@ -100,10 +101,14 @@ export async function render(main, params) {
     }
     const pages = Math.max(1, Math.ceil(page.total / LIMIT));
     const rows = page.items.map((tpl) => {
-      const more = h('tr', { hidden: true }, h('td', { colspan: '4' }, details(tpl)));
+      const more = h('tr', { hidden: true, class: 'template-details' }, h('td', { colspan: '4' }));
       const row = h('tr', {},
         h('td', {}, h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', text: tpl.description || tpl.id,
-          onclick: (e) => { more.hidden = !more.hidden; e.target.setAttribute('aria-expanded', String(!more.hidden)); } })),
+          onclick: (e) => {
+            if (!more.firstChild.firstChild) more.firstChild.appendChild(details(tpl));
+            more.hidden = !more.hidden;
+            e.target.setAttribute('aria-expanded', String(!more.hidden));
+          } })),
         h('td', { text: tpl.outputFormat }),
         h('td', { text: when(tpl.createdAt) }),
         h('td', { class: 'actions' },

@@ -17,6 +17,7 @@ mod report_completion;
 mod report_filters;
 mod reports;
 mod storage_sweep;
+mod template_source;
 mod templates;
 mod text;
 

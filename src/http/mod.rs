@@ -30,6 +30,7 @@ mod shared;
 pub mod spec;
 pub mod streaming;
 mod tags;
+mod template_source;
 mod templates;
 pub mod text;
 pub mod token_cache;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 /// Every operation group, in the order the spec lists them.
 pub type Apis = (
     templates::TemplatesApi,
+    template_source::TemplateSourceApi,
     builder::BuilderApi,
     reports::ReportsApi,
     deadlines::DeadlinesApi,
@@ -66,6 +68,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             templates::TemplatesApi,
+            template_source::TemplateSourceApi,
             builder::BuilderApi,
             reports::ReportsApi,
             deadlines::DeadlinesApi,

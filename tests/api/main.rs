@@ -21,5 +21,6 @@ mod reports;
 mod sandbox;
 mod sources;
 mod streaming;
+mod template_source;
 mod templates;
 mod xss;

@@ -80,6 +80,18 @@ def main():
         row = page.locator("tr", has_text="Account statement").first
         expect(row).to_be_visible()
 
+        # Its source (read back from the API, not from what this tab uploaded), highlighted.
+        page.evaluate(
+            "Object.keys(sessionStorage).filter(k => k.startsWith('reporter.console.source.'))"
+            ".forEach(k => sessionStorage.removeItem(k))"
+        )
+        row.get_by_role("button", name="Account statement").click()
+        src_view = page.locator(".template-details pre.source").first
+        expect(src_view).to_contain_text("{% for a in bank.accounts %}")
+        expect(src_view.locator(".tk-tag").first).to_be_visible()
+        expect(page.locator(".template-details .fields").first).to_contain_text("bank.accounts")
+        page.screenshot(path=str(SHOTS / "templates.png"), full_page=True)
+
         # Edit it and watch the preview change.
         row.get_by_role("button", name="Edit").click()
         page.wait_for_selector("main[data-screen='editor']")
@@ -194,7 +206,7 @@ def main():
             )
             figures["firstContentfulPaintMs"][name] = round(perf["fcp"] or -1)
             figures["screenReadyMs"][name] = round(perf["ready"])
-            if not (SHOTS / f"{name}.png").exists() or name in ("overview", "templates", "datasources"):
+            if not (SHOTS / f"{name}.png").exists() or name in ("overview", "datasources"):
                 page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
         # Accessibility: axe-core injected by the test only (a context that lets the test add it).
