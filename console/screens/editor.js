@@ -107,8 +107,10 @@ export async function render(main, params) {
       main.dataset.previewStatus = r.status;
       const notes = [];
       if (r.truncated) notes.push(h('p', { class: 'muted', text: t('editor.truncated') }));
+      if (r.errorCode && !r.error) notes.push(h('p', { class: 'error', text: r.errorCode }));
       if (r.error) {
-        const msg = typeof r.error === 'string' ? r.error : (r.error.message || JSON.stringify(r.error));
+        const base = typeof r.error === 'string' ? r.error : (r.error.message || JSON.stringify(r.error));
+        const msg = `${r.errorCode ? `${r.errorCode}: ` : ''}${base}${r.error.cause ? ` (${r.error.cause})` : ''}`;
         notes.push(h('p', { class: 'error', text: r.error.line ? t('editor.lineError', { line: r.error.line, message: msg }) : msg }));
         if (r.error.line) showLine(area, r.error.line);
       }

@@ -110,10 +110,28 @@ def main():
             assert page.locator("#preview iframe").get_attribute("sandbox") == ""
             page.fill("#source", edited)
             expect(frame.locator("h1")).to_have_text("Statements seen in the console")
+            # A syntax error is pointed at its line (the one 4xx this journey causes on purpose).
+            notes.append("syntax error shown")
+            broken = edited.rstrip("\n") + "\n{{ unclosed\n"
+            line = broken.rstrip("\n").count("\n") + 1
+            page.fill("#source", broken)
+            expect(page.locator("#preview-errors")).to_contain_text(f"Line {line}")
+            page.fill("#source", edited)
+            expect(frame.locator("h1")).to_have_text("Statements seen in the console")
         page.click("#editor-save")
         expect(page.locator(".toast", has_text="Template saved")).to_be_visible()
         page.screenshot(path=str(SHOTS / "editor.png"), full_page=True)
         template_id = page.url.split("id=")[-1]
+
+        if status != "unavailable":
+            # A new template: CSV previews as a table, TXT as text.
+            screen(page, "editor")
+            page.select_option("main select >> nth=0", "csv")
+            page.fill("#source", pathlib.Path(EXAMPLES, "templates", "transactions.csv.tpl").read_text())
+            expect(page.locator("#preview table.csv tbody tr").first).to_be_visible()
+            page.select_option("main select >> nth=0", "txt")
+            page.fill("#source", pathlib.Path(EXAMPLES, "templates", "summary.txt.tpl").read_text())
+            expect(page.locator("#preview pre.output")).not_to_be_empty()
 
         # Make a report, see it finish without reloading, look at its sections, download it.
         screen(page, "reports", f"?templateId={template_id}")
@@ -237,8 +255,9 @@ def main():
         assert not failures, "axe-core: serious or critical violations:\n" + "\n".join(failures)
         browser.close()
 
-    if "preview endpoint absent" in notes:
-        # The one 404 the journey expects then: the preview call that found no endpoint.
+    if "preview endpoint absent" in notes or "syntax error shown" in notes:
+        # The preview calls the journey expects to fail: the 404 of a build without the
+        # endpoint, or the 400 of the template it broke on purpose. Anything else counts.
         errors = [e for e, url in console_errors if not url.endswith("/v1/templates/preview")]
     else:
         errors = [e for e, _ in console_errors]
