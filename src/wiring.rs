@@ -612,8 +612,17 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
             tenant_prefix: matches!(config.tenancy, Tenancy::Multi),
         },
     };
-    let app = Arc::new(App::new(ports, catalog.clone(), emitter, settings));
     let (pdf, native_pdf) = pdf_renderer(config)?;
+    let previewer = crate::worker::Previewer {
+        catalog: catalog.clone(),
+        runner: runner.clone(),
+        pdf: pdf.clone(),
+        settings: config.worker.settings.clone(),
+    };
+    let app = Arc::new(
+        App::new(ports, catalog.clone(), emitter, settings)
+            .with_preview(Arc::new(previewer), config.preview),
+    );
     let worker = match (role, transport.consumer) {
         (Role::Api, _) | (_, None) => None,
         (_, Some(consumer)) => {

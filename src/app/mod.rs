@@ -13,6 +13,7 @@ mod layout;
 mod metrics;
 mod optimistic;
 mod outbox_redrive;
+mod preview;
 mod report_completion;
 mod report_filters;
 mod reports;
@@ -32,6 +33,10 @@ pub use idempotent::{Idempotent, Render};
 pub use layout::KeyLayout;
 pub use metrics::{DashboardMetrics, ErrorCounts};
 pub use outbox_redrive::redrive_parked;
+pub use preview::{
+    PREVIEW_DEFAULT_LIMIT, PREVIEW_MAX_LIMIT, Preview, PreviewEngine, PreviewJob, PreviewOutput,
+    PreviewRequest, PreviewRun, PreviewSection, PreviewSettings,
+};
 pub use report_completion::{Completion, Generation};
 pub(crate) use reports::new_request_id;
 pub use reports::{Artifact, CreateReport};
@@ -91,6 +96,8 @@ pub struct App {
     catalog: DataSourceCatalog,
     emitter: Emitter,
     settings: Settings,
+    /// The preview engine ([`App::with_preview`]); `None`: previews answer 503.
+    preview: Option<preview::PreviewSetup>,
 }
 
 /// How many times a use case re-reads and retries after a concurrent modification.
@@ -109,6 +116,7 @@ impl App {
             catalog,
             emitter,
             settings,
+            preview: None,
         }
     }
 

@@ -88,7 +88,7 @@ fn file_error(e: TemplateFileError) -> AppError {
     AppError::new(code, e.to_string()).field("template", e.to_string())
 }
 
-fn parse_format(raw: &str) -> AppResult<OutputFormat> {
+pub(super) fn parse_format(raw: &str) -> AppResult<OutputFormat> {
     OutputFormat::parse(raw).ok_or_else(|| {
         AppError::new(
             Code::InvalidOutputFormat,
@@ -115,8 +115,8 @@ fn check_description(raw: &str) -> AppResult<String> {
 }
 
 /// Source validated and scanned: text, mapped fields, digest.
-struct CheckedSource {
-    mapped: MappedFields,
+pub(super) struct CheckedSource {
+    pub(super) mapped: MappedFields,
     sha256: String,
     size: u64,
 }
@@ -163,7 +163,7 @@ impl App {
     /// Validates an uploaded file (name, size, UTF-8, format, script) and parses it in the
     /// sandbox. The file checks and the digest run on the blocking pool and are linear in the
     /// file's size; the parse runs in a sandbox child under the upload parse bounds.
-    async fn check_source(
+    pub(super) async fn check_source(
         &self,
         file: &TemplateFile,
         format: OutputFormat,

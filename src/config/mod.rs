@@ -11,6 +11,7 @@ mod datasources;
 mod deployment;
 mod mongo;
 mod original;
+mod preview;
 mod server;
 mod storage;
 mod streaming;
@@ -447,6 +448,15 @@ pub struct RawConfig {
     /// The Console's settings.
     #[command(flatten)]
     pub console: console::ConsoleRaw,
+    // The template preview (`POST /v1/templates/preview`; src/config/preview.rs).
+    /// Longest a template preview's extraction and render may take, in seconds; past it the
+    /// preview answers status Error (report_generation_timeout, cause timeout).
+    #[arg(long, env = "PREVIEW_TIMEOUT_SECONDS", default_value = "10")]
+    pub preview_timeout_seconds: String,
+    /// Most bytes of output a template preview answers: text is cut there (truncated=true),
+    /// a larger PDF is left out.
+    #[arg(long, env = "PREVIEW_MAX_OUTPUT_BYTES", default_value = "1048576")]
+    pub preview_max_output_bytes: String,
 }
 
 /// One configuration problem.
@@ -635,6 +645,8 @@ pub struct Config {
 
     /// `CONSOLE_ENABLED`: serve the Console at `/console`.
     pub console_enabled: bool,
+    /// The template preview's bounds.
+    pub preview: crate::app::PreviewSettings,
 }
 
 /// Where report jobs travel.
@@ -1024,6 +1036,8 @@ impl RawConfig {
             s3_disable_ssl: "false".into(),
 
             console: console::ConsoleRaw::defaults(),
+            preview_timeout_seconds: "10".into(),
+            preview_max_output_bytes: "1048576".into(),
         }
     }
 
@@ -1104,6 +1118,7 @@ impl RawConfig {
             sources: &data_sources,
         };
         let console_enabled = self.console.enabled(&mut c);
+        let preview = self.preview(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
         if !c.problems.is_empty() {
@@ -1133,6 +1148,7 @@ impl RawConfig {
             mongo,
 
             console_enabled,
+            preview,
         })
     }
 

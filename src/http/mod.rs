@@ -23,6 +23,7 @@ pub mod json_body;
 pub mod methods;
 pub mod middleware;
 pub mod ops;
+mod preview;
 pub mod query;
 mod reports;
 pub mod server;
@@ -54,6 +55,7 @@ use std::sync::Arc;
 pub type Apis = (
     templates::TemplatesApi,
     template_source::TemplateSourceApi,
+    preview::PreviewApi,
     builder::BuilderApi,
     reports::ReportsApi,
     deadlines::DeadlinesApi,
@@ -69,6 +71,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
         (
             templates::TemplatesApi,
             template_source::TemplateSourceApi,
+            preview::PreviewApi,
             builder::BuilderApi,
             reports::ReportsApi,
             deadlines::DeadlinesApi,

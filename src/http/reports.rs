@@ -76,7 +76,7 @@ pub struct FilterConditionDto {
 /// Filters: data source → table → field → condition.
 pub type FiltersDto = BTreeMap<String, BTreeMap<String, BTreeMap<String, FilterConditionDto>>>;
 
-fn to_domain(f: FiltersDto) -> ReportFilters {
+pub(super) fn to_domain(f: FiltersDto) -> ReportFilters {
     f.into_iter()
         .map(|(ds, tables)| {
             (

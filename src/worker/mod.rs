@@ -13,6 +13,7 @@ mod artifact_upload;
 mod metrics;
 mod ownership;
 mod pipeline;
+mod preview;
 mod storage_sweep;
 mod streamed;
 mod tenant_slots;
@@ -20,6 +21,7 @@ mod tenant_slots;
 pub use crate::app::Generation;
 pub use metrics::WorkerMetrics;
 pub use pipeline::SectionError;
+pub use preview::Previewer;
 pub use storage_sweep::StorageSweepSettings;
 
 use crate::app::App;

@@ -18,15 +18,27 @@ use tokio::sync::watch;
 use super::ownership::Alive;
 use crate::app::{Completion, Generation};
 
-/// The tables of one section as JSON text with the bytes of its rows, or why it failed.
-type SectionResult = Result<(JsonSection, usize), SectionError>;
+/// The tables of one section as JSON text with what was read, or why it failed.
+type SectionResult = Result<(JsonSection, SectionRead), SectionError>;
+
+/// What one section's extraction read: the bytes of its rows, the rows of each table, and
+/// whether a table was cut at the row cap.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SectionRead {
+    pub bytes: usize,
+    pub rows: BTreeMap<String, usize>,
+    pub cut: bool,
+}
 
 /// What extraction gives: the sections that succeeded (their JSON text), every section's
-/// outcome, and the bytes of each successful section's rows (what the byte limit counts).
-pub(super) struct Extracted {
+/// outcome, the bytes of each successful section's rows (what the byte limit counts), the
+/// rows of each successful section's tables, and whether any table was cut at the row cap.
+pub(crate) struct Extracted {
     pub sections: Vec<(String, JsonSection)>,
     pub outcomes: BTreeMap<String, SectionOutcome>,
     pub row_bytes: BTreeMap<String, usize>,
+    pub rows: BTreeMap<String, BTreeMap<String, usize>>,
+    pub cut: bool,
 }
 
 /// Why a section (one data source) failed. The code is what the API and events show.
@@ -233,17 +245,15 @@ impl Worker {
             Err(e) => render_failure(e, BTreeMap::new()),
         };
         match rendered? {
-            Rendered::Text(text, sections, phases) => {
-                match super::active_content::found_in_text(report.output_format, &text) {
-                    Some(found) => {
-                        Ok(super::active_content::script_detected(&found, sections).into())
-                    }
-                    None => self
-                        .convert(report, text, sections, phases)
-                        .await
-                        .map(Generated::from),
-                }
-            }
+            Rendered::Text(text, sections, phases) => Ok(finish_text(
+                self.pdf.as_ref(),
+                report.output_format,
+                text,
+                sections,
+                phases,
+            )
+            .await
+            .into()),
             Rendered::Written(written, sections, phases) => {
                 phases.log_generated(0, written.size);
                 Ok(Generated::Written(written, sections))
@@ -260,11 +270,17 @@ impl Worker {
         source: &Arc<str>,
         sanitize_html: bool,
     ) -> Result<Rendered, String> {
-        let phase = Instant::now();
-        let e = self.extract(report, &template.mapped_fields, None).await;
-        let extract_ms = phase.elapsed().as_millis() as u64;
-        self.render_whole(source, e.sections, e.outcomes, sanitize_html, extract_ms)
-            .await
+        let (rendered, _) = self
+            .core()
+            .extract_and_render(
+                &report.filters,
+                &template.mapped_fields,
+                source,
+                sanitize_html,
+                None,
+            )
+            .await?;
+        Ok(rendered)
     }
 
     /// Renders the extracted sections in one request (the context holds every table).
@@ -276,53 +292,18 @@ impl Worker {
         sanitize_html: bool,
         extract_ms: u64,
     ) -> Result<Rendered, String> {
-        if let Some(failed) = all_failed(&sections) {
-            return Ok(Rendered::Failed(failed));
-        }
-        let data = RenderContext::from_sections(extracted);
-        let context_bytes = data.len();
-        let job = RenderJob {
-            source: source.clone(),
-            data,
-            limits: self.settings.render,
-            sanitize_html,
-        };
-        let phase = Instant::now();
-        let result = self.runner.render(job).await;
-        let phases = Phases {
-            extract_ms,
-            context_bytes,
-            render_ms: phase.elapsed().as_millis() as u64,
-            streamed_rows: None,
-        };
-        rendered(result, sections, phases)
+        self.core()
+            .render_sections(source, extracted, sections, sanitize_html, extract_ms)
+            .await
     }
 
-    /// Converts the rendered text into the artifact (PDF for the pdf format).
-    async fn convert(
-        &self,
-        report: &Report,
-        text: String,
-        sections: BTreeMap<String, SectionOutcome>,
-        phases: Phases,
-    ) -> Result<Generation, String> {
-        let phase = Instant::now();
-        let bytes = if report.output_format == OutputFormat::Pdf {
-            match self.pdf.render(&text).await {
-                Ok(b) => Bytes::from(b),
-                Err(e) => {
-                    tracing::warn!(error = %e, "pdf conversion failed");
-                    return Ok(Generation::Failed {
-                        code: pdf_failure_code(&e),
-                        sections,
-                    });
-                }
-            }
-        } else {
-            Bytes::from(text.into_bytes())
-        };
-        phases.log_generated(phase.elapsed().as_millis() as u64, bytes.len() as u64);
-        Ok(Generation::Artifact { bytes, sections })
+    /// The generation core over this worker's data sources, sandbox and limits.
+    pub(super) fn core(&self) -> Core<'_> {
+        Core {
+            catalog: self.app.catalog(),
+            runner: self.runner.as_ref(),
+            settings: &self.settings,
+        }
     }
 
     /// The report's template and its file's text. The outer `Err` is transient (a store is
@@ -363,53 +344,17 @@ impl Worker {
         }
     }
 
-    /// One section per data source; a section fails as a whole if any of its tables fails.
-    /// The sections that succeeded, by name, as JSON text written once; the `streamed` table
-    /// is not queried but written empty (its rows go to the render as a stream).
+    /// One section per data source (see [`Core::extract`]), with the report's filters and no
+    /// row cap.
     pub(super) async fn extract(
         &self,
         report: &Report,
         mapped: &reporter_ports::template::MappedFields,
         streamed: Option<&StreamPlan>,
     ) -> Extracted {
-        let mut tasks = Vec::new();
-        for (ds, tables) in mapped {
-            let ds = ds.clone();
-            let tables = tables.clone();
-            let source = self.app.catalog().get(&ds);
-            let filters = report.filters.get(&ds).cloned().unwrap_or_default();
-            let settings = self.settings.clone();
-            let skip = streamed
-                .filter(|p| p.data_source == ds)
-                .map(|p| p.table.clone());
-            tasks.push(async move {
-                let result =
-                    extract_section(&ds, source, tables, filters, &settings, skip.as_deref()).await;
-                (ds, result)
-            });
-        }
-        let mut results: Vec<(String, SectionResult)> = futures_util::stream::iter(tasks)
-            .buffer_unordered(self.settings.section_concurrency.max(1))
-            .collect()
-            .await;
-        results.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut extracted = Extracted {
-            sections: Vec::new(),
-            outcomes: BTreeMap::new(),
-            row_bytes: BTreeMap::new(),
-        };
-        for (ds, r) in results {
-            let outcome = SectionOutcome {
-                ok: r.is_ok(),
-                error_code: r.as_ref().err().map(|e| e.code().to_owned()),
-            };
-            extracted.outcomes.insert(ds.clone(), outcome);
-            if let Ok((json, bytes)) = r {
-                extracted.row_bytes.insert(ds.clone(), bytes);
-                extracted.sections.push((ds, json));
-            }
-        }
-        extracted
+        self.core()
+            .extract(&report.filters, mapped, streamed, None)
+            .await
     }
 
     /// Records the generation through the application (artifact, terminal status, event).
@@ -432,22 +377,203 @@ impl Worker {
     }
 }
 
+/// The generation core shared by report jobs and previews: extraction into sections and a
+/// render of the whole context in the sandbox. It writes nothing: what is stored, recorded
+/// or published is the caller's.
+pub(crate) struct Core<'a> {
+    /// The data sources.
+    pub catalog: &'a crate::app::DataSourceCatalog,
+    /// The sandbox.
+    pub runner: &'a dyn reporter_ports::ports::TemplateRunner,
+    /// Query, section and render limits.
+    pub settings: &'a super::WorkerSettings,
+}
+
+impl Core<'_> {
+    /// One section per data source; a section fails as a whole if any of its tables fails.
+    /// The sections that succeeded, by name, as JSON text written once; the `streamed` table
+    /// is not queried but written empty (its rows go to the render as a stream). With a row
+    /// `cap`, each table keeps its first `cap` rows and the rest is not read (`cut` says a
+    /// table had more); the report's own row limit still applies to what is read.
+    pub(crate) async fn extract(
+        &self,
+        filters: &reporter_ports::report::ReportFilters,
+        mapped: &reporter_ports::template::MappedFields,
+        streamed: Option<&StreamPlan>,
+        cap: Option<usize>,
+    ) -> Extracted {
+        let mut tasks = Vec::new();
+        for (ds, tables) in mapped {
+            let ds = ds.clone();
+            let tables = tables.clone();
+            let source = self.catalog.get(&ds);
+            let filters = filters.get(&ds).cloned().unwrap_or_default();
+            let settings = self.settings.clone();
+            let skip = streamed
+                .filter(|p| p.data_source == ds)
+                .map(|p| p.table.clone());
+            tasks.push(async move {
+                let section = SectionSpec {
+                    ds: &ds,
+                    tables,
+                    filters,
+                    streamed: skip.as_deref(),
+                    cap,
+                };
+                let result = extract_section(section, source, &settings).await;
+                (ds, result)
+            });
+        }
+        let mut results: Vec<(String, SectionResult)> = futures_util::stream::iter(tasks)
+            .buffer_unordered(self.settings.section_concurrency.max(1))
+            .collect()
+            .await;
+        results.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut extracted = Extracted {
+            sections: Vec::new(),
+            outcomes: BTreeMap::new(),
+            row_bytes: BTreeMap::new(),
+            rows: BTreeMap::new(),
+            cut: false,
+        };
+        for (ds, r) in results {
+            let outcome = SectionOutcome {
+                ok: r.is_ok(),
+                error_code: r.as_ref().err().map(|e| e.code().to_owned()),
+            };
+            extracted.outcomes.insert(ds.clone(), outcome);
+            if let Ok((json, read)) = r {
+                extracted.row_bytes.insert(ds.clone(), read.bytes);
+                extracted.rows.insert(ds.clone(), read.rows);
+                extracted.cut |= read.cut;
+                extracted.sections.push((ds, json));
+            }
+        }
+        extracted
+    }
+
+    /// Extracts every table into the context (each cut at `cap` rows when given), then
+    /// renders it in one request. The rows of each table and whether any was cut come back
+    /// with the render.
+    pub(crate) async fn extract_and_render(
+        &self,
+        filters: &reporter_ports::report::ReportFilters,
+        mapped: &reporter_ports::template::MappedFields,
+        source: &Arc<str>,
+        sanitize_html: bool,
+        cap: Option<usize>,
+    ) -> Result<(Rendered, ExtractedRows), String> {
+        let phase = Instant::now();
+        let e = self.extract(filters, mapped, None, cap).await;
+        let extract_ms = phase.elapsed().as_millis() as u64;
+        let rows = ExtractedRows {
+            rows: e.rows,
+            cut: e.cut,
+        };
+        let rendered = self
+            .render_sections(source, e.sections, e.outcomes, sanitize_html, extract_ms)
+            .await?;
+        Ok((rendered, rows))
+    }
+
+    /// Renders the extracted sections in one request (the context holds every table).
+    pub(super) async fn render_sections(
+        &self,
+        source: &Arc<str>,
+        extracted: Vec<(String, JsonSection)>,
+        sections: BTreeMap<String, SectionOutcome>,
+        sanitize_html: bool,
+        extract_ms: u64,
+    ) -> Result<Rendered, String> {
+        if let Some(failed) = all_failed(&sections) {
+            return Ok(Rendered::Failed(failed));
+        }
+        let data = RenderContext::from_sections(extracted);
+        let context_bytes = data.len();
+        let job = RenderJob {
+            source: source.clone(),
+            data,
+            limits: self.settings.render,
+            sanitize_html,
+        };
+        let phase = Instant::now();
+        let result = self.runner.render(job).await;
+        let phases = Phases {
+            extract_ms,
+            context_bytes,
+            render_ms: phase.elapsed().as_millis() as u64,
+            streamed_rows: None,
+        };
+        rendered(result, sections, phases)
+    }
+}
+
+/// The rows of each table of the sections that succeeded, and whether any table was cut at
+/// the row cap.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExtractedRows {
+    pub rows: BTreeMap<String, BTreeMap<String, usize>>,
+    pub cut: bool,
+}
+
+/// A whole rendered output as a report keeps it: refused when it holds script (a format a
+/// browser runs as a document), converted to PDF for the pdf format.
+pub(crate) async fn finish_text(
+    pdf: &dyn reporter_ports::ports::PdfRenderer,
+    format: OutputFormat,
+    text: String,
+    sections: BTreeMap<String, SectionOutcome>,
+    phases: Phases,
+) -> Generation {
+    if let Some(found) = super::active_content::found_in_text(format, &text) {
+        return super::active_content::script_detected(&found, sections);
+    }
+    let phase = Instant::now();
+    let bytes = if format == OutputFormat::Pdf {
+        match pdf.render(&text).await {
+            Ok(b) => Bytes::from(b),
+            Err(e) => {
+                tracing::warn!(error = %e, "pdf conversion failed");
+                return Generation::Failed {
+                    code: pdf_failure_code(&e),
+                    sections,
+                };
+            }
+        }
+    } else {
+        Bytes::from(text.into_bytes())
+    };
+    phases.log_generated(phase.elapsed().as_millis() as u64, bytes.len() as u64);
+    Generation::Artifact { bytes, sections }
+}
+
+/// One section to extract: its data source, its tables and their fields, the filters on them,
+/// the table the render takes as a stream (written empty), the row cap of each table.
+struct SectionSpec<'a> {
+    ds: &'a str,
+    tables: BTreeMap<String, std::collections::BTreeSet<String>>,
+    filters: BTreeMap<String, BTreeMap<String, reporter_ports::report::FilterCondition>>,
+    streamed: Option<&'a str>,
+    cap: Option<usize>,
+}
+
 /// Extracts one section: every table of one data source, within the limits, each row written
-/// into the section's JSON text as it arrives.
+/// into the section's JSON text as it arrives (at most `cap` rows of each table).
 async fn extract_section(
-    ds: &str,
+    spec: SectionSpec<'_>,
     source: Option<std::sync::Arc<dyn reporter_ports::ports::DataSource>>,
-    tables: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
-    filters: std::collections::BTreeMap<
-        String,
-        std::collections::BTreeMap<String, reporter_ports::report::FilterCondition>,
-    >,
     settings: &super::WorkerSettings,
-    streamed: Option<&str>,
 ) -> SectionResult {
+    let SectionSpec {
+        ds,
+        tables,
+        filters,
+        streamed,
+        cap,
+    } = spec;
     let source = source.ok_or(SectionError::NotConfigured)?;
     let mut section = SectionJson::new();
-    let mut bytes = 0usize;
+    let mut read = SectionRead::default();
     for (table, fields) in tables {
         if streamed == Some(table.as_str()) {
             section.table(&table);
@@ -456,14 +582,25 @@ async fn extract_section(
         let q = table_query(table, fields, &filters, settings);
         let mut sink = SectionRows {
             rows: section.table(&q.table),
-            bytes: &mut bytes,
+            bytes: &mut read.bytes,
             max: settings.max_section_bytes,
+            count: 0,
+            cap,
+            cut: false,
         };
         let done =
             tokio::time::timeout(settings.query_timeout, source.query_into(&q, &mut sink)).await;
-        section_error(ds, done.unwrap_or(Err(DataSourceError::Timeout)))?;
+        let (count, cut) = (sink.count, sink.cut);
+        let done = match done.unwrap_or(Err(DataSourceError::Timeout)) {
+            // The sink stopped the query at the cap: the rows before it are the table's.
+            Err(DataSourceError::Stopped) if cut => Ok(()),
+            other => other,
+        };
+        section_error(ds, done)?;
+        read.rows.insert(q.table, count);
+        read.cut |= cut;
     }
-    Ok((section.finish(), bytes))
+    Ok((section.finish(), read))
 }
 
 /// The query of one table of a section: its mapped fields, the report's filters on it.
@@ -659,15 +796,32 @@ pub(super) fn pdf_failure_code(e: &PdfError) -> ReportErrorCode {
 }
 
 /// Writes a table's rows into its section as they arrive. MUST stop the query with
-/// `TooLarge` at the first row that takes the section's rows past `max` bytes of JSON.
+/// `TooLarge` at the first row that takes the section's rows past `max` bytes of JSON, and
+/// with `Stopped` (setting `cut`) at the first row past `cap` rows, that row not written.
 struct SectionRows<'a> {
     rows: TableJson<'a>,
     /// Bytes of the section's rows so far (every table of the section).
     bytes: &'a mut usize,
     max: usize,
+    /// Rows of this table written so far.
+    count: usize,
+    /// Most rows of this table kept (a preview's `limit`); `None`: every row.
+    cap: Option<usize>,
+    /// True once a row past the cap arrived.
+    cut: bool,
 }
 
 impl SectionRows<'_> {
+    /// Stops the query at the first row past the cap (before it is written).
+    fn admit(&mut self) -> Result<(), DataSourceError> {
+        if self.cap.is_some_and(|cap| self.count >= cap) {
+            self.cut = true;
+            return Err(DataSourceError::Stopped);
+        }
+        self.count += 1;
+        Ok(())
+    }
+
     /// Counts a written row's bytes; MUST stop the query past the section's limit.
     fn count(&mut self, bytes: usize) -> Result<(), DataSourceError> {
         charge_section_bytes(self.bytes, self.max, bytes)
@@ -690,11 +844,13 @@ pub(super) fn charge_section_bytes(
 
 impl RowSink for SectionRows<'_> {
     fn push(&mut self, row: Row) -> Result<(), DataSourceError> {
+        self.admit()?;
         let bytes = self.rows.push(&row);
         self.count(bytes)
     }
 
     fn push_json(&mut self, json: &[u8]) -> Result<(), DataSourceError> {
+        self.admit()?;
         let bytes = self.rows.push_json(json);
         self.count(bytes)
     }
@@ -753,6 +909,9 @@ mod tests {
             rows: section.table("t"),
             bytes: &mut bytes,
             max: 14,
+            count: 0,
+            cap: None,
+            cut: false,
         };
         assert_eq!(sink.push(row.clone()), Ok(()));
         assert_eq!(sink.push(row.clone()), Ok(()));
@@ -763,6 +922,9 @@ mod tests {
             rows: section.table("u"),
             bytes: &mut bytes,
             max: 14,
+            count: 0,
+            cap: None,
+            cut: false,
         };
         assert_eq!(sink.push_json(br#"{"a":1}"#), Ok(()));
         assert_eq!(sink.push_json(br#"{"a":1}"#), Ok(()));

@@ -52,6 +52,7 @@ impl Worker {
             sections: extracted,
             outcomes: mut sections,
             row_bytes,
+            ..
         } = self.extract(report, mapped, plan.as_ref()).await;
         let extract_ms = phase.elapsed().as_millis() as u64;
         if let Some(failed) = super::pipeline::all_failed(&sections) {

@@ -13,6 +13,7 @@ mod console;
 mod crm;
 mod deadlines;
 mod platform;
+mod preview;
 mod props_builder;
 mod props_deadlines;
 mod props_upload;

@@ -14,7 +14,7 @@ from reporter_client import AuthenticatedClient
 from reporter_client.api.deadlines import create_deadline, deliver_deadline
 from reporter_client.api.reports import create_report, download_report, get_report
 from reporter_client.api.streaming import get_streaming_events
-from reporter_client.api.templates import create_template, get_template
+from reporter_client.api.templates import create_template, get_template, preview_template
 from reporter_client.models import (
     CreateDeadlineInput,
     CreateReportInput,
@@ -30,6 +30,9 @@ from reporter_client.models import (
     ReportStatus,
     StreamingManifest,
     Template,
+    TemplatePreview,
+    TemplatePreviewInput,
+    TemplatePreviewStatus,
 )
 from reporter_client.types import File
 
@@ -55,6 +58,12 @@ def main(base_url: str, token: str) -> None:
     assert template.mapped_fields.additional_properties["bank"]["accounts"] == ["account_id"], template
     again = expect(get_template.sync(template.id, client=client), Template, "read the template")
     assert again.id == template.id
+
+    sent = TemplatePreviewInput(template=TEMPLATE.decode(), output_format="txt", limit=2)
+    preview = expect(preview_template.sync(client=client, body=sent), TemplatePreview, "preview the template")
+    assert preview.status == TemplatePreviewStatus.FINISHED and preview.truncated, preview
+    assert preview.output.count(";") == 2, preview.output
+    assert preview.sections.additional_properties["bank"].rows.additional_properties["accounts"] == 2, preview
 
     request = CreateReportInput(template_id=template.id, filters=CreateReportInputFilters())
     report = expect(create_report.sync(client=client, body=request), Report, "request a report")

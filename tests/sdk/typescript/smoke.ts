@@ -45,6 +45,22 @@ async function main(baseUrl: string, token: string): Promise<void> {
     fail("upload a template", template);
   }
 
+  // The preview: two rows of the seven accounts, nothing stored.
+  const preview = ok(
+    "preview the template",
+    await client.POST("/v1/templates/preview", {
+      body: { template: source, outputFormat: "txt", filters: {}, limit: 2 },
+    }),
+  );
+  if (
+    preview.status !== "Finished" ||
+    !preview.truncated ||
+    preview.output?.split(";").length !== 3 ||
+    preview.sections["bank"]?.rows["accounts"] !== 2
+  ) {
+    fail("preview the template", preview);
+  }
+
   let report: Report = ok(
     "request a report",
     await client.POST("/v1/reports", { body: { templateId: template.id, filters: {} } }),
