@@ -20,6 +20,8 @@ import time
 
 from playwright.sync_api import expect, sync_playwright
 
+expect.set_options(timeout=60_000)
+
 BASE, EXAMPLES, SHOTS, AXE = sys.argv[1:5]
 SHOTS = pathlib.Path(SHOTS)
 SHOTS.mkdir(parents=True, exist_ok=True)
@@ -117,6 +119,7 @@ def main():
             page.fill("#source", broken)
             expect(page.locator("#preview-errors")).to_contain_text(f"Line {line}")
             page.fill("#source", edited)
+            expect(page.locator("#preview-errors")).to_be_empty()
             expect(frame.locator("h1")).to_have_text("Statements seen in the console")
         page.click("#editor-save")
         expect(page.locator(".toast", has_text="Template saved")).to_be_visible()
@@ -153,14 +156,15 @@ def main():
 
         # Create a deadline, deliver it.
         screen(page, "deadlines")
-        page.get_by_label("Name", exact=True).fill("Liquidity report")
+        deadline = f"Liquidity report {time.time_ns() % 100000}"
+        page.get_by_label("Name", exact=True).fill(deadline)
         due = time.strftime("%Y-%m-28T18:00", time.gmtime())
         page.get_by_label("Due", exact=True).fill(due)
         page.get_by_label("Frequency").select_option("monthly")
         page.click("#deadline-save")
-        drow = page.locator("tr[data-deadline='Liquidity report']")
+        drow = page.locator(f"tr[data-deadline='{deadline}']")
         expect(drow).to_be_visible()
-        expect(page.locator(".calendar .chip", has_text="Liquidity report")).to_be_visible()
+        expect(page.locator(".calendar .chip", has_text=deadline)).to_be_visible()
         drow.locator("button.deliver").click()
         expect(drow.locator(".badge")).to_have_text("delivered")
         page.screenshot(path=str(SHOTS / "deadlines.png"), full_page=True)
@@ -204,7 +208,7 @@ def main():
         page.wait_for_selector("main[data-saved-template]")
         page.screenshot(path=str(SHOTS / "builder.png"), full_page=True)
         screen(page, "templates")
-        page.locator("tr", has_text="Builder made").get_by_role("button", name="Open in builder").click()
+        page.locator("tr", has_text="Builder made").get_by_role("button", name="Open in builder").first.click()
         page.wait_for_selector("main[data-screen='builder'] fieldset.block[data-type='variable']")
         expect(page.locator("#builder-code")).to_contain_text("for a in bank.accounts")
 
