@@ -12,6 +12,7 @@ axe-core check (no serious or critical violation). Prints one JSON line of figur
 Exits non-zero with the reason on the first failure.
 """
 
+import gzip
 import json
 import os
 import pathlib
@@ -167,7 +168,17 @@ def main():
         expect(page.locator(".calendar .chip", has_text=deadline)).to_be_visible()
         drow.locator("button.deliver").click()
         expect(drow.locator(".badge")).to_have_text("delivered")
+        drow.get_by_role("button", name="Revert delivery").click()
+        expect(drow.locator(".badge")).not_to_have_text("delivered")
+        drow.locator("button.deliver").click()
+        expect(drow.locator(".badge")).to_have_text("delivered")
         page.screenshot(path=str(SHOTS / "deadlines.png"), full_page=True)
+
+        # The data source, its tables and its readiness check.
+        screen(page, "datasources")
+        card = page.locator("section[aria-label='bank']")
+        expect(card.locator(".badge")).to_have_text("up")
+        expect(card).to_contain_text("transactions")
 
         # See its events (memory:// publication).
         screen(page, "events")
@@ -266,6 +277,12 @@ def main():
     else:
         errors = [e for e, _ in console_errors]
     assert not errors, "errors in the browser console:\n" + "\n".join(errors)
+    assets = [f for f in pathlib.Path(EXAMPLES).parent.joinpath("console").rglob("*") if f.is_file()]
+    figures["assets"] = {
+        "files": len(assets),
+        "bytes": sum(f.stat().st_size for f in assets),
+        "gzipBytes": sum(len(gzip.compress(f.read_bytes(), 9)) for f in assets),
+    }
     figures["notes"] = notes
     print(json.dumps(figures))
 

@@ -117,6 +117,32 @@ fn the_console_journey_in_a_real_browser() {
         "the browser journey failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+    let figures: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no figures line in the journey's output:\n{stdout}"));
+    let per_screen = |key: &str| {
+        figures[key]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    reporter_contract::figure!(
+        "CONSOLE first contentful paint per screen, fresh load, headless Chromium (ms): {}\n\
+         CONSOLE screen ready (its data shown) per screen (ms): {}\n\
+         CONSOLE assets: {} files, {} bytes, {} bytes gzip-compressed (each file at level 9)",
+        per_screen("firstContentfulPaintMs"),
+        per_screen("screenReadyMs"),
+        figures["assets"]["files"],
+        figures["assets"]["bytes"],
+        figures["assets"]["gzipBytes"],
+    );
     if std::env::var("CONSOLE_SCREENSHOTS_DIR").is_err() {
         let _ = std::fs::remove_dir_all(&shots);
     }
