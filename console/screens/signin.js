@@ -8,7 +8,7 @@ import { go } from '../app.js';
 async function devToken() {
   try {
     const r = await fetch('/console/dev-token', { headers: { Accept: 'application/json' } });
-    if (!r.ok) return null;
+    if (r.status !== 200) return null; // 204: no token offered here
     return (await r.json()).token || null;
   } catch {
     return null;

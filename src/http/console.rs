@@ -115,29 +115,20 @@ fn serve_asset(req: &Request) -> Response {
 }
 
 /// `GET /console/dev-token`: `{"token": …}` when this run generated a development token and
-/// the peer is a loopback address; MUST answer 404 otherwise (a configured key, or a remote
-/// peer), so the token never leaves the machine through the console.
+/// the peer is a loopback address; MUST answer 204 with no body otherwise (a configured key,
+/// or a remote peer), so the token never leaves the machine through the console. (A 204, not
+/// a 404: the sign-in page asks on every visit, and a browser logs every 4xx as an error.)
 fn dev_token(token: Option<&Secret>, req: &Request) -> Response {
     let loopback = req
         .remote_addr()
         .as_socket_addr()
         .is_some_and(|a| a.ip().is_loopback());
+    let answer = secured(Response::builder()).header("Cache-Control", "no-store");
     match token {
-        Some(t) if loopback => secured(Response::builder())
+        Some(t) if loopback => answer
             .content_type("application/json")
-            .header("Cache-Control", "no-store")
             .body(serde_json::json!({ "token": t.expose() }).to_string()),
-        _ => {
-            let mut r = super::error::error_response(&crate::app::AppError::new(
-                crate::app::Code::RouteNotFound,
-                "no development token is offered here (a key is configured, or the client is not on this machine)",
-            ));
-            r.headers_mut().insert(
-                "Cache-Control",
-                poem::http::HeaderValue::from_static("no-store"),
-            );
-            r
-        }
+        _ => answer.status(poem::http::StatusCode::NO_CONTENT).finish(),
     }
 }
 

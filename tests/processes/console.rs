@@ -20,9 +20,9 @@ impl Drop for Kill {
     }
 }
 
-/// `reporter serve` on `addr` in memory mode, publishing to the in-memory broker; answers the
-/// process and its banner (up to the line naming the console).
-fn serve(addr: &str) -> (Kill, String) {
+/// `reporter serve` on `addr` in memory mode, publishing to the in-memory broker, with
+/// `extra` variables; answers the process and its banner (up to the line naming the console).
+fn serve(addr: &str, extra: &[(&str, &str)]) -> (Kill, String) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
     for (k, _) in std::env::vars() {
         if k.starts_with("DATASOURCE_")
@@ -44,17 +44,20 @@ fn serve(addr: &str) -> (Kill, String) {
         .env("STREAMING_BROKERS", "memory://")
         .env("RABBITMQ_REPORT_EVENTS_EXCHANGE", "reporter.events")
         .env("STREAMING_CLOUDEVENTS_SOURCE", "reporter")
+        .envs(extra.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn reporter serve");
     let stdout = child.stdout.take().expect("stdout");
+    let keyed = extra.iter().any(|(k, _)| *k == "AUTH_JWT_SECRET");
     let mut banner = String::new();
     let mut lines = BufReader::new(stdout).lines();
     for line in lines.by_ref().map_while(Result::ok).take(40) {
         banner.push_str(&line);
         banner.push('\n');
-        if line.contains("curl -s") {
+        // The last line: the curl line with a development token, the console's with a key.
+        if line.contains("curl -s") || (keyed && line.contains("Console:")) {
             break;
         }
     }
@@ -68,7 +71,7 @@ fn serve(addr: &str) -> (Kill, String) {
 #[test]
 fn serve_prints_the_console_url_and_offers_the_dev_token_to_this_machine() {
     let addr = common::free_addr();
-    let (_proc, banner) = serve(&addr);
+    let (_proc, banner) = serve(&addr, &[]);
     assert!(
         banner.contains(&format!("Console: http://{addr}/console/")),
         "{banner}"
@@ -96,7 +99,7 @@ fn the_console_journey_in_a_real_browser() {
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let addr = common::free_addr();
-    let (_proc, _banner) = serve(&addr);
+    let (_proc, _banner) = serve(&addr, &[]);
     let shots = std::env::var("CONSOLE_SCREENSHOTS_DIR").map_or_else(
         |_| std::env::temp_dir().join(reporter_contract::services::unique_name("console_shots")),
         std::path::PathBuf::from,
@@ -146,4 +149,42 @@ fn the_console_journey_in_a_real_browser() {
     if std::env::var("CONSOLE_SCREENSHOTS_DIR").is_err() {
         let _ = std::fs::remove_dir_all(&shots);
     }
+}
+
+#[test]
+fn the_console_follows_the_tokens_scopes_in_a_real_browser() {
+    let Some(python) =
+        reporter_contract::services::service_url("PLAYWRIGHT_PYTHON", "Python with Playwright")
+    else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let addr = common::free_addr();
+    let (_proc, banner) = serve(&addr, &[("AUTH_JWT_SECRET", common::SECRET)]);
+    assert!(!banner.contains("export TOKEN="), "{banner}");
+    let (status, _) = common::request(&addr, "GET", "/console/dev-token", "", "text/plain", b"");
+    assert_eq!(status, 204, "no development token with a configured key");
+    let claims = reporter::http::auth::Claims {
+        sub: Some("reader".into()),
+        exp: (chrono::Utc::now() + chrono::Duration::hours(1)).timestamp(),
+        scope: Some("templates:read".into()),
+        tenant_id: None,
+        iss: None,
+        aud: None,
+        iat: None,
+    };
+    let token = reporter::http::auth::mint_hs256(common::SECRET.as_bytes(), &claims).unwrap();
+    let out = Command::new(&python)
+        .arg(root.join("tests/console/scopes.py"))
+        .arg(format!("http://{addr}"))
+        .arg(&token)
+        .output()
+        .expect("run the Playwright scopes check");
+    assert!(
+        out.status.success(),
+        "the scopes check failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
