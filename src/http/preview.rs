@@ -56,7 +56,7 @@ impl Example for PreviewInput {
                     BTreeMap::from([("direction".to_owned(), cond)]),
                 )]),
             )])),
-            limit: Some(50),
+            limit: Some(2),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Example for PreviewDto {
         Self {
             status: PreviewStatusDto::Finished,
             content_type: "text/csv; charset=utf-8".into(),
-            output: Some("account_id,amount\nACC-001,1500.00\nACC-001,320.50\n".into()),
+            output: Some("account_id,amount\nACC-1007,14820.00\nACC-1003,2400.00\n".into()),
             output_base64: None,
             truncated: true,
             mapped_fields: BTreeMap::from([(
@@ -137,7 +137,7 @@ impl Example for PreviewDto {
                 "bank".to_owned(),
                 PreviewSectionDto {
                     ok: true,
-                    rows: BTreeMap::from([("transactions".to_owned(), 50)]),
+                    rows: BTreeMap::from([("transactions".to_owned(), 2)]),
                     error_code: None,
                 },
             )]),

@@ -901,6 +901,28 @@ mod tests {
     }
 
     #[test]
+    fn section_rows_stop_at_the_cap_without_writing_the_row_past_it() {
+        let row = serde_json::json!({ "a": 1 }).as_object().cloned().unwrap();
+        let mut section = SectionJson::new();
+        let mut bytes = 0;
+        let mut sink = SectionRows {
+            rows: section.table("t"),
+            bytes: &mut bytes,
+            max: 1000,
+            count: 0,
+            cap: Some(2),
+            cut: false,
+        };
+        assert_eq!(sink.push(row.clone()), Ok(()));
+        assert_eq!(sink.push_json(br#"{"a":1}"#), Ok(()));
+        assert!(!sink.cut);
+        assert_eq!(sink.push(row), Err(DataSourceError::Stopped));
+        assert!(sink.cut);
+        assert_eq!(sink.count, 2);
+        assert_eq!(bytes, 14, "the row past the cap is not written");
+    }
+
+    #[test]
     fn section_rows_stop_at_the_first_row_past_the_limit() {
         let row = serde_json::json!({ "a": 1 }).as_object().cloned().unwrap();
         let mut section = SectionJson::new();

@@ -365,3 +365,46 @@ async fn a_pdf_preview_answers_its_bytes_in_base64() {
     assert!(pdf.starts_with(b"%PDF"), "not a PDF");
     assert_eq!(body["sections"]["bank"]["rows"]["accounts"], 2, "{body}");
 }
+
+#[tokio::test]
+async fn a_postgresql_table_is_read_up_to_the_limit_only() {
+    let Some(pg) = ScratchPostgres::create("reporter_preview").await else {
+        return;
+    };
+    pg.client
+        .batch_execute(
+            "CREATE TABLE entries (id int PRIMARY KEY, amount numeric(12,2));
+             INSERT INTO entries SELECT g, g FROM generate_series(1, 5000) g;",
+        )
+        .await
+        .expect("scratch data");
+    let t = start_with(Options {
+        env: pg.source_env("PG"),
+        ..Default::default()
+    })
+    .await;
+    let source = "id;amount\n{% for e in pg.entries %}{{ e.id }};{{ e.amount }}\n{% endfor %}";
+    for _ in 0..3 {
+        // The query is stopped at the limit; the source serves the next one as well.
+        let body = preview(
+            &t,
+            json!({"template": source, "outputFormat": "csv", "limit": 10,
+                   "filters": {"pg": {"entries": {"id": {"gt": [100]}}}}}),
+        )
+        .await;
+        assert_eq!(body["status"], "Finished", "{body}");
+        assert_eq!(body["truncated"], true, "{body}");
+        assert_eq!(body["sections"]["pg"]["rows"]["entries"], 10, "{body}");
+        let output = body["output"].as_str().unwrap();
+        assert_eq!(output.lines().count(), 11, "{output}");
+        assert!(
+            output
+                .lines()
+                .skip(1)
+                .all(|l| l.split(';').next().unwrap().parse::<u32>().unwrap() > 100),
+            "{output}"
+        );
+    }
+    drop(t);
+    pg.remove().await;
+}

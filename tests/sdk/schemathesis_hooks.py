@@ -58,3 +58,20 @@ def one_idempotency_key_per_case(context, case):
     if isinstance(key, str) and 0 < len(key) <= 200 and key.isascii() and key.isprintable() and " " not in key:
         case.headers["X-Idempotency"] = f"{key}-{case.id}"
     return case
+
+
+@schemathesis.hook("map_case").apply_to(operation_id="previewTemplate")
+def valid_template_source(context, case):
+    """One positive preview in two sends a real template's source, alone (no templateId).
+
+    As for uploads: random text seldom is a template of its format that parses and reads
+    existing fields, so without this the render path would hardly be reached. The other half
+    keeps random bodies, whose refusals (400) the positive_data_acceptance settings allow.
+    """
+    meta = case.meta
+    positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
+    if positive and isinstance(case.body, dict) and hash(case.id) % 2 == 0:
+        case.body["template"] = VALID_TEMPLATE.decode()
+        case.body["outputFormat"] = "txt"
+        case.body.pop("templateId", None)
+    return case

@@ -4,6 +4,7 @@ mod catch_up;
 mod commit_latency;
 mod crm_decrypt;
 mod pg_reports;
+pub(crate) mod preview_time;
 mod publish_cost;
 mod report_rss;
 mod report_time;
@@ -23,5 +24,6 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(report_time::ReportTime::default()),
         Box::new(report_rss::ReportRss::default()),
         Box::new(crm_decrypt::CrmDecrypt::default()),
+        Box::new(preview_time::PreviewTime),
     ]
 }

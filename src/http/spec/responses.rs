@@ -36,6 +36,9 @@ pub fn errors_of(operation_id: &str) -> Option<&'static [u16]> {
         "updateTemplate" => &[401, 403, 404, 409, 413, 503],
         "deleteTemplate" => &[401, 403, 404, 409, 503],
         "generateTemplateCode" | "validateTemplateBlocks" => &[401, 403, 413, 503],
+        // 404: a templateId of no template of the tenant; 413: a source over 1 MiB (TPL-0063);
+        // 503: the sandbox, a data source schema or the object storage unavailable.
+        "previewTemplate" => &[401, 403, 404, 413, 503],
         "createReport" => &[401, 403, 404, 409, 413, 503],
         "downloadReport" => &[401, 403, 404, 422, 503],
         "createDeadline" => &[401, 403, 404, 409, 413, 422, 503],
