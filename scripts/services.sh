@@ -20,6 +20,8 @@
 #                                 (MONGO_STANDALONE_PORT): `reporter serve` must refuse it
 #   S3           127.0.0.1:5000   moto, scripts/moto.sh (MOTO_HOST, MOTO_PORT)
 #   chromium, pdftotext           Debian packages chromium and poppler-utils, installed if missing
+#   Playwright                    the `playwright` Python package in a venv under .cache/services
+#                                 (PLAYWRIGHT_PYTHON), for the Console's browser test
 #   SDK and contract tools        openapi-python-client and schemathesis (PyPI, pinned in
 #                                 tests/sdk/requirements.txt), the TypeScript toolchain (npm ci in
 #                                 tests/sdk/typescript, pinned by its package-lock.json), node
@@ -252,6 +254,31 @@ ensure_sdk_tools() {
     log "openapi-python-client $(openapi-python-client --version | awk '{print $NF}'), schemathesis $(st --version | awk '{print $NF}'), node $(node --version)"
 }
 
+# ---------------------------------------------------------------- Playwright (Console tests)
+
+# The Console's browser journey (tests/processes/console.rs) runs tests/console/journey.py with
+# a python3 that has the `playwright` package, driving the Debian chromium above (no browser
+# download: `playwright install` is never run). A venv under .cache keeps it off the system's
+# Python; pip is a no-op when the pinned version is already there.
+PLAYWRIGHT_VERSION="1.65.3"
+PLAYWRIGHT_PYTHON_VALUE=""
+ensure_playwright() {
+    local venv="$STATE/playwright-venv"
+    if [[ ! -x "$venv/bin/python3" ]] && ! python3 -m venv "$venv" >&2; then
+        log "ERROR: python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
+        return 1
+    fi
+    if ! "$venv/bin/python3" -c "import playwright, importlib.metadata as m, sys; sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" 2>/dev/null; then
+        log "installing playwright==$PLAYWRIGHT_VERSION (pip, into $venv)"
+        if ! "$venv/bin/python3" -m pip install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION" >&2; then
+            log "ERROR: pip install playwright failed"
+            return 1
+        fi
+    fi
+    PLAYWRIGHT_PYTHON_VALUE="$venv/bin/python3"
+    log "playwright $PLAYWRIGHT_VERSION at $PLAYWRIGHT_PYTHON_VALUE"
+}
+
 # ---------------------------------------------------------------- subcommands
 
 export_line() { printf 'export %s=%q\n' "$1" "$2"; }
@@ -268,6 +295,7 @@ cmd_start() {
     start_moto || failed+=("moto (S3)")
     ensure_pdf_tools || failed+=("chromium/pdftotext")
     ensure_sdk_tools || failed+=("SDK and contract tools")
+    ensure_playwright || failed+=("Playwright (Python)")
     if ((${#failed[@]})); then
         rm -f "$ENV_FILE"
         log "FAILED: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g') (see the messages above)"
@@ -281,6 +309,7 @@ cmd_start() {
         export_line MONGODB_STANDALONE_URI "$MONGODB_STANDALONE_URI_VALUE"
         export_line S3_ENDPOINT "$MOTO_URL"
         export_line CHROMIUM_PATH "$CHROMIUM_PATH_VALUE"
+        export_line PLAYWRIGHT_PYTHON "$PLAYWRIGHT_PYTHON_VALUE"
     } >"$ENV_FILE.tmp"
     mv "$ENV_FILE.tmp" "$ENV_FILE"
     log "all services answer (${SECONDS} s)"

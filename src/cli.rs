@@ -460,6 +460,9 @@ fn print_banner(addr: &str, built: &wiring::Built, role: wiring::Role) {
         return;
     }
     println!("  Swagger UI: {base}/swagger    spec: {base}/openapi.json    health: {base}/readyz");
+    if built.http.console.enabled {
+        println!("  Console: {base}/console/");
+    }
     if let Some(token) = &built.dev_token {
         println!();
         println!("Development token (all scopes, valid 12 h, this run only):");

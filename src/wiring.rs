@@ -656,7 +656,13 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     });
     Ok(Built {
         app,
-        http: http_setup(config, authenticator, readiness, registry),
+        http: http_setup(
+            config,
+            authenticator,
+            readiness,
+            registry,
+            dev_token.as_ref(),
+        ),
         memory_broker,
         dev_token,
         example_dir,
@@ -673,6 +679,7 @@ fn http_setup(
     authenticator: Authenticator,
     readiness: crate::http::Readiness,
     registry: prometheus::Registry,
+    dev_token: Option<&reporter_ports::Secret>,
 ) -> HttpSetup {
     HttpSetup {
         authenticator: Arc::new(authenticator),
@@ -686,6 +693,11 @@ fn http_setup(
         original: config.original.clone(),
         streaming: StreamingView {
             exchange: config.streaming.exchange.clone(),
+        },
+        console: crate::http::console::ConsoleSetup {
+            enabled: config.console_enabled,
+            dev_token: dev_token
+                .map(|t| Arc::new(reporter_ports::Secret::new(t.expose().to_owned()))),
         },
     }
 }

@@ -18,6 +18,7 @@ mod report_completion;
 mod report_filters;
 mod reports;
 mod storage_sweep;
+mod template_source;
 mod templates;
 mod text;
 

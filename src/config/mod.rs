@@ -4,6 +4,7 @@
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
 mod auth;
+mod console;
 mod crm;
 mod datasource_tls;
 mod datasources;
@@ -453,6 +454,9 @@ pub struct RawConfig {
     #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
     pub s3_disable_ssl: String,
 
+    /// The Console's settings.
+    #[command(flatten)]
+    pub console: console::ConsoleRaw,
     // The template preview (`POST /v1/templates/preview`; src/config/preview.rs).
     /// Longest a template preview's extraction and render may take, in seconds; past it the
     /// preview answers status Error (report_generation_timeout, cause timeout).
@@ -653,6 +657,8 @@ pub struct Config {
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
 
+    /// `CONSOLE_ENABLED`: serve the Console at `/console`.
+    pub console_enabled: bool,
     /// The template preview's bounds.
     pub preview: crate::app::PreviewSettings,
     /// OpenTelemetry export.
@@ -1046,6 +1052,7 @@ impl RawConfig {
             s3_path_style: "true".into(),
             s3_disable_ssl: "false".into(),
 
+            console: console::ConsoleRaw::defaults(),
             preview_timeout_seconds: "10".into(),
             preview_max_output_bytes: "1048576".into(),
             telemetry: RawTelemetry::defaults(),
@@ -1140,6 +1147,7 @@ impl RawConfig {
             storage: &object_storage,
             sources: &data_sources,
         };
+        let console_enabled = self.console.enabled(&mut c);
         let preview = self.preview(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
@@ -1170,6 +1178,8 @@ impl RawConfig {
             worker,
             sandbox,
             mongo,
+
+            console_enabled,
             preview,
             telemetry,
         })

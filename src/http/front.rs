@@ -4,7 +4,7 @@
 //! to an operation.
 use poem::{Endpoint, IntoResponse, Request, Response, Route};
 
-/// Routes `/openapi.json`, `/openapi.yaml`, `/metrics` and `/swagger…` to `ops`, every other
+/// Routes `/openapi.json`, `/openapi.yaml`, `/metrics`, `/swagger…` and `/console…` to `ops`, every other
 /// path to `api` (which answers 404 for the paths it does not know).
 pub(super) struct Front<A> {
     pub(super) api: A,
@@ -13,7 +13,9 @@ pub(super) struct Front<A> {
 
 /// Whether `path` belongs to [`Front::ops`].
 fn is_ops(path: &str) -> bool {
-    matches!(path, "/openapi.json" | "/openapi.yaml" | "/metrics") || is_swagger(path)
+    matches!(path, "/openapi.json" | "/openapi.yaml" | "/metrics")
+        || is_swagger(path)
+        || super::console::is_console(path)
 }
 
 /// Whether `path` is Swagger UI's.

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod body_limit;
 mod builder;
+pub mod console;
 mod dashboard;
 mod datasources;
 mod deadlines;
@@ -30,6 +31,7 @@ mod shared;
 pub mod spec;
 pub mod streaming;
 mod tags;
+mod template_source;
 mod templates;
 pub mod text;
 pub mod token_cache;
@@ -52,6 +54,7 @@ use std::sync::Arc;
 /// Every operation group, in the order the spec lists them.
 pub type Apis = (
     templates::TemplatesApi,
+    template_source::TemplateSourceApi,
     preview::PreviewApi,
     builder::BuilderApi,
     reports::ReportsApi,
@@ -67,6 +70,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             templates::TemplatesApi,
+            template_source::TemplateSourceApi,
             preview::PreviewApi,
             builder::BuilderApi,
             reports::ReportsApi,
@@ -105,6 +109,8 @@ pub struct HttpSetup {
     pub original: crate::config::OriginalExtras,
     /// Streaming operations' view.
     pub streaming: streaming::StreamingView,
+    /// The Console at `/console`.
+    pub console: console::ConsoleSetup,
 }
 
 #[handler]
@@ -115,12 +121,17 @@ fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
 }
 
 /// The published spec (`/openapi.json`, `/openapi.yaml`) showing the deployment's parameter
-/// limits, Swagger UI (`/swagger/`) and the Prometheus metrics (`/metrics`).
-fn ops_routes(limits: spec::ParamLimits, swagger: bool) -> Route {
+/// limits, Swagger UI (`/swagger/`, unless turned off), the Prometheus metrics (`/metrics`)
+/// and the Console (`/console`, unless turned off).
+fn ops_routes(
+    limits: spec::ParamLimits,
+    swagger: bool,
+    console_setup: &console::ConsoleSetup,
+) -> Route {
     let swagger_html = spec::swagger_html(limits);
     let json = spec::json_with(limits);
     let yaml = spec::yaml_with(limits);
-    let routes = Route::new()
+    let routes = console::routes(Route::new(), console_setup)
         .at("/metrics", prometheus_metrics)
         .at(
             "/openapi.json",
@@ -182,7 +193,7 @@ pub fn endpoint(
     };
     let routes = front::Front {
         api: service.into_endpoint(),
-        ops: ops_routes(limits, setup.original.swagger_enabled),
+        ops: ops_routes(limits, setup.original.swagger_enabled, &setup.console),
     }
     .with(shared::Shared {
         app: app.clone(),

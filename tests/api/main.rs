@@ -9,6 +9,7 @@ mod common;
 
 mod builder;
 mod compat;
+mod console;
 mod crm;
 mod deadlines;
 mod platform;
@@ -21,5 +22,6 @@ mod reports;
 mod sandbox;
 mod sources;
 mod streaming;
+mod template_source;
 mod templates;
 mod xss;

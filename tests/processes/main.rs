@@ -7,6 +7,7 @@
 mod common;
 
 mod cli;
+mod console;
 mod hardening;
 mod lifecycle;
 mod mongo_outage;

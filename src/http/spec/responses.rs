@@ -31,7 +31,7 @@ pub fn errors_of(operation_id: &str) -> Option<&'static [u16]> {
         | "listDeadlines"
         | "listDeadlineNotifications"
         | "getDashboardMetrics" => &[401, 403, 503],
-        "getTemplate" | "getReport" | "getDeadline" => &[401, 403, 404, 503],
+        "getTemplate" | "getReport" | "getDeadline" | "getTemplateSource" => &[401, 403, 404, 503],
         "createTemplate" => &[401, 403, 409, 413, 503],
         "updateTemplate" => &[401, 403, 404, 409, 413, 503],
         "deleteTemplate" => &[401, 403, 404, 409, 503],
@@ -87,7 +87,12 @@ pub fn links(paths: &mut Value) {
             "/v1/templates",
             "post",
             "201",
-            &["getTemplate", "updateTemplate", "deleteTemplate"],
+            &[
+                "getTemplate",
+                "getTemplateSource",
+                "updateTemplate",
+                "deleteTemplate",
+            ],
         ),
         (
             "/v1/reports",

@@ -1,0 +1,28 @@
+//! Reading a stored template's file back (the Console's editor and source view, and any
+//! client that wants to edit a template it did not keep).
+use super::{App, AppError, AppResult, Caller, Code};
+use reporter_ports::TemplateId;
+
+impl App {
+    /// The text of live template `id`'s file, exactly as uploaded. MUST answer NotFound for a
+    /// missing, deleted or foreign id (as [`App::get_template`]); a file missing from object
+    /// storage under a live template is an internal error (the two are written together).
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    pub async fn template_source(&self, caller: &Caller, id: TemplateId) -> AppResult<String> {
+        let template = self.get_template(caller, id).await?;
+        let object = self
+            .ports
+            .storage
+            .get(&template.object_key)
+            .await
+            .map_err(AppError::object_storage)?
+            .ok_or_else(|| {
+                AppError::new(
+                    Code::Internal,
+                    "the template's file is missing from object storage",
+                )
+            })?;
+        // Uploads are checked to be UTF-8; a lossy read only guards against a storage fault.
+        Ok(String::from_utf8_lossy(&object.bytes).into_owned())
+    }
+}

@@ -1,0 +1,25 @@
+//! The Console's settings: `CONSOLE_ENABLED`.
+use super::Checker;
+use clap::Args;
+
+/// Raw Console settings.
+#[derive(Debug, Clone, Args)]
+pub struct ConsoleRaw {
+    /// Serve the Reporter Console (web UI) at /console on every role that serves the API.
+    #[arg(long, env = "CONSOLE_ENABLED", default_value = "true")]
+    pub console_enabled: String,
+}
+
+impl ConsoleRaw {
+    /// Every default.
+    pub fn defaults() -> Self {
+        Self {
+            console_enabled: "true".into(),
+        }
+    }
+
+    /// Whether the Console is served (a boolean, else a problem).
+    pub(super) fn enabled(&self, c: &mut Checker) -> bool {
+        c.boolean("CONSOLE_ENABLED", &self.console_enabled)
+    }
+}

@@ -1,0 +1,291 @@
+"""The Console in a real browser (Playwright driving the Debian chromium).
+
+    journey.py <base url> <examples dir> <screenshots dir> <axe.min.js>
+
+A tester's journey in memory mode: sign in with the offered development token, upload the
+example template by drag and drop, edit it and watch the preview change, make a report, see
+it finish without reloading, download it, create a deadline, deliver it, see its events; one
+journey through the visual builder (add, nest, reorder blocks, see the code and a validation
+error on its block, save as a template, open it again). No error may reach the browser's
+console. Then every screen: a screenshot, its time to first paint on a fresh load, and an
+axe-core check (no serious or critical violation). Prints one JSON line of figures last.
+Exits non-zero with the reason on the first failure.
+"""
+
+import gzip
+import json
+import os
+import pathlib
+import sys
+import time
+
+from playwright.sync_api import expect, sync_playwright
+
+expect.set_options(timeout=60_000)
+
+BASE, EXAMPLES, SHOTS, AXE = sys.argv[1:5]
+SHOTS = pathlib.Path(SHOTS)
+SHOTS.mkdir(parents=True, exist_ok=True)
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium"
+SCREENS = ["overview", "templates", "editor", "builder", "reports", "deadlines", "datasources", "events"]
+TIMEOUT = 60_000  # generous: a loaded 2-core machine
+
+console_errors = []  # (text, url of the resource it is about)
+notes = []
+
+
+def watch(page):
+    def on_console(msg):
+        if msg.type == "error":
+            console_errors.append((f"console.error: {msg.text}", (msg.location or {}).get("url", "")))
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda e: console_errors.append((f"page error: {e}", "")))
+
+
+def screen(page, name, query=""):
+    page.goto(f"{BASE}/console/#/{name}{query}")
+    page.wait_for_selector(f"main[data-screen='{name}']", timeout=TIMEOUT)
+
+
+def main():
+    source = pathlib.Path(EXAMPLES, "templates", "statement.html.tpl").read_text()
+    figures = {"firstContentfulPaintMs": {}, "screenReadyMs": {}}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        ctx = browser.new_context(accept_downloads=True, viewport={"width": 1440, "height": 900}, locale="en-US")
+        ctx.set_default_timeout(TIMEOUT)
+        page = ctx.new_page()
+        watch(page)
+        page.on("dialog", lambda d: d.accept())
+
+        # Sign in: the "Access token" field, and the development token offered to this machine.
+        page.goto(f"{BASE}/console/")
+        expect(page.get_by_label("Access token")).to_be_visible()
+        page.screenshot(path=str(SHOTS / "signin.png"))
+        page.click("#use-dev-token")
+        page.wait_for_selector("main[data-screen='overview'] .counter")
+        token = page.evaluate("sessionStorage.getItem('reporter.console.token')")
+        assert token and token.count(".") == 2, "the token is kept in session storage"
+        assert token not in page.url, "never in the URL"
+        assert not ctx.cookies(), "never in a cookie"
+
+        # Upload the example template by drag and drop.
+        screen(page, "templates")
+        dt = page.evaluate_handle(
+            """(text) => { const dt = new DataTransfer();
+                 dt.items.add(new File([text], 'statement.html.tpl', { type: 'text/plain' })); return dt; }""",
+            source,
+        )
+        page.dispatch_event(".dropzone", "drop", {"dataTransfer": dt})
+        page.get_by_label("Description").first.fill("Account statement")
+        page.click("#upload-submit")
+        row = page.locator("tr", has_text="Account statement").first
+        expect(row).to_be_visible()
+
+        # Its source (read back from the API, not from what this tab uploaded), highlighted.
+        page.evaluate(
+            "Object.keys(sessionStorage).filter(k => k.startsWith('reporter.console.source.'))"
+            ".forEach(k => sessionStorage.removeItem(k))"
+        )
+        row.get_by_role("button", name="Account statement").click()
+        src_view = page.locator(".template-details pre.source").first
+        expect(src_view).to_contain_text("{% for a in bank.accounts %}")
+        expect(src_view.locator(".tk-tag").first).to_be_visible()
+        expect(page.locator(".template-details .fields").first).to_contain_text("bank.accounts")
+        page.screenshot(path=str(SHOTS / "templates.png"), full_page=True)
+
+        # Edit it and watch the preview change.
+        row.get_by_role("button", name="Edit").click()
+        page.wait_for_selector("main[data-screen='editor']")
+        expect(page.locator("#source")).to_have_value(source)
+        page.wait_for_selector("main[data-preview-status]")
+        status = page.evaluate("document.querySelector('main').dataset.previewStatus")
+        edited = source.replace("<h1>Account statements</h1>", "<h1>Statements seen in the console</h1>")
+        if status == "unavailable":
+            print("SKIPPED: the preview part of the journey: POST /v1/templates/preview answers 404/405 on this build")
+            notes.append("preview endpoint absent")
+            page.fill("#source", edited)
+        else:
+            frame = page.frame_locator("#preview iframe")
+            expect(frame.locator("h1")).to_have_text("Account statements")
+            # The frame is sandboxed without scripts.
+            assert page.locator("#preview iframe").get_attribute("sandbox") == ""
+            page.fill("#source", edited)
+            expect(frame.locator("h1")).to_have_text("Statements seen in the console")
+            # A syntax error is pointed at its line (the one 4xx this journey causes on purpose).
+            notes.append("syntax error shown")
+            broken = edited.rstrip("\n") + "\n{{ unclosed\n"
+            line = broken.rstrip("\n").count("\n") + 1
+            page.fill("#source", broken)
+            expect(page.locator("#preview-errors")).to_contain_text(f"Line {line}")
+            page.fill("#source", edited)
+            expect(page.locator("#preview-errors")).to_be_empty()
+            expect(frame.locator("h1")).to_have_text("Statements seen in the console")
+        page.click("#editor-save")
+        expect(page.locator(".toast", has_text="Template saved")).to_be_visible()
+        page.screenshot(path=str(SHOTS / "editor.png"), full_page=True)
+        template_id = page.url.split("id=")[-1]
+
+        if status != "unavailable":
+            # A new template: CSV previews as a table, TXT as text.
+            screen(page, "editor")
+            page.select_option("main select >> nth=0", "csv")
+            page.fill("#source", pathlib.Path(EXAMPLES, "templates", "transactions.csv.tpl").read_text())
+            expect(page.locator("#preview table.csv tbody tr").first).to_be_visible()
+            page.select_option("main select >> nth=0", "txt")
+            page.fill("#source", pathlib.Path(EXAMPLES, "templates", "summary.txt.tpl").read_text())
+            expect(page.locator("#preview pre.output")).not_to_be_empty()
+
+        # Make a report, see it finish without reloading, look at its sections, download it.
+        screen(page, "reports", f"?templateId={template_id}")
+        page.get_by_role("button", name="Add filter").click()
+        page.get_by_label("Table", exact=True).select_option("transactions")
+        page.get_by_label("Field", exact=True).select_option("booked_on")
+        page.get_by_label("Operator").select_option("between")
+        page.get_by_label("Values (comma-separated)").fill("2024-01-01, 2024-12-31")
+        page.click("#report-submit")
+        finished = page.locator("#report-list tr[data-status='Finished']").first
+        expect(finished).to_be_visible(timeout=TIMEOUT)
+        finished.get_by_role("button").first.click()
+        expect(page.locator("#report-list .details").first).to_contain_text("bank")
+        with page.expect_download() as dl:
+            finished.locator("button.download").click()
+        body = pathlib.Path(dl.value.path()).read_text()
+        assert "Statements seen in the console" in body, body[:300]
+        page.screenshot(path=str(SHOTS / "reports.png"), full_page=True)
+
+        # Create a deadline, deliver it.
+        screen(page, "deadlines")
+        deadline = f"Liquidity report {time.time_ns() % 100000}"
+        page.get_by_label("Name", exact=True).fill(deadline)
+        due = time.strftime("%Y-%m-28T18:00", time.gmtime())
+        page.get_by_label("Due", exact=True).fill(due)
+        page.get_by_label("Frequency").select_option("monthly")
+        page.click("#deadline-save")
+        drow = page.locator(f"tr[data-deadline='{deadline}']")
+        expect(drow).to_be_visible()
+        expect(page.locator(".calendar .chip", has_text=deadline)).to_be_visible()
+        drow.locator("button.deliver").click()
+        expect(drow.locator(".badge")).to_have_text("delivered")
+        drow.get_by_role("button", name="Revert delivery").click()
+        expect(drow.locator(".badge")).not_to_have_text("delivered")
+        drow.locator("button.deliver").click()
+        expect(drow.locator(".badge")).to_have_text("delivered")
+        page.screenshot(path=str(SHOTS / "deadlines.png"), full_page=True)
+
+        # The data source, its tables and its readiness check.
+        screen(page, "datasources")
+        card = page.locator("section[aria-label='bank']")
+        expect(card.locator(".badge")).to_have_text("up")
+        expect(card).to_contain_text("transactions")
+
+        # See its events (memory:// publication).
+        screen(page, "events")
+        wire = page.locator("#deliveries li")
+        expect(wire.first).to_be_visible()
+        types = page.eval_on_selector_all("#deliveries li", "els => els.map(e => e.dataset.type)")
+        for expected in ("template", "report", "deadline"):
+            assert any(expected in t for t in types), f"no {expected} event on the wire: {types}"
+        page.screenshot(path=str(SHOTS / "events.png"), full_page=True)
+
+        # The visual builder: add, nest, reorder; code; an error on its block; save; reopen.
+        screen(page, "builder")
+        page.select_option("#builder-type", "text")
+        page.click("#builder-add")
+        page.select_option("#builder-type", "loop")
+        page.click("#builder-add")
+        loop = page.locator("fieldset.block[data-type='loop']")
+        loop.get_by_role("button", name="Add inside").click()
+        page.select_option("#builder-type", "variable")
+        page.click("#builder-add")
+        inner = loop.locator("fieldset.block[data-type='variable']")
+        expect(inner).to_be_visible()
+        # An empty variable is reported on its own block.
+        expect(inner.locator(".block-error").first).to_be_visible()
+        loop.get_by_label("iterator *").fill("a")
+        loop.get_by_label("collection *").fill("bank.accounts")
+        inner.get_by_label("variable *").fill("a.account_id")
+        page.locator("fieldset.block[data-type='text']").get_by_label("content").fill("<h1>Accounts</h1>")
+        # Reorder: the loop first, then back.
+        loop.get_by_role("button", name="Move up").first.click()
+        expect(page.locator("#builder-blocks > fieldset.block").first).to_have_attribute("data-type", "loop")
+        page.locator("#builder-blocks > fieldset.block[data-type='loop']").get_by_role("button", name="Move down").first.click()
+        expect(page.locator("#builder-blocks > fieldset.block").first).to_have_attribute("data-type", "text")
+        expect(page.locator("#builder-verdict")).to_have_text("The blocks are valid.")
+        expect(page.locator("#builder-code")).to_contain_text("for a in bank.accounts")
+        page.locator("main").get_by_label("Description").fill("Builder made")
+        page.click("#builder-save")
+        page.wait_for_selector("main[data-saved-template]")
+        page.screenshot(path=str(SHOTS / "builder.png"), full_page=True)
+        screen(page, "templates")
+        page.locator("tr", has_text="Builder made").get_by_role("button", name="Open in builder").first.click()
+        page.wait_for_selector("main[data-screen='builder'] fieldset.block[data-type='variable']")
+        expect(page.locator("#builder-code")).to_contain_text("for a in bank.accounts")
+
+        # Portuguese.
+        page.select_option("#lang", "pt")
+        expect(page.locator("#nav")).to_contain_text("Visão geral")
+        page.select_option("#lang", "en")
+
+        # Every screen: screenshot, first paint on a fresh load.
+        for name in SCREENS:
+            page.goto("about:blank")
+            page.goto(f"{BASE}/console/#/{name}")
+            page.wait_for_selector(f"main[data-screen='{name}']")
+            perf = page.evaluate(
+                """() => ({ fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
+                            ready: performance.now() })"""
+            )
+            figures["firstContentfulPaintMs"][name] = round(perf["fcp"] or -1)
+            figures["screenReadyMs"][name] = round(perf["ready"])
+            if not (SHOTS / f"{name}.png").exists() or name in ("overview", "datasources"):
+                page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+        # Accessibility: axe-core injected by the test only (a context that lets the test add it).
+        axe_ctx = browser.new_context(bypass_csp=True, viewport={"width": 1440, "height": 900}, locale="en-US")
+        axe_ctx.set_default_timeout(TIMEOUT)
+        axe_page = axe_ctx.new_page()
+        axe_src = pathlib.Path(AXE).read_text()
+        failures = []
+
+        def check(label):
+            axe_page.add_script_tag(content=axe_src)
+            found = axe_page.evaluate("async () => (await axe.run(document)).violations")
+            for v in found:
+                if v["impact"] in ("serious", "critical"):
+                    targets = [n["target"] for n in v["nodes"]][:5]
+                    failures.append(f"{label}: {v['id']} ({v['impact']}): {v['help']} at {targets}")
+
+        axe_page.goto(f"{BASE}/console/")
+        axe_page.wait_for_selector("main[data-screen='signin'] #use-dev-token")
+        check("signin")
+        axe_page.click("#use-dev-token")
+        axe_page.wait_for_selector("main[data-screen='overview'] .counter")
+        for name in SCREENS:
+            axe_page.goto(f"{BASE}/console/#/{name}")
+            axe_page.wait_for_selector(f"main[data-screen='{name}']")
+            axe_page.wait_for_timeout(300)
+            check(name)
+        assert not failures, "axe-core: serious or critical violations:\n" + "\n".join(failures)
+        browser.close()
+
+    if "preview endpoint absent" in notes or "syntax error shown" in notes:
+        # The preview calls the journey expects to fail: the 404 of a build without the
+        # endpoint, or the 400 of the template it broke on purpose. Anything else counts.
+        errors = [e for e, url in console_errors if not url.endswith("/v1/templates/preview")]
+    else:
+        errors = [e for e, _ in console_errors]
+    assert not errors, "errors in the browser console:\n" + "\n".join(errors)
+    assets = [f for f in pathlib.Path(EXAMPLES).parent.joinpath("console").rglob("*") if f.is_file()]
+    figures["assets"] = {
+        "files": len(assets),
+        "bytes": sum(f.stat().st_size for f in assets),
+        "gzipBytes": sum(len(gzip.compress(f.read_bytes(), 9)) for f in assets),
+    }
+    figures["notes"] = notes
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
