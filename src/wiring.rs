@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 mod dev_token;
 mod jobs;
+mod rate_limit;
 mod readiness;
 mod sandbox_check;
 
@@ -631,7 +632,11 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     if let (Some(_), Some(native)) = (&worker, &native_pdf) {
         probe_pdf_confinement(native.clone());
     }
+    let limiter = rate_limit::rate_limiter(config, role != Role::Worker, &mut summary)?;
     let readiness = readiness::readiness(readiness::Dependencies {
+        rate_limiter: limiter
+            .as_ref()
+            .map(|(l, p)| rate_limit::rate_limiter_check(l.clone(), p.fail_open)),
         deployment_mode: config.deployment_mode.as_str(),
         outbox,
         database: stores.database,
@@ -646,7 +651,10 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     });
     Ok(Built {
         app,
-        http: http_setup(config, authenticator, readiness, registry),
+        http: HttpSetup {
+            rate_limit: limiter,
+            ..http_setup(config, authenticator, readiness, registry)
+        },
         memory_broker,
         dev_token,
         example_dir,
@@ -676,6 +684,7 @@ fn http_setup(
         streaming: StreamingView {
             exchange: config.streaming.exchange.clone(),
         },
+        rate_limit: None,
     }
 }
 

@@ -10,6 +10,8 @@ mod datasources;
 mod deployment;
 mod mongo;
 mod original;
+mod production;
+mod rate_limit;
 mod server;
 mod storage;
 mod streaming;
@@ -18,6 +20,7 @@ mod worker;
 pub use crm::CrmSpec;
 pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection, SqlTls};
 pub use mongo::MongoSettings;
+pub use rate_limit::{ProtectionRaw, RateLimitSettings};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -442,6 +445,10 @@ pub struct RawConfig {
     /// Allow plain http to the endpoint.
     #[arg(long, env = "OBJECT_STORAGE_DISABLE_SSL", default_value = "false")]
     pub s3_disable_ssl: String,
+
+    /// Rate limiting, its Redis, and the production escape hatches (src/config/rate_limit.rs).
+    #[command(flatten)]
+    pub protection: ProtectionRaw,
 }
 
 /// One configuration problem.
@@ -627,6 +634,9 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// MongoDB, when configured.
     pub mongo: Option<MongoSettings>,
+
+    /// Rate limiting (`RATE_LIMIT_*`, `REDIS_*`, `TRUSTED_PROXIES`).
+    pub rate_limit: RateLimitSettings,
 }
 
 /// Where report jobs travel.
@@ -1014,6 +1024,8 @@ impl RawConfig {
             s3_secret_key: None,
             s3_path_style: "true".into(),
             s3_disable_ssl: "false".into(),
+
+            protection: ProtectionRaw::defaults(),
         }
     }
 
@@ -1086,15 +1098,31 @@ impl RawConfig {
             300,
             0,
         ));
+        let rate_limit = self.protection.rate_limit(&mut c, production);
         let connections = deployment::Connections {
             mongo: mongo.as_ref(),
             queue: &worker.queue,
             streaming: &streaming,
             storage: &object_storage,
             sources: &data_sources,
+            redis: rate_limit.redis.as_ref().filter(|_| rate_limit.enabled),
         };
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
+        let allow_insecure_tls =
+            c.boolean("ALLOW_INSECURE_TLS", &self.protection.allow_insecure_tls);
+        let allow_insecure_otel =
+            c.boolean("ALLOW_INSECURE_OTEL", &self.protection.allow_insecure_otel);
+        if production {
+            let inputs = production::ProductionInputs {
+                env,
+                connections,
+                cors_origins: &cors_origins,
+                allow_insecure_tls,
+                allow_insecure_otel,
+            };
+            c.problems.extend(production::production_problems(&inputs));
+        }
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -1120,6 +1148,7 @@ impl RawConfig {
             worker,
             sandbox,
             mongo,
+            rate_limit,
         })
     }
 
@@ -1404,6 +1433,8 @@ fn redact_one(uri: &str) -> String {
     }
 }
 
+#[cfg(test)]
+mod protection_tests;
 #[cfg(test)]
 mod secret_tests;
 #[cfg(test)]

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod body_limit;
 mod builder;
+pub mod client_ip;
 mod dashboard;
 mod datasources;
 mod deadlines;
@@ -23,6 +24,7 @@ pub mod methods;
 pub mod middleware;
 pub mod ops;
 pub mod query;
+pub mod rate_limit;
 mod reports;
 pub mod server;
 mod shared;
@@ -99,6 +101,12 @@ pub struct HttpSetup {
     pub cors_origins: Vec<String>,
     /// Streaming operations' view.
     pub streaming: streaming::StreamingView,
+
+    /// Rate limiting: the counters and the policy; `None` when off.
+    pub rate_limit: Option<(
+        Arc<dyn reporter_ports::ports::RateLimiter>,
+        rate_limit::RateLimitPolicy,
+    )>,
 }
 
 #[handler]
@@ -158,6 +166,14 @@ pub fn endpoint(
     setup: HttpSetup,
 ) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
     let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let rate_limit = match setup.rate_limit {
+        Some((limiter, policy)) => Some(rate_limit::RateLimit {
+            limiter,
+            policy: Arc::new(policy),
+            metrics: rate_limit::RateLimitMetrics::register(&setup.registry)?,
+        }),
+        None => None,
+    };
     let service = api_service();
     let query_contract = Arc::new(query::QueryContract::from_spec(
         &serde_json::from_str(&service.spec()).unwrap_or_default(),
@@ -191,7 +207,13 @@ pub fn endpoint(
     let core = routes
         .with(idempotency)
         .with(gate)
-        .catch_all_error(error::normalize_error);
+        .catch_all_error(error::normalize_error)
+        .boxed();
+    // Before authentication (as the original), inside CORS so a refusal carries its headers.
+    let core = match rate_limit {
+        Some(limit) => core.with(limit).boxed(),
+        None => core,
+    };
     let cors = cors(&setup.cors_origins);
     Ok(core
         .with_if(cors.is_some(), cors.unwrap_or_default())
