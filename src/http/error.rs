@@ -86,11 +86,12 @@ pub enum ApiError {
     /// The client's requests in the current window exceed its tier's limit (`TPL-0429`, only
     /// with rate limiting on); retry after `Retry-After` seconds.
     #[oai(status = 429)]
-    TooManyRequests(Json<ErrorBody>, #[oai(header = "Retry-After")] String),
+    TooManyRequests(Json<ErrorBody>, #[oai(header = "Retry-After")] u64),
     /// Well-formed but not applicable to the entity's current state.
     #[oai(status = 422)]
     Unprocessable(Json<ErrorBody>),
-    /// A dependency (storage, data source) is unavailable; retry later.
+    /// A dependency (storage, data source, or the rate limiter's Redis when it fails closed)
+    /// is unavailable; retry later.
     #[oai(status = 503)]
     Unavailable(Json<ErrorBody>),
     /// A bug in the service.
@@ -111,7 +112,7 @@ impl From<AppError> for ApiError {
             ErrorKind::PayloadTooLarge => Self::PayloadTooLarge(body),
             ErrorKind::UriTooLong => Self::UriTooLong(body),
             ErrorKind::HeadersTooLarge => Self::HeadersTooLarge(body),
-            ErrorKind::TooManyRequests => Self::TooManyRequests(body, "60".into()),
+            ErrorKind::TooManyRequests => Self::TooManyRequests(body, 60),
             ErrorKind::Unprocessable => Self::Unprocessable(body),
             ErrorKind::Unavailable => Self::Unavailable(body),
             ErrorKind::Internal => Self::Internal(body),

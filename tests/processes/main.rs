@@ -10,4 +10,5 @@ mod cli;
 mod hardening;
 mod lifecycle;
 mod mongo_outage;
+mod rate_limit;
 mod secrets;

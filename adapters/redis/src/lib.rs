@@ -207,7 +207,9 @@ impl RateLimiter for RedisRateLimiter {
         let (count, ttl_ms) = tokio::time::timeout(self.timeout, work)
             .await
             .map_err(|_| self.timed_out())??;
-        let left = u64::try_from(ttl_ms).unwrap_or(window_ms).clamp(1, window_ms);
+        let left = u64::try_from(ttl_ms)
+            .unwrap_or(window_ms)
+            .clamp(1, window_ms);
         Ok(RateDecision {
             allowed: count <= u64::from(limit),
             count,

@@ -25,7 +25,10 @@ fn connection() -> Option<RedisConnection> {
 }
 
 fn limiter(c: &RedisConnection) -> RedisRateLimiter {
-    let prefix = format!("{}:", reporter_contract::services::unique_name("rl_contract"));
+    let prefix = format!(
+        "{}:",
+        reporter_contract::services::unique_name("rl_contract")
+    );
     RedisRateLimiter::new(c, Duration::from_secs(5), prefix).expect("client")
 }
 

@@ -62,12 +62,20 @@ pub async fn keys_are_independent(l: impl RateLimiterUnderTest) {
     for _ in 0..3 {
         l.hit("export:10.0.0.1", 2, MINUTE).await.expect("hit");
     }
-    assert!(!l.hit("export:10.0.0.1", 2, MINUTE).await.expect("hit").allowed);
+    assert!(
+        !l.hit("export:10.0.0.1", 2, MINUTE)
+            .await
+            .expect("hit")
+            .allowed
+    );
     let other = l.hit("export:10.0.0.2", 2, MINUTE).await.expect("hit");
     assert!(other.allowed);
     assert_eq!(other.count, 1);
     let tier = l.hit("dispatch:10.0.0.1", 2, MINUTE).await.expect("hit");
-    assert!(tier.allowed, "another tier of the same client is another key");
+    assert!(
+        tier.allowed,
+        "another tier of the same client is another key"
+    );
 }
 
 /// After the window closes, the key's count starts again at one.
