@@ -5,6 +5,7 @@ mod commit_latency;
 mod crm_decrypt;
 mod pg_reports;
 mod publish_cost;
+mod rate_limit;
 mod report_rss;
 mod report_time;
 mod serve;
@@ -23,5 +24,6 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(report_time::ReportTime::default()),
         Box::new(report_rss::ReportRss::default()),
         Box::new(crm_decrypt::CrmDecrypt::default()),
+        Box::new(rate_limit::RateLimit),
     ]
 }
