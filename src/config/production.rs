@@ -132,6 +132,7 @@ fn empty_secret_problems(i: &ProductionInputs<'_>) -> Vec<ConfigProblem> {
     };
     if let Some(m) = c.mongo
         && uri_password(m.connection.uri.expose()).is_none_or(str::is_empty)
+        && !passwordless_mongo_auth(m.connection.uri.expose())
     {
         out.push(missing("MONGO_PASSWORD", "MongoDB"));
     }
@@ -185,6 +186,14 @@ fn empty_secret_problems(i: &ProductionInputs<'_>) -> Vec<ConfigProblem> {
     out
 }
 
+/// A MongoDB authentication mechanism without a password (X.509 certificates, AWS IAM).
+fn passwordless_mongo_auth(uri: &str) -> bool {
+    let lower = uri.to_ascii_lowercase();
+    ["authmechanism=mongodb-x509", "authmechanism=mongodb-aws"]
+        .iter()
+        .any(|m| lower.contains(m))
+}
+
 /// A plaintext OTLP exporter without `ALLOW_INSECURE_OTEL=true`.
 fn otel_problem(i: &ProductionInputs<'_>) -> Option<ConfigProblem> {
     if i.allow_insecure_otel {
@@ -220,6 +229,9 @@ mod tests {
         assert_eq!(uri_password("mongodb://h/?x=u:p@"), None);
         assert_eq!(uri_password("u:CHANGE_ME@rabbitmq:5672"), Some("CHANGE_ME"));
         assert_eq!(uri_password("redis://h:6379"), None);
+        assert!(super::passwordless_mongo_auth(
+            "mongodb://h/?tls=true&authMechanism=MONGODB-X509"
+        ));
     }
 
     #[test]
