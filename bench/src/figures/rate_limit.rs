@@ -15,7 +15,7 @@ use async_trait::async_trait;
 #[derive(Default)]
 pub struct RateLimit;
 
-const TEMPLATE: &str = "account_id\n{% for a in bank.accounts %}{{ a.account_id }}\n{% endfor %}";
+const TEMPLATE: &str = "account_id,holder_name\n{% for a in bank.accounts %}{{ a.account_id }},{{ a.holder_name }}\n{% endfor %}";
 
 /// `host:port` of `REDIS_URL` (`redis://host:port[/db]`).
 fn redis_host() -> String {
