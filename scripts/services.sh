@@ -7,7 +7,7 @@
 #                               # never answers.
 #   scripts/services.sh env     # the export lines only, for: eval "$(bash scripts/services.sh env)"
 #   scripts/services.sh stop    # stop what `start` launched itself (MongoDB stand-in, moto), by PID;
-#                               # the machine's own PostgreSQL, MariaDB and RabbitMQ keep running
+#                               # the machine's own PostgreSQL, MariaDB, RabbitMQ and Redis keep running
 #
 # Services (see README "Testing" and /work/.library/env/machines/rust-svc.md):
 #   PostgreSQL   127.0.0.1:5432   machine service; started with pg_ctlcluster if it does not answer
@@ -15,6 +15,8 @@
 #                                 with start-stop-daemon … /usr/sbin/mariadbd if it does not answer
 #   RabbitMQ     127.0.0.1:5672   machine service; `rabbitmqctl start_app` if the node runs with the
 #                                 app stopped, `rabbitmq-server -detached` (loopback only) if not
+#   Redis        127.0.0.1:6379   machine service (Debian redis-server); started with
+#                                 `redis-server --daemonize yes` (loopback only) if it does not answer
 #   MongoDB      127.0.0.1:27017  SecantusDB stand-in, scripts/mongo-standin.sh (MONGO_PORT)
 #   MongoDB      127.0.0.1:27018  the same, presenting itself as a standalone server
 #                                 (MONGO_STANDALONE_PORT): `reporter serve` must refuse it
@@ -92,6 +94,34 @@ start_postgres() {
     pg_ctlcluster --skip-systemctl-redirect "$version" main start >&2 || log "pg_ctlcluster exited $?; waiting anyway"
     wait_for "PostgreSQL on 127.0.0.1:5432" pg_answers || return 1
     log "PostgreSQL up on 127.0.0.1:5432"
+}
+
+# ---------------------------------------------------------------- Redis
+
+REDIS_URL_VALUE="redis://127.0.0.1:6379"
+
+redis_answers() {
+    if command -v redis-cli >/dev/null; then
+        [[ "$(timeout 3 redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" == "PONG" ]]
+    else
+        tcp_open 6379
+    fi
+}
+
+start_redis() {
+    if redis_answers; then
+        log "Redis answers on 127.0.0.1:6379"
+        return 0
+    fi
+    if ! command -v redis-server >/dev/null; then
+        log "ERROR: Redis does not answer on 127.0.0.1:6379 and redis-server is not installed (apt-get install redis-server)"
+        return 1
+    fi
+    log "Redis does not answer; starting redis-server on 127.0.0.1:6379"
+    redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --save '' --appendonly no >&2 ||
+        log "redis-server exited $?; waiting anyway"
+    wait_for "Redis on 127.0.0.1:6379" redis_answers || return 1
+    log "Redis up on 127.0.0.1:6379"
 }
 
 # ---------------------------------------------------------------- MariaDB
@@ -289,6 +319,7 @@ cmd_start() {
     start_postgres || failed+=(PostgreSQL)
     start_mariadb || failed+=(MariaDB)
     start_rabbitmq || failed+=(RabbitMQ)
+    start_redis || failed+=(Redis)
     start_mongo "$MONGO_PORT" started-mongo || failed+=("MongoDB stand-in")
     start_mongo "$MONGO_STANDALONE_PORT" started-mongo-standalone 1 ||
         failed+=("standalone MongoDB stand-in")
@@ -310,6 +341,7 @@ cmd_start() {
         export_line S3_ENDPOINT "$MOTO_URL"
         export_line CHROMIUM_PATH "$CHROMIUM_PATH_VALUE"
         export_line PLAYWRIGHT_PYTHON "$PLAYWRIGHT_PYTHON_VALUE"
+        export_line REDIS_URL "$REDIS_URL_VALUE"
     } >"$ENV_FILE.tmp"
     mv "$ENV_FILE.tmp" "$ENV_FILE"
     log "all services answer (${SECONDS} s)"

@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 mod dev_token;
 mod jobs;
+mod rate_limit;
 mod readiness;
 mod sandbox_check;
 
@@ -641,7 +642,11 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     if let (Some(_), Some(native)) = (&worker, &native_pdf) {
         probe_pdf_confinement(native.clone());
     }
+    let limiter = rate_limit::rate_limiter(config, role != Role::Worker, &mut summary)?;
     let readiness = readiness::readiness(readiness::Dependencies {
+        rate_limiter: limiter
+            .as_ref()
+            .map(|(l, p)| rate_limit::rate_limiter_check(l.clone(), p.fail_open)),
         deployment_mode: config.deployment_mode.as_str(),
         outbox,
         database: stores.database,
@@ -656,13 +661,16 @@ pub async fn build(config: &Config, role: Role) -> anyhow::Result<Built> {
     });
     Ok(Built {
         app,
-        http: http_setup(
-            config,
-            authenticator,
-            readiness,
-            registry,
-            dev_token.as_ref(),
-        ),
+        http: HttpSetup {
+            rate_limit: limiter,
+            ..http_setup(
+                config,
+                authenticator,
+                readiness,
+                registry,
+                dev_token.as_ref(),
+            )
+        },
         memory_broker,
         dev_token,
         example_dir,
@@ -699,6 +707,7 @@ fn http_setup(
             dev_token: dev_token
                 .map(|t| Arc::new(reporter_ports::Secret::new(t.expose().to_owned()))),
         },
+        rate_limit: None,
     }
 }
 

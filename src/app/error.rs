@@ -26,6 +26,8 @@ pub enum ErrorKind {
     UriTooLong,
     /// 431.
     HeadersTooLarge,
+    /// 429.
+    TooManyRequests,
     /// 422.
     Unprocessable,
     /// 503.
@@ -113,6 +115,7 @@ codes! {
     RequestTimeout = "TPL-0408", RequestTimeout, "Request body too slow";
     UriTooLong = "TPL-0414", UriTooLong, "Request URI too long";
     HeadersTooLarge = "TPL-0431", HeadersTooLarge, "Request headers too large";
+    RateLimited = "TPL-0429", TooManyRequests, "Too Many Requests";
     UnsupportedMediaType = "TPL-0415", Validation, "Unsupported content type";
     ServiceUnavailable = "TPL-0503", Unavailable, "Service unavailable";
 }

@@ -15,6 +15,8 @@ pub(super) struct Connections<'a> {
     pub streaming: &'a StreamingSettings,
     pub storage: &'a ObjectStorageChoice,
     pub sources: &'a DataSourceConfig,
+    /// The rate limiter's Redis, when configured and rate limiting is on.
+    pub redis: Option<&'a reporter_adapter_redis::RedisConnection>,
 }
 
 /// True when a MongoDB connection string turns TLS on (`mongodb+srv://` does by default).
@@ -30,8 +32,8 @@ fn mongo_uri_has_tls(uri: &str) -> bool {
     (lower.starts_with("mongodb+srv://") && !off) || on
 }
 
-/// The rules that involve several sections: in SaaS mode every connection uses TLS; GridFS
-/// needs MongoDB.
+/// The rules that involve several sections: in SaaS mode every connection uses TLS (also the
+/// rate limiter's Redis); GridFS needs MongoDB.
 pub(super) fn cross_section_problems(
     mode: DeploymentMode,
     c: &Connections<'_>,
@@ -63,37 +65,9 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
             &format!("{RULE}: tls=true in MONGO_PARAMETERS or the URI, or MONGO_TLS_CA_CERT"),
         ));
     }
-    if let JobQueueChoice::Rabbit { uri, .. } = c.queue
-        && !uri.expose().starts_with("amqps://")
-    {
-        out.push(problem(
-            "RABBITMQ_URI",
-            "not an amqps:// URI",
-            &format!("{RULE}: amqps://"),
-        ));
-    }
-    if c.streaming.enabled
-        && let EventBroker::Amqp(uris) = &c.streaming.broker
-        && uris.iter().any(|u| !u.expose().starts_with("amqps://"))
-    {
-        out.push(problem(
-            "STREAMING_BROKERS",
-            "the event broker is not reached over amqps://",
-            &format!("{RULE}: amqps://"),
-        ));
-    }
-    if let ObjectStorageChoice::S3(s) = c.storage
-        && (s.allow_http
-            || s.endpoint
-                .as_deref()
-                .is_some_and(|e| e.trim_start().starts_with("http://")))
-    {
-        out.push(problem(
-            "OBJECT_STORAGE_ENDPOINT",
-            "object storage is reached over plain http",
-            &format!("{RULE}: an https:// endpoint and OBJECT_STORAGE_DISABLE_SSL=false"),
-        ));
-    }
+    out.extend(rabbitmq_tls_problems(c, RULE));
+    out.extend(storage_tls_problems(c, RULE));
+    out.extend(redis_tls_problems(c, RULE));
     for (id, spec) in &c.sources.sources {
         let var = format!("DATASOURCE_{}", id.as_str().to_ascii_uppercase());
         match spec {
@@ -126,6 +100,62 @@ pub(super) fn saas_tls_problems(c: &Connections<'_>) -> Vec<ConfigProblem> {
         }
     }
     out
+}
+
+/// RabbitMQ (the job queue and the event broker) reached without `amqps://`, as problems
+/// citing `rule` (the SaaS rule, or the production rule of [`super::production`]).
+pub(super) fn rabbitmq_tls_problems(c: &Connections<'_>, rule: &str) -> Vec<ConfigProblem> {
+    let mut out = Vec::new();
+    if let JobQueueChoice::Rabbit { uri, .. } = c.queue
+        && !uri.expose().starts_with("amqps://")
+    {
+        out.push(problem(
+            "RABBITMQ_URI",
+            "not an amqps:// URI",
+            &format!("{rule}: amqps://"),
+        ));
+    }
+    if c.streaming.enabled
+        && let EventBroker::Amqp(uris) = &c.streaming.broker
+        && uris.iter().any(|u| !u.expose().starts_with("amqps://"))
+    {
+        out.push(problem(
+            "STREAMING_BROKERS",
+            "the event broker is not reached over amqps://",
+            &format!("{rule}: amqps://"),
+        ));
+    }
+    out
+}
+
+/// S3 object storage reached over plain http, as a problem citing `rule`.
+pub(super) fn storage_tls_problems(c: &Connections<'_>, rule: &str) -> Option<ConfigProblem> {
+    match c.storage {
+        ObjectStorageChoice::S3(s)
+            if s.allow_http
+                || s.endpoint
+                    .as_deref()
+                    .is_some_and(|e| e.trim_start().starts_with("http://")) =>
+        {
+            Some(problem(
+                "OBJECT_STORAGE_ENDPOINT",
+                "object storage is reached over plain http",
+                &format!("{rule}: an https:// endpoint and OBJECT_STORAGE_DISABLE_SSL=false"),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The rate limiter's Redis reached without TLS, as a problem citing `rule`.
+pub(super) fn redis_tls_problems(c: &Connections<'_>, rule: &str) -> Option<ConfigProblem> {
+    c.redis.filter(|r| !r.tls).map(|_| {
+        problem(
+            "REDIS_TLS",
+            "the rate limiter's Redis is reached without TLS",
+            &format!("{rule}: REDIS_TLS=true"),
+        )
+    })
 }
 
 /// A SQL data source whose TLS mode does not guarantee an encrypted connection.

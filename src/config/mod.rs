@@ -14,6 +14,8 @@ mod original;
 mod original_names;
 pub mod original_settings;
 mod preview;
+mod production;
+mod rate_limit;
 mod server;
 mod storage;
 mod streaming;
@@ -26,6 +28,7 @@ pub use mongo::MongoSettings;
 pub use original_names::{OriginalExtras, OriginalNames, RunMode};
 pub use original_settings::{ORIGINAL_SETTINGS, OriginalSetting, Treatment};
 pub use telemetry::{OtlpProtocol, RawTelemetry, TelemetrySettings};
+pub use rate_limit::{ProtectionRaw, RateLimitSettings};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -469,6 +472,9 @@ pub struct RawConfig {
     /// OpenTelemetry (`ENABLE_TELEMETRY`, `OTEL_*`; src/config/telemetry.rs).
     #[command(flatten)]
     pub telemetry: RawTelemetry,
+    /// Rate limiting, its Redis, and the production escape hatches (src/config/rate_limit.rs).
+    #[command(flatten)]
+    pub protection: ProtectionRaw,
 }
 
 /// One configuration problem.
@@ -663,6 +669,8 @@ pub struct Config {
     pub preview: crate::app::PreviewSettings,
     /// OpenTelemetry export.
     pub telemetry: TelemetrySettings,
+    /// Rate limiting (`RATE_LIMIT_*`, `REDIS_*`, `TRUSTED_PROXIES`).
+    pub rate_limit: RateLimitSettings,
 }
 
 /// Where report jobs travel.
@@ -1056,6 +1064,7 @@ impl RawConfig {
             preview_timeout_seconds: "10".into(),
             preview_max_output_bytes: "1048576".into(),
             telemetry: RawTelemetry::defaults(),
+            protection: ProtectionRaw::defaults(),
         }
     }
 
@@ -1140,18 +1149,34 @@ impl RawConfig {
             300,
             0,
         ));
+        let rate_limit = self.protection.rate_limit(&mut c, production);
         let connections = deployment::Connections {
             mongo: mongo.as_ref(),
             queue: &worker.queue,
             streaming: &streaming,
             storage: &object_storage,
             sources: &data_sources,
+            redis: rate_limit.redis.as_ref().filter(|_| rate_limit.enabled),
         };
         let console_enabled = self.console.enabled(&mut c);
         let preview = self.preview(&mut c);
         let cross = deployment::cross_section_problems(deployment_mode, &connections);
         c.problems.extend(cross);
         let telemetry = self.telemetry.validate(&mut c, &self.env_name);
+        let allow_insecure_tls =
+            c.boolean("ALLOW_INSECURE_TLS", &self.protection.allow_insecure_tls);
+        let allow_insecure_otel =
+            c.boolean("ALLOW_INSECURE_OTEL", &self.protection.allow_insecure_otel);
+        if production {
+            let inputs = production::ProductionInputs {
+                env,
+                connections,
+                cors_origins: &cors_origins,
+                allow_insecure_tls,
+                allow_insecure_otel,
+            };
+            c.problems.extend(production::production_problems(&inputs));
+        }
         if !c.problems.is_empty() {
             return Err(ConfigErrors(c.problems));
         }
@@ -1182,6 +1207,7 @@ impl RawConfig {
             console_enabled,
             preview,
             telemetry,
+            rate_limit,
         })
     }
 
@@ -1466,6 +1492,8 @@ fn redact_one(uri: &str) -> String {
     }
 }
 
+#[cfg(test)]
+mod protection_tests;
 #[cfg(test)]
 mod secret_tests;
 #[cfg(test)]

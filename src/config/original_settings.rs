@@ -84,10 +84,16 @@ const ACCESS_MANAGER: &str = "AUTH_ENABLED is on (or PLUGIN_AUTH_ENABLED=true) a
     AUTH_JWT_PUBLIC_KEY nor AUTH_JWT_SECRET is set: Reporter verifies bearer tokens itself, \
     so set AUTH_JWT_PUBLIC_KEY to the key that signs your tokens; otherwise no effect";
 
+const EXTRA_TIER_MAX: &str = "a value other than lib-commons' default (100 aggressive, 1000 \
+    relaxed): these tiers have no routes here; use RATE_LIMIT_EXPORT / RATE_LIMIT_DISPATCH \
+    (aggressive) or RATE_LIMIT_GLOBAL (relaxed); otherwise no effect";
+const EXTRA_TIER_WINDOW: &str = "a value other than 60 or RATE_LIMIT_WINDOW_SECONDS: one window \
+    serves every tier (RATE_LIMIT_WINDOW_SECONDS); otherwise no effect";
+
 /// Every name of the chart's list, in its order.
 pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
-    row("AGGRESSIVE_RATE_LIMIT_MAX", Honoured),
-    row("AGGRESSIVE_RATE_LIMIT_WINDOW_SEC", Honoured),
+    row("AGGRESSIVE_RATE_LIMIT_MAX", RefusedWhen(EXTRA_TIER_MAX)),
+    row("AGGRESSIVE_RATE_LIMIT_WINDOW_SEC", RefusedWhen(EXTRA_TIER_WINDOW)),
     row("ALLOW_INSECURE_OTEL", Honoured),
     row("ALLOW_INSECURE_TLS", Honoured),
     row("ALLOW_RATELIMIT_DISABLED", Honoured),
@@ -142,7 +148,10 @@ pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
     row("FETCHER_NOTIFICATION_QUEUE", NoEffect(FETCHER)),
     row("FETCHER_STORAGE_BUCKET", NoEffect(FETCHER)),
     row("FETCHER_URL", NoEffect(FETCHER)),
-    row("GOOGLE_APPLICATION_CREDENTIALS", Honoured),
+    row(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        NoEffect("the GCP credentials of REDIS_USE_GCP_IAM, which is not supported (refused when true)"),
+    ),
     row("HEALTH_PORT", Honoured),
     row("LOG_LEVEL", Honoured),
     row("MONGO_HOST", Honoured),
@@ -239,22 +248,40 @@ pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
     row("RATE_LIMIT_ENABLED", Honoured),
     row("RATE_LIMIT_EXPORT", Honoured),
     row("RATE_LIMIT_GLOBAL", Honoured),
-    row("RATE_LIMIT_MAX", Honoured),
+    row(
+        "RATE_LIMIT_MAX",
+        Mapped("RATE_LIMIT_GLOBAL when that is not set (lib-commons' name)"),
+    ),
     row("RATE_LIMIT_REDIS_TIMEOUT_MS", Honoured),
-    row("RATE_LIMIT_WINDOW_SEC", Honoured),
+    row(
+        "RATE_LIMIT_WINDOW_SEC",
+        Mapped("RATE_LIMIT_WINDOW_SECONDS when that is not set (lib-commons' name)"),
+    ),
     row("RATE_LIMIT_WINDOW_SECONDS", Honoured),
     row("REDIS_CA_CERT", Honoured),
     row("REDIS_DB", Honoured),
     row("REDIS_HOST", Honoured),
-    row("REDIS_MASTER_NAME", Honoured),
+    row(
+        "REDIS_MASTER_NAME",
+        RefusedWhen("set: Sentinel is not supported; point REDIS_HOST at the primary"),
+    ),
     row("REDIS_PASSWORD", Honoured),
-    row("REDIS_PROTOCOL", Honoured),
-    row("REDIS_SERVICE_ACCOUNT", Honoured),
+    row(
+        "REDIS_PROTOCOL",
+        RefusedWhen("a value other than 2 or 3; otherwise no effect: the limiter's commands answer alike in RESP2 and RESP3"),
+    ),
+    row(
+        "REDIS_SERVICE_ACCOUNT",
+        RefusedWhen("set: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD"),
+    ),
     row("REDIS_TLS", Honoured),
     row("REDIS_USER", Honoured),
-    row("REDIS_USE_GCP_IAM", Honoured),
-    row("RELAXED_RATE_LIMIT_MAX", Honoured),
-    row("RELAXED_RATE_LIMIT_WINDOW_SEC", Honoured),
+    row(
+        "REDIS_USE_GCP_IAM",
+        RefusedWhen("true: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD"),
+    ),
+    row("RELAXED_RATE_LIMIT_MAX", RefusedWhen(EXTRA_TIER_MAX)),
+    row("RELAXED_RATE_LIMIT_WINDOW_SEC", RefusedWhen(EXTRA_TIER_WINDOW)),
     row(
         "RUN_MODE",
         Mapped(

@@ -83,10 +83,15 @@ pub enum ApiError {
     /// The request headers are too large.
     #[oai(status = 431)]
     HeadersTooLarge(Json<ErrorBody>),
+    /// The client's requests in the current window exceed its tier's limit (`TPL-0429`, only
+    /// with rate limiting on); retry after `Retry-After` seconds.
+    #[oai(status = 429)]
+    TooManyRequests(Json<ErrorBody>, #[oai(header = "Retry-After")] u64),
     /// Well-formed but not applicable to the entity's current state.
     #[oai(status = 422)]
     Unprocessable(Json<ErrorBody>),
-    /// A dependency (storage, data source) is unavailable; retry later.
+    /// A dependency (storage, data source, or the rate limiter's Redis when it fails closed)
+    /// is unavailable; retry later.
     #[oai(status = 503)]
     Unavailable(Json<ErrorBody>),
     /// A bug in the service.
@@ -107,6 +112,7 @@ impl From<AppError> for ApiError {
             ErrorKind::PayloadTooLarge => Self::PayloadTooLarge(body),
             ErrorKind::UriTooLong => Self::UriTooLong(body),
             ErrorKind::HeadersTooLarge => Self::HeadersTooLarge(body),
+            ErrorKind::TooManyRequests => Self::TooManyRequests(body, 60),
             ErrorKind::Unprocessable => Self::Unprocessable(body),
             ErrorKind::Unavailable => Self::Unavailable(body),
             ErrorKind::Internal => Self::Internal(body),
@@ -130,6 +136,7 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::UriTooLong => StatusCode::URI_TOO_LONG,
         ErrorKind::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        ErrorKind::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,

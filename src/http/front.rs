@@ -19,7 +19,7 @@ fn is_ops(path: &str) -> bool {
 }
 
 /// Whether `path` is Swagger UI's.
-pub(super) fn is_swagger(path: &str) -> bool {
+pub(crate) fn is_swagger(path: &str) -> bool {
     path == "/swagger" || path.starts_with("/swagger/")
 }
 

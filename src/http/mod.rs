@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body_limit;
 mod builder;
 pub mod console;
+pub mod client_ip;
 mod dashboard;
 mod datasources;
 mod deadlines;
@@ -25,6 +26,7 @@ pub mod middleware;
 pub mod ops;
 mod preview;
 pub mod query;
+pub mod rate_limit;
 mod reports;
 pub mod server;
 mod shared;
@@ -111,6 +113,12 @@ pub struct HttpSetup {
     pub streaming: streaming::StreamingView,
     /// The Console at `/console`.
     pub console: console::ConsoleSetup,
+
+    /// Rate limiting: the counters and the policy; `None` when off.
+    pub rate_limit: Option<(
+        Arc<dyn reporter_ports::ports::RateLimiter>,
+        rate_limit::RateLimitPolicy,
+    )>,
 }
 
 #[handler]
@@ -184,6 +192,14 @@ pub fn endpoint(
     setup: HttpSetup,
 ) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
     let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let rate_limit = match setup.rate_limit {
+        Some((limiter, policy)) => Some(rate_limit::RateLimit {
+            limiter,
+            policy: Arc::new(policy),
+            metrics: rate_limit::RateLimitMetrics::register(&setup.registry)?,
+        }),
+        None => None,
+    };
     let service = api_service();
     let query_contract = Arc::new(query::QueryContract::from_spec(
         &serde_json::from_str(&service.spec()).unwrap_or_default(),
@@ -217,7 +233,13 @@ pub fn endpoint(
     let core = routes
         .with(idempotency)
         .with(gate)
-        .catch_all_error(error::normalize_error);
+        .catch_all_error(error::normalize_error)
+        .boxed();
+    // Before authentication (as the original), inside CORS so a refusal carries its headers.
+    let core = match rate_limit {
+        Some(limit) => core.with(limit).boxed(),
+        None => core,
+    };
     let cors = cors(
         &setup.cors_origins,
         &setup.original.cors_methods,

@@ -28,10 +28,12 @@ pub(super) struct Dependencies<'a> {
     pub catalog: &'a DataSourceCatalog,
     /// The clock the store probe reads the outbox at.
     pub clock: Arc<dyn reporter_ports::Clock>,
+    /// The rate limiter's check, when rate limiting is on in this process.
+    pub rate_limiter: Option<CheckProbe>,
 }
 
 /// The readiness of `d`: the store, MongoDB, object storage, the PDF renderer, RabbitMQ,
-/// event publication, the template sandbox's confinement and every data source; "not
+/// event publication, the template sandbox's confinement, the rate limiter and every data source; "not
 /// applicable" for what this process does not use.
 pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
     let (outbox, clock) = (d.outbox, d.clock);
@@ -90,6 +92,10 @@ pub(super) fn readiness(d: Dependencies<'_>) -> Readiness {
         None => r.not_applicable("events"),
     };
     r = r.with_check("templateSandbox", sandbox_check(d.sandbox));
+    r = match d.rate_limiter {
+        Some(check) => r.with_check("rateLimiter", check),
+        None => r.not_applicable("rateLimiter"),
+    };
     data_source_probes(r, d.catalog)
 }
 

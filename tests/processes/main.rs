@@ -12,5 +12,6 @@ mod hardening;
 mod lifecycle;
 mod mongo_outage;
 mod original_settings;
+mod rate_limit;
 mod secrets;
 mod telemetry;

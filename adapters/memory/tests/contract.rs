@@ -51,3 +51,7 @@ reporter_contract::jobs_contract!(mod jobs, |check| async {
     let (q, rx) = MemoryJobQueue::new(64);
     check(q, Drain(rx)).await
 });
+
+reporter_contract::rate_limit_contract!(mod rate_limit, |check| async {
+    check(reporter_adapter_memory::MemoryRateLimiter::default()).await
+});

@@ -6,6 +6,7 @@ mod crm_decrypt;
 mod pg_reports;
 pub(crate) mod preview_time;
 mod publish_cost;
+mod rate_limit;
 mod report_rss;
 mod report_time;
 mod serve;
@@ -27,5 +28,6 @@ pub fn all() -> Vec<Box<dyn Figure>> {
         Box::new(report_rss::ReportRss::default()),
         Box::new(crm_decrypt::CrmDecrypt::default()),
         Box::new(preview_time::PreviewTime),
+        Box::new(rate_limit::RateLimit),
     ]
 }

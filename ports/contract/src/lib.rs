@@ -24,6 +24,7 @@ pub mod fixtures;
 pub mod idempotency;
 pub mod jobs;
 pub mod outbox;
+pub mod rate_limit;
 pub mod services;
 pub mod storage;
 pub mod store;

@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 const ANY: &[u16] = &[400, 414, 431, 500];
 /// Operations under `/v1` also need a token with a scope.
 const AUTH: &[u16] = &[401, 403];
+/// With rate limiting on, every operation but the public ops ones may answer 429
+/// (`TPL-0429`) and, when the limiter's Redis does not answer and it fails closed, 503.
+const RATE_LIMITED: &[u16] = &[429, 503];
 
 /// The error statuses of `operation_id` besides [`ANY`] (and [`AUTH`] under `/v1`), or
 /// `None` for an operation this table does not know.
@@ -56,7 +59,18 @@ pub fn keep_possible_errors(paths: &mut Value) {
         let own = errors_of(&id).unwrap_or_default();
         // An operation that reads a body (413) also bounds the time it takes (408).
         let slow_body: &[u16] = if own.contains(&413) { &[408] } else { &[] };
-        let allowed: Vec<u16> = ANY.iter().chain(own).chain(slow_body).copied().collect();
+        let limited: &[u16] = if matches!(id.as_str(), "health" | "version" | "readiness") {
+            &[]
+        } else {
+            RATE_LIMITED
+        };
+        let allowed: Vec<u16> = ANY
+            .iter()
+            .chain(own)
+            .chain(slow_body)
+            .chain(limited)
+            .copied()
+            .collect();
         if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
             responses.retain(|status, _| {
                 let code = status.parse::<u16>().unwrap_or(0);
