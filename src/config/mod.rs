@@ -27,8 +27,8 @@ pub use datasources::{DataSourceConfig, DataSourceSpec, RootCert, SqlConnection,
 pub use mongo::MongoSettings;
 pub use original_names::{OriginalExtras, OriginalNames, RunMode};
 pub use original_settings::{ORIGINAL_SETTINGS, OriginalSetting, Treatment};
-pub use telemetry::{OtlpProtocol, RawTelemetry, TelemetrySettings};
 pub use rate_limit::{ProtectionRaw, RateLimitSettings};
+pub use telemetry::{OtlpProtocol, RawTelemetry, TelemetrySettings};
 
 use clap::Args;
 use reporter_ports::{Secret, TenantId};
@@ -914,6 +914,26 @@ impl Checker {
         })
     }
 
+    /// An escape hatch that is off unless set: blank (as Helm writes an unset value) is
+    /// `false`, otherwise a boolean.
+    fn switch(&mut self, var: &str, raw: &str) -> bool {
+        !raw.trim().is_empty() && self.boolean(var, raw)
+    }
+
+    /// lib-commons' allowance (`ALLOW_RATELIMIT_*`): blank is `false`, a boolean is itself,
+    /// and any other text is the reason the chart asks for, which allows it (logged).
+    fn allowance(&mut self, var: &str, raw: &str) -> bool {
+        let raw = raw.trim();
+        match parse_bool(raw) {
+            _ if raw.is_empty() => false,
+            Some(b) => b,
+            None => {
+                tracing::info!(variable = var, reason = raw, "allowed with a reason");
+                true
+            }
+        }
+    }
+
     fn number<T: std::str::FromStr + PartialOrd + fmt::Display + Copy>(
         &mut self,
         var: &str,
@@ -1164,9 +1184,9 @@ impl RawConfig {
         c.problems.extend(cross);
         let telemetry = self.telemetry.validate(&mut c, &self.env_name);
         let allow_insecure_tls =
-            c.boolean("ALLOW_INSECURE_TLS", &self.protection.allow_insecure_tls);
+            c.switch("ALLOW_INSECURE_TLS", &self.protection.allow_insecure_tls);
         let allow_insecure_otel =
-            c.boolean("ALLOW_INSECURE_OTEL", &self.protection.allow_insecure_otel);
+            c.switch("ALLOW_INSECURE_OTEL", &self.protection.allow_insecure_otel);
         if production {
             let inputs = production::ProductionInputs {
                 env,

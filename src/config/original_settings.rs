@@ -93,7 +93,10 @@ const EXTRA_TIER_WINDOW: &str = "a value other than 60 or RATE_LIMIT_WINDOW_SECO
 /// Every name of the chart's list, in its order.
 pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
     row("AGGRESSIVE_RATE_LIMIT_MAX", RefusedWhen(EXTRA_TIER_MAX)),
-    row("AGGRESSIVE_RATE_LIMIT_WINDOW_SEC", RefusedWhen(EXTRA_TIER_WINDOW)),
+    row(
+        "AGGRESSIVE_RATE_LIMIT_WINDOW_SEC",
+        RefusedWhen(EXTRA_TIER_WINDOW),
+    ),
     row("ALLOW_INSECURE_OTEL", Honoured),
     row("ALLOW_INSECURE_TLS", Honoured),
     row("ALLOW_RATELIMIT_DISABLED", Honoured),
@@ -150,7 +153,9 @@ pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
     row("FETCHER_URL", NoEffect(FETCHER)),
     row(
         "GOOGLE_APPLICATION_CREDENTIALS",
-        NoEffect("the GCP credentials of REDIS_USE_GCP_IAM, which is not supported (refused when true)"),
+        NoEffect(
+            "the GCP credentials of REDIS_USE_GCP_IAM, which is not supported (refused when true)",
+        ),
     ),
     row("HEALTH_PORT", Honoured),
     row("LOG_LEVEL", Honoured),
@@ -268,20 +273,29 @@ pub const ORIGINAL_SETTINGS: &[OriginalSetting] = &[
     row("REDIS_PASSWORD", Honoured),
     row(
         "REDIS_PROTOCOL",
-        RefusedWhen("a value other than 2 or 3; otherwise no effect: the limiter's commands answer alike in RESP2 and RESP3"),
+        RefusedWhen(
+            "a value other than 2 or 3; otherwise no effect: the limiter's commands answer alike in RESP2 and RESP3",
+        ),
     ),
     row(
         "REDIS_SERVICE_ACCOUNT",
-        RefusedWhen("set: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD"),
+        RefusedWhen(
+            "set: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD",
+        ),
     ),
     row("REDIS_TLS", Honoured),
     row("REDIS_USER", Honoured),
     row(
         "REDIS_USE_GCP_IAM",
-        RefusedWhen("true: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD"),
+        RefusedWhen(
+            "true: GCP IAM authentication is not supported; use REDIS_USER / REDIS_PASSWORD",
+        ),
     ),
     row("RELAXED_RATE_LIMIT_MAX", RefusedWhen(EXTRA_TIER_MAX)),
-    row("RELAXED_RATE_LIMIT_WINDOW_SEC", RefusedWhen(EXTRA_TIER_WINDOW)),
+    row(
+        "RELAXED_RATE_LIMIT_WINDOW_SEC",
+        RefusedWhen(EXTRA_TIER_WINDOW),
+    ),
     row(
         "RUN_MODE",
         Mapped(

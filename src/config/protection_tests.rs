@@ -456,3 +456,40 @@ fn every_production_problem_is_reported_at_once() {
         assert!(vars.contains(&v.to_owned()), "{v} missing from {vars:?}");
     }
 }
+
+/// The chart writes `ALLOW_*` as "" when unset: blank is off, never a problem; lib-commons'
+/// `ALLOW_RATELIMIT_*` take a reason text, which allows.
+#[test]
+fn blank_escape_hatches_are_off_and_a_reason_text_allows() {
+    assert_eq!(
+        production_problems(|r, _| {
+            r.protection.rate_limit_enabled = "false".into();
+            r.protection.allow_ratelimit_disabled = String::new();
+        }),
+        ["RATE_LIMIT_ENABLED"]
+    );
+    assert_eq!(
+        production_problems(|r, _| {
+            r.protection.rate_limit_enabled = "false".into();
+            r.protection.allow_ratelimit_disabled = "load tests behind a gateway limit".into();
+        }),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        production_problems(|r, e| {
+            set(e, "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317");
+            r.protection.allow_insecure_otel = String::new();
+            r.protection.allow_insecure_tls = String::new();
+        }),
+        ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    );
+    let (mut raw, env) = production();
+    raw.protection.allow_ratelimit_fail_open = Some("a shared gateway limits too".into());
+    assert!(raw.validate(&env).expect("valid").rate_limit.fail_open);
+    raw.protection.allow_insecure_tls = "sometimes".into();
+    let errs = raw.validate(&env).unwrap_err();
+    assert!(
+        errs.0.iter().any(|p| p.variable == "ALLOW_INSECURE_TLS"),
+        "{errs:?}"
+    );
+}

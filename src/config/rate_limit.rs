@@ -208,11 +208,11 @@ impl ProtectionRaw {
         };
         self.lib_commons_tiers(c, window_secs);
         let fail_open = match set(&self.allow_ratelimit_fail_open) {
-            Some(v) => c.boolean("ALLOW_RATELIMIT_FAIL_OPEN", v),
+            Some(v) => c.allowance("ALLOW_RATELIMIT_FAIL_OPEN", v),
             None => !production,
         };
         let disabled_allowed =
-            c.boolean("ALLOW_RATELIMIT_DISABLED", &self.allow_ratelimit_disabled);
+            c.allowance("ALLOW_RATELIMIT_DISABLED", &self.allow_ratelimit_disabled);
         if production && !enabled && !disabled_allowed {
             c.problems.push(problem(
                 "RATE_LIMIT_ENABLED",

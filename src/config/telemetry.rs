@@ -200,7 +200,13 @@ fn with_port(c: &mut Checker, url: String, port: Option<&str>) -> String {
     let Some(raw) = port else {
         return url;
     };
-    let port = c.number("OTEL_EXPORTER_OTLP_ENDPOINT_PORT", raw, 1u16, u16::MAX, 4317);
+    let port = c.number(
+        "OTEL_EXPORTER_OTLP_ENDPOINT_PORT",
+        raw,
+        1u16,
+        u16::MAX,
+        4317,
+    );
     let Some((scheme, rest)) = url.split_once("://") else {
         return url;
     };

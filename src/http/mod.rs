@@ -7,8 +7,8 @@
 pub mod auth;
 pub mod body_limit;
 mod builder;
-pub mod console;
 pub mod client_ip;
+pub mod console;
 mod dashboard;
 mod datasources;
 mod deadlines;
