@@ -11,7 +11,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 #[derive(Default)]
 pub struct TelemetryCost;
 
-const TEMPLATE: &str = "account_id\n{% for a in bank.accounts %}{{ a.account_id }}\n{% endfor %}";
+const TEMPLATE: &str =
+    "account_id,n\n{% for a in bank.accounts %}{{ a.account_id }},1\n{% endfor %}";
 
 /// A local OTLP/HTTP sink: answers 200 to every export after reading its body. Its address.
 fn sink() -> anyhow::Result<String> {
