@@ -26,36 +26,24 @@ pub fn open(events: &mut [EventEnvelope], path: Path) -> Vec<Option<Span>> {
         .map(|e| {
             let carrier = e.trace.as_ref()?;
             let key = e.key.key();
-            let span = match path {
-                Path::Direct => tracing::info_span!(
-                    "event_publish",
-                    otel.name = %format_args!("{key} publish"),
-                    otel.kind = "producer",
-                    otel.status_code = tracing::field::Empty,
-                    messaging.system = "rabbitmq",
-                    messaging.operation.type = "send",
-                    messaging.message.id = %e.id,
-                    cloudevents.event_type = %e.key.ce_type(),
-                    reporter.event.path = "direct",
-                    error.type = tracing::field::Empty,
-                    trace_id = tracing::field::Empty,
-                    span_id = tracing::field::Empty,
-                ),
-                Path::Outbox => tracing::info_span!(
-                    "outbox_dispatch",
-                    otel.name = %format_args!("{key} outbox dispatch"),
-                    otel.kind = "producer",
-                    otel.status_code = tracing::field::Empty,
-                    messaging.system = "rabbitmq",
-                    messaging.operation.type = "send",
-                    messaging.message.id = %e.id,
-                    cloudevents.event_type = %e.key.ce_type(),
-                    reporter.event.path = "outbox",
-                    error.type = tracing::field::Empty,
-                    trace_id = tracing::field::Empty,
-                    span_id = tracing::field::Empty,
-                ),
+            let (verb, label) = match path {
+                Path::Direct => ("publish", "direct"),
+                Path::Outbox => ("outbox dispatch", "outbox"),
             };
+            let span = tracing::info_span!(
+                "event_publish",
+                otel.name = %format_args!("{key} {verb}"),
+                otel.kind = "producer",
+                otel.status_code = tracing::field::Empty,
+                messaging.system = "rabbitmq",
+                messaging.operation.type = "send",
+                messaging.message.id = %e.id,
+                cloudevents.event_type = %e.key.ce_type(),
+                reporter.event.path = label,
+                error.type = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                span_id = tracing::field::Empty,
+            );
             crate::telemetry::context::continue_from(&span, Some(carrier));
             if let Some(own) = crate::telemetry::context::carrier_of(&span) {
                 e.trace = Some(own);
