@@ -40,6 +40,57 @@ impl Served {
     }
 }
 
+/// `reporter serve` in memory on a free port, isolated from the caller's broker, store and
+/// environment name (`STREAMING_ENABLED`, `MONGO_URI`, `RABBITMQ_URI`, `ENV_NAME` removed),
+/// logging errors only, with `env`; killed when dropped.
+pub struct IsolatedServe {
+    child: Child,
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
+}
+
+impl IsolatedServe {
+    /// Starts it and waits until it listens.
+    pub fn start(env: &[(&str, &str)]) -> Self {
+        let addr = super::free_addr();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+        c.arg("serve")
+            .env("TMPDIR", super::children_tmpdir())
+            .env("SERVER_ADDRESS", &addr)
+            .env("AUTH_JWT_SECRET", super::SECRET)
+            .env("LOG_LEVEL", "error")
+            .env_remove("STREAMING_ENABLED")
+            .env_remove("MONGO_URI")
+            .env_remove("RABBITMQ_URI")
+            .env_remove("ENV_NAME")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().expect("spawn reporter serve");
+        super::wait_listening(&addr, &mut child, Duration::from_secs(60));
+        Self { child, addr }
+    }
+
+    /// The process's resident set (`VmRSS`), in bytes.
+    pub fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the process's status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmRSS")
+            * 1024
+    }
+}
+
+impl Drop for IsolatedServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -4,53 +4,11 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// `reporter serve` in memory on a free port, killed when dropped.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(env: &[(&str, &str)]) -> Serve {
-    let addr = common::free_addr();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-    c.arg("serve")
-        .env("TMPDIR", common::children_tmpdir())
-        .env("SERVER_ADDRESS", &addr)
-        .env("AUTH_JWT_SECRET", common::SECRET)
-        .env("LOG_LEVEL", "error")
-        .env_remove("STREAMING_ENABLED")
-        .env_remove("MONGO_URI")
-        .env_remove("RABBITMQ_URI")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn reporter serve");
-    common::wait_listening(&addr, &mut child, Duration::from_secs(60));
-    Serve { child, addr }
-}
-
-impl Serve {
-    /// The process's resident set (`VmRSS`), in bytes.
-    fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("the process's status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .expect("VmRSS")
-            * 1024
-    }
+/// `reporter serve` in memory on a free port with `env`, killed when dropped.
+fn serve(env: &[(&str, &str)]) -> common::served::IsolatedServe {
+    common::served::IsolatedServe::start(env)
 }
 
 /// One keep-alive connection sending requests one after another.

@@ -6,40 +6,12 @@ use crate::common;
 
 use reporter_contract::services::service_url;
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// `reporter serve` in memory on a free port with `env`, killed when dropped.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(env: &[(&str, &str)]) -> Serve {
-    let addr = common::free_addr();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-    c.arg("serve")
-        .env("TMPDIR", common::children_tmpdir())
-        .env("SERVER_ADDRESS", &addr)
-        .env("AUTH_JWT_SECRET", common::SECRET)
-        .env("LOG_LEVEL", "error")
-        .env_remove("STREAMING_ENABLED")
-        .env_remove("MONGO_URI")
-        .env_remove("RABBITMQ_URI")
-        .env_remove("ENV_NAME")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = c.spawn().expect("spawn reporter serve");
-    common::wait_listening(&addr, &mut child, Duration::from_secs(60));
-    Serve { child, addr }
+fn serve(env: &[(&str, &str)]) -> common::served::IsolatedServe {
+    common::served::IsolatedServe::start(env)
 }
 
 /// `GET path` as client `client` (an `X-Forwarded-For` the trusted loopback proxy adds).
