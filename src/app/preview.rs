@@ -352,17 +352,8 @@ impl App {
             .field("templateId", "must be a UUID")
         })?;
         let template = self.get_template(caller, id).await?;
-        let file = self
-            .ports
-            .storage
-            .get(&template.object_key)
-            .await
-            .map_err(AppError::object_storage)?
-            .ok_or_else(|| {
-                tracing::error!(key = %template.object_key, "the template file is missing");
-                AppError::new(Code::Internal, "the template's file is missing")
-            })?;
-        let source = String::from_utf8(file.bytes.to_vec()).map_err(|_| {
+        let bytes = self.template_file(&template).await?;
+        let source = String::from_utf8(bytes.to_vec()).map_err(|_| {
             AppError::new(Code::Internal, "the template's stored file is not UTF-8")
         })?;
         Ok(Subject {

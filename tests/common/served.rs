@@ -19,25 +19,36 @@ pub struct Served {
 impl Served {
     /// Starts it with the test secret and `extra` variables, and waits until it listens.
     pub fn start(extra: &[(&str, &str)]) -> Self {
-        let addr = super::free_addr();
-        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-        c.arg("serve")
-            .env("TMPDIR", super::children_tmpdir())
-            .env("SERVER_ADDRESS", &addr)
-            .env("AUTH_JWT_SECRET", super::SECRET)
-            .env("LOG_LEVEL", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in extra {
-            c.env(k, v);
-        }
-        let mut child = c.spawn().expect("start reporter serve");
-        super::wait_listening(&addr, &mut child, Duration::from_secs(60));
+        let (child, addr) = spawn_serve("warn", Stdio::piped(), |c| {
+            c.envs(extra.iter().copied());
+        });
         Self {
             child,
             url: format!("http://{addr}"),
         }
     }
+}
+
+/// `reporter serve` on a free loopback port with the test secret, logging at `log_level`,
+/// its stderr to `stderr`, and what `configure` adds; answers once it listens.
+fn spawn_serve(
+    log_level: &str,
+    stderr: Stdio,
+    configure: impl FnOnce(&mut Command),
+) -> (Child, String) {
+    let addr = super::free_addr();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
+    c.arg("serve")
+        .env("TMPDIR", super::children_tmpdir())
+        .env("SERVER_ADDRESS", &addr)
+        .env("AUTH_JWT_SECRET", super::SECRET)
+        .env("LOG_LEVEL", log_level)
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    configure(&mut c);
+    let mut child = c.spawn().expect("start reporter serve");
+    super::wait_listening(&addr, &mut child, Duration::from_secs(60));
+    (child, addr)
 }
 
 /// `reporter serve` in memory on a free port, isolated from the caller's broker, store and
@@ -52,22 +63,13 @@ pub struct IsolatedServe {
 impl IsolatedServe {
     /// Starts it and waits until it listens.
     pub fn start(env: &[(&str, &str)]) -> Self {
-        let addr = super::free_addr();
-        let mut c = Command::new(env!("CARGO_BIN_EXE_reporter"));
-        c.arg("serve")
-            .env("TMPDIR", super::children_tmpdir())
-            .env("SERVER_ADDRESS", &addr)
-            .env("AUTH_JWT_SECRET", super::SECRET)
-            .env("LOG_LEVEL", "error")
-            .env_remove("STREAMING_ENABLED")
-            .env_remove("MONGO_URI")
-            .env_remove("RABBITMQ_URI")
-            .env_remove("ENV_NAME")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let mut child = c.spawn().expect("spawn reporter serve");
-        super::wait_listening(&addr, &mut child, Duration::from_secs(60));
+        let (child, addr) = spawn_serve("error", Stdio::null(), |c| {
+            c.env_remove("STREAMING_ENABLED")
+                .env_remove("MONGO_URI")
+                .env_remove("RABBITMQ_URI")
+                .env_remove("ENV_NAME")
+                .envs(env.iter().copied());
+        });
         Self { child, addr }
     }
 
