@@ -213,6 +213,51 @@ impl Drop for PrivateMongo {
     }
 }
 
+/// How often [`TransactionReaper`] sends its transaction statement.
+pub const REAPER_PERIOD: Duration = Duration::from_secs(5);
+
+/// Plays mongod's background reaper on the stand-in. mongod aborts a transaction idle past
+/// `transactionLifetimeLimitSeconds` (60 s) on its own; the stand-in does so only when some
+/// transaction statement arrives. A process killed mid-commit leaves its transaction open,
+/// holding its records (e.g. an idempotency key a retry waits for), so a test that kills
+/// processes sends one small transaction every [`REAPER_PERIOD`] to let the stand-in end the
+/// dead ones as mongod would. Stops when dropped.
+pub struct TransactionReaper(tokio::task::JoinHandle<()>);
+
+impl TransactionReaper {
+    /// Starts it on the server at `uri` (inside a tokio runtime).
+    pub async fn start(uri: &str) -> Self {
+        let client = mongodb::Client::with_uri_str(uri)
+            .await
+            .expect("the reaper's client");
+        Self(tokio::spawn(async move {
+            let coll = client
+                .database("reaper")
+                .collection::<mongodb::bson::Document>("ticks");
+            loop {
+                tokio::time::sleep(REAPER_PERIOD).await;
+                let Ok(mut session) = client.start_session().await else {
+                    continue;
+                };
+                if session.start_transaction().await.is_err() {
+                    continue;
+                }
+                let _ = coll
+                    .insert_one(mongodb::bson::doc! { "at": mongodb::bson::DateTime::now() })
+                    .session(&mut session)
+                    .await;
+                let _ = session.abort_transaction().await;
+            }
+        }))
+    }
+}
+
+impl Drop for TransactionReaper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One received message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {

@@ -40,6 +40,15 @@ pub(crate) fn code(e: &Error) -> Option<i32> {
     }
 }
 
+/// MongoDB's `MaxTimeMSExpired` error code.
+pub(crate) const MAX_TIME_MS_EXPIRED: i32 = 50;
+
+/// True when the operation ran out of its `maxTimeMS` (e.g. waiting for a record another
+/// transaction holds).
+pub(crate) fn is_time_limit(e: &Error) -> bool {
+    code(e) == Some(MAX_TIME_MS_EXPIRED)
+}
+
 /// True when the whole transaction may be retried.
 pub(crate) fn is_transient(e: &Error) -> bool {
     e.contains_label(TRANSIENT_TRANSACTION_ERROR)

@@ -1,5 +1,5 @@
 //! [`MongoIdempotencyStore`]: idempotency reservations and stored responses in one collection.
-use crate::error::{duplicate_key_message, unavailable};
+use crate::error::{duplicate_key_message, is_time_limit, unavailable};
 use crate::time::floor_ms;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -23,6 +23,11 @@ const COMPLETED: &str = "completed";
 /// `begin` rounds: a record that expires or disappears between the reserve attempt and the
 /// read of the holder is retried this many times.
 const BEGIN_ROUNDS: usize = 5;
+/// The longest `begin` waits for a record another unit of work has locked. A process killed
+/// mid-commit leaves its transaction open, holding the record, until the server aborts it
+/// (`transactionLifetimeLimitSeconds`, 60 s by default); a write outside a transaction waits
+/// for that lock, so without a bound a retry of the dead request's key would hang that long.
+pub const BEGIN_LOCK_WAIT: Duration = Duration::from_secs(1);
 
 /// MongoDB implementation of [`IdempotencyStore`].
 ///
@@ -37,7 +42,9 @@ const BEGIN_ROUNDS: usize = 5;
 /// it either takes over a free record or inserts a new one (→ `Started`); when a live record
 /// exists the upsert's insert fails with a duplicate `_id`, and the live record is read back
 /// (→ `InFlight` or `Completed`). Concurrent `begin`s of one key therefore start it exactly
-/// once.
+/// once. A record still locked by an open transaction after [`BEGIN_LOCK_WAIT`] (its request
+/// is committing, or its process died mid-commit) is `InFlight` as well: the caller answers
+/// at once and retries, rather than waiting for the server to end that transaction.
 #[derive(Debug, Clone)]
 pub struct MongoIdempotencyStore {
     coll: Collection<Document>,
@@ -164,11 +171,13 @@ impl IdempotencyStore for MongoIdempotencyStore {
                 )
                 .upsert(true)
                 .return_document(ReturnDocument::After)
+                .max_time(BEGIN_LOCK_WAIT)
                 .await;
             match reserved {
                 Ok(Some(_)) => return Ok(IdempotencyBegin::Started),
                 Ok(None) => continue,
                 Err(e) if duplicate_key_message(&e).is_some() => {}
+                Err(e) if is_time_limit(&e) => return Ok(IdempotencyBegin::InFlight),
                 Err(e) => return Err(unavailable("idempotency begin", &e)),
             }
             // A live record holds the key: read it.

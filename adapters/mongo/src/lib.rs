@@ -105,7 +105,9 @@ pub use crm::{CrmSettings, is_crm_source};
 pub use datasource::{MongoDataSource, MongoDataSourceConfig, to_json as bson_to_json};
 pub use deployment::{DeploymentDatabase, TransactionCheck, require_transactions};
 pub use gridfs::{GRIDFS_DEFAULT_BUCKET, GRIDFS_DEFAULT_CONTENT_TYPE, GridFsStorage};
-pub use idempotency::{IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore};
+pub use idempotency::{
+    BEGIN_LOCK_WAIT, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_TTL_INDEX, MongoIdempotencyStore,
+};
 pub use router::MongoTenantRouter;
 pub use store::{
     DEADLINE_UNIQUE_INDEX, DEADLINE_UNIQUENESS_RULE, MongoStore, MongoStoreConfig,

@@ -151,3 +151,81 @@ reporter_contract::idempotent_commit_contract!(mod idempotent_commit, |check| wi
         check(OneDatabase { store, idempotency }).await;
     }
 ));
+
+/// A process killed mid-commit leaves its transaction open, holding the key's record, until
+/// the server aborts it (60 s on mongod). A retry's `begin` MUST answer `InFlight` within
+/// about `BEGIN_LOCK_WAIT`, not wait for that lock, and start the key once the lock is gone.
+#[tokio::test]
+async fn a_key_locked_by_an_abandoned_transaction_is_in_flight_at_once() {
+    use chrono::{Duration as Span, Utc};
+    use mongodb::bson::doc;
+    use reporter_adapter_mongo::BEGIN_LOCK_WAIT;
+    use reporter_ports::ports::{
+        IdempotencyBegin, IdempotencyOwner, IdempotencyScope, IdempotencyStore,
+    };
+    with_mongo(|dbs| async move {
+        let db = dbs.client.database(&dbs.fresh_name());
+        let store = MongoIdempotencyStore::new(&db).await.expect("store");
+        let scope = IdempotencyScope {
+            tenant: reporter_contract::fixtures::tenant_a(),
+            operation: "POST /v1/reports".into(),
+            key: "held-by-the-dead".into(),
+        };
+        let now = Utc::now();
+        let dead = IdempotencyOwner::new();
+        let first = store
+            .begin(&scope, dead, now, now + Span::milliseconds(50))
+            .await
+            .expect("first begin");
+        assert_eq!(first, IdempotencyBegin::Started);
+        // The dead request's commit: it wrote the record in a transaction that never ends.
+        let mut session = dbs.client.start_session().await.expect("session");
+        session.start_transaction().await.expect("transaction");
+        let id = doc! {
+            "tenant": scope.tenant.as_str(),
+            "operation": &scope.operation,
+            "key": &scope.key,
+        };
+        db.collection::<mongodb::bson::Document>(IDEMPOTENCY_COLLECTION)
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { "state": "completed" } },
+            )
+            .session(&mut session)
+            .await
+            .expect("the dead request's write");
+        // Its lease has ended: a retry would take the key over, but the record is locked.
+        let later = now + Span::seconds(1);
+        let asked = std::time::Instant::now();
+        let retry = tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            store.begin(
+                &scope,
+                IdempotencyOwner::new(),
+                later,
+                later + Span::seconds(3),
+            ),
+        )
+        .await
+        .expect("begin MUST NOT wait for the abandoned transaction");
+        let waited = asked.elapsed();
+        assert_eq!(retry.expect("begin"), IdempotencyBegin::InFlight);
+        assert!(
+            waited >= BEGIN_LOCK_WAIT / 2,
+            "answered after {waited:?}: InFlight came from the lock wait, not a live lease"
+        );
+        // The server ends the transaction (here: the abort a lifetime limit would do).
+        session.abort_transaction().await.expect("abort");
+        let after = store
+            .begin(
+                &scope,
+                IdempotencyOwner::new(),
+                later,
+                later + Span::seconds(3),
+            )
+            .await
+            .expect("begin after the abort");
+        assert_eq!(after, IdempotencyBegin::Started);
+    })
+    .await;
+}
