@@ -158,6 +158,9 @@ fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
         seconds,
         args.rounds,
     );
+    doc.push_str(figures::report_client::DESCRIPTION);
+    doc.push_str(figures::report_rows::DESCRIPTION);
+    doc.push_str(figures::report_cores::DESCRIPTION);
     doc.push_str(figures::preview_time::DESCRIPTION);
     doc
 }
