@@ -304,3 +304,21 @@ pub fn same_csv(report: &[u8], copy: &[u8]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_csv;
+
+    #[test]
+    fn the_csv_check_allows_only_the_amounts_trailing_zeros() {
+        let psql = b"id,label,amount,booked_on,memo\n10,entry 10,791.90,2020-01-11,ab\n11,entry 11,100.00,2020-01-12,cd\n";
+        let ours = b"id,label,amount,booked_on,memo\n10,entry 10,791.9,2020-01-11,ab\n11,entry 11,100,2020-01-12,cd\n";
+        assert_eq!(same_csv(ours, psql), Ok(()));
+        let other_amount = b"id,label,amount,booked_on,memo\n10,entry 10,791.8,2020-01-11,ab\n11,entry 11,100,2020-01-12,cd\n";
+        assert!(same_csv(other_amount, psql).is_err());
+        let other_memo = b"id,label,amount,booked_on,memo\n10,entry 10,791.9,2020-01-11,ax\n11,entry 11,100,2020-01-12,cd\n";
+        assert!(same_csv(other_memo, psql).is_err());
+        let missing_row = b"id,label,amount,booked_on,memo\n10,entry 10,791.9,2020-01-11,ab\n";
+        assert!(same_csv(missing_row, psql).is_err());
+    }
+}
