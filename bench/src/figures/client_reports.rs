@@ -22,6 +22,9 @@ const COLUMNS: &str = "id, label, amount, booked_on, memo";
 /// How often the client polls a report's status.
 pub const POLL: Duration = Duration::from_millis(2);
 
+/// Polls in a row that may fail to connect or be reset before a report's wait fails.
+const POLL_RETRIES: usize = 3;
+
 /// The scratch database with one table `wide_<n>` per size n, and a scratch directory (psql's
 /// output files, the `fs` storage), both removed when dropped.
 pub struct WideDb {
@@ -204,8 +207,23 @@ pub fn request(serve: &Server, template_id: &str) -> anyhow::Result<String> {
 /// 600 s after `since`); fails unless it is `Finished`.
 pub fn wait_finished(serve: &Server, id: &str, since: Instant) -> anyhow::Result<()> {
     let path = format!("/v1/reports/{id}");
+    let mut failed = 0;
     loop {
-        let (status, answer) = serve.call("GET", &path, None, b"")?;
+        // A poll is a new connection: on a loaded machine one is now and then reset; a few
+        // in a row fail the run.
+        let (status, answer) = match serve.call("GET", &path, None, b"") {
+            Ok(answer) => {
+                failed = 0;
+                answer
+            }
+            Err(e) if failed < POLL_RETRIES => {
+                failed += 1;
+                eprintln!("bench: polling {path}: {e:#}; polling again");
+                std::thread::sleep(POLL);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         anyhow::ensure!(status == 200, "GET {path}: {status}");
         let v: serde_json::Value = serde_json::from_slice(&answer)?;
         if v["status"] != "Processing" {
