@@ -7,8 +7,9 @@
 //! reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]
 //! ```
 //! Needs `rabbitmq-server` (Debian), `wrk` (Debian), `psql` and PostgreSQL on 127.0.0.1:5432
-//! (user `postgres`, trust auth; figures `report-time` and `report-rss` create and drop a
-//! scratch database), and the release `reporter` and `bare-poem` binaries (`REPORTER_BIN`,
+//! (user `postgres`, trust auth; figures `report-time`, `report-rss`, `report-client`,
+//! `report-rows` and `report-cores` create and drop a scratch database; `report-client` also
+//! runs headless Chromium, `CHROMIUM_PATH` or `/usr/bin/chromium`), and the release `reporter` and `bare-poem` binaries (`REPORTER_BIN`,
 //! `BARE_POEM_BIN`; default: next to this binary, else `target/release/`). A run of in-process figures only
 //! (`--only crm-decrypt`) needs none of these.
 mod broker;
@@ -158,6 +159,9 @@ fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
         seconds,
         args.rounds,
     );
+    doc.push_str(figures::report_client::DESCRIPTION);
+    doc.push_str(figures::report_rows::DESCRIPTION);
+    doc.push_str(figures::report_cores::DESCRIPTION);
     doc.push_str(figures::preview_time::DESCRIPTION);
     doc
 }

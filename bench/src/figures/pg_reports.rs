@@ -16,7 +16,7 @@ pub fn rows(ctx: &Ctx) -> usize {
     if ctx.quick { 10_000 } else { 100_000 }
 }
 
-fn psql(db: &str, sql: &str) -> anyhow::Result<()> {
+pub(crate) fn psql(db: &str, sql: &str) -> anyhow::Result<()> {
     let out = Command::new("psql")
         .args([
             "-h",

@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 /// The HS256 secret every figure's `reporter serve` (and the bare poem + JWT baseline) checks.
 pub const SECRET: &str = "bench-secret-bench-secret-bench-secret-01";
 
+/// The variables that would make `reporter serve` take its jobs from RabbitMQ instead of its
+/// in-process queue; removed from every figure's `reporter serve` (a figure that wants one
+/// sets it in its own environment).
+const JOB_QUEUE_VARS: [&str; 2] = ["RABBITMQ_URI", "RABBITMQ_HOST"];
+
 /// A server child process listening on `addr`, killed when dropped.
 pub struct Server {
     child: Child,
@@ -49,12 +54,18 @@ impl Server {
         Ok(s)
     }
 
-    /// The release `reporter serve` (state in memory, auth on with [`SECRET`], errors only
+    /// The release `reporter serve` (state and job queue in memory, auth on with [`SECRET`], errors only
     /// logged unless `BENCH_REPORTER_LOG_LEVEL` says otherwise, e.g. `info` for the phases of
     /// each report) with the extra environment `env`.
     pub fn reporter(ctx: &Ctx, env: &[(&str, String)]) -> anyhow::Result<Self> {
         let addr = free_addr();
         let mut c = Command::new(&ctx.reporter_bin);
+        // The in-process job queue, whatever the caller's environment says: with RABBITMQ_URI
+        // inherited (the test services' shared broker) the jobs would go to a queue other
+        // processes consume too, and a report could wait forever for a job taken elsewhere.
+        for var in JOB_QUEUE_VARS {
+            c.env_remove(var);
+        }
         c.arg("serve")
             .env("SERVER_ADDRESS", &addr)
             .env("AUTH_JWT_SECRET", SECRET)
