@@ -35,7 +35,7 @@ pub use metrics::{DashboardMetrics, ErrorCounts};
 pub use outbox_redrive::redrive_parked;
 pub use preview::{
     PREVIEW_DEFAULT_LIMIT, PREVIEW_MAX_LIMIT, Preview, PreviewEngine, PreviewJob, PreviewOutput,
-    PreviewRequest, PreviewRun, PreviewSection, PreviewSettings,
+    PreviewRequest, PreviewRun, PreviewSection, PreviewSettings, StartedPreview,
 };
 pub use report_completion::{Completion, Generation};
 pub(crate) use reports::new_request_id;

@@ -1,13 +1,15 @@
 //! The template preview (`POST /v1/templates/preview`): a template, sent or stored, parsed,
 //! its fields mapped, its data extracted with at most `limit` rows per table and rendered in
 //! the report sandbox, within a time bound, writing nothing (no report, no artifact, no event,
-//! no outbox row). What a report of the same template would show, cut short.
+//! no outbox row). What a report of the same template would show, cut short. A sent template
+//! is parsed and mapped by the sandbox child that then renders it (one sandbox operation, the
+//! parse within the upload's parse bounds) when the engine can ([`PreviewEngine::start`]).
 use super::error::{AppError, AppResult, Code};
 use super::templates::TemplateFile;
 use super::{App, Caller, Generation};
 use async_trait::async_trait;
 use bytes::Bytes;
-use reporter_ports::ports::{RenderCause, RenderFailure};
+use reporter_ports::ports::{RenderCause, RenderFailure, RenderLimits, RenderSession, RunnerError};
 use reporter_ports::report::{ReportErrorCode, ReportFilters, ReportStatus, SectionOutcome};
 use reporter_ports::template::{MappedFields, OutputFormat, Template};
 use reporter_ports::{TemplateId, TenantId};
@@ -37,7 +39,7 @@ pub struct PreviewRequest {
 }
 
 /// What the engine renders: a checked source, its mapped fields and checked filters.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PreviewJob {
     /// The source.
     pub source: Arc<str>,
@@ -49,6 +51,19 @@ pub struct PreviewJob {
     pub filters: ReportFilters,
     /// Rows per table.
     pub limit: usize,
+    /// The render the engine started with the source's analysis ([`PreviewEngine::start`]),
+    /// which takes the context; `None`: the engine renders the source itself.
+    pub started: Option<Box<dyn RenderSession>>,
+}
+
+/// A preview started in the sandbox ([`PreviewEngine::start`]): what the template reads, and
+/// the render (in the child that parsed it) that takes the context.
+#[derive(Debug)]
+pub struct StartedPreview {
+    /// What it reads.
+    pub mapped: MappedFields,
+    /// The render under way.
+    pub render: Box<dyn RenderSession>,
 }
 
 /// What the engine gave: the generation (never stored), the rows read per table of the
@@ -67,8 +82,24 @@ pub struct PreviewRun {
 /// `worker::Previewer`).
 #[async_trait]
 pub trait PreviewEngine: Send + Sync {
-    /// Extracts and renders `job`. MUST write nothing. `Err` when the sandbox cannot run
-    /// (its text is for logs).
+    /// Parses `source` and maps its fields in the sandbox child that will render it (in
+    /// `format`): one sandbox operation where an upload's parse and a render are two. The
+    /// parse MUST run within the upload's parse bounds (`analysis` the engine's) and fail as
+    /// an upload's parse does ([`TemplateRunner::analyze`](reporter_ports::ports::TemplateRunner::analyze)).
+    /// `Ok(None)` when the engine cannot (the caller parses the source as an upload does).
+    /// MUST write nothing. The default cannot.
+    async fn start(
+        &self,
+        source: Arc<str>,
+        format: OutputFormat,
+        analysis: RenderLimits,
+    ) -> Result<Option<StartedPreview>, RunnerError> {
+        let _ = (source, format, analysis);
+        Ok(None)
+    }
+
+    /// Extracts and renders `job` (in `job.started` when given). MUST write nothing. `Err`
+    /// when the sandbox cannot run (its text is for logs).
     async fn run(&self, job: PreviewJob) -> Result<PreviewRun, String>;
 }
 
@@ -141,11 +172,22 @@ pub struct Preview {
     pub render_failure: Option<RenderFailure>,
 }
 
-/// The source, format and mapped fields to preview, and the template its filters are checked
-/// against.
+/// The source, format and mapped fields to preview, the template its filters are checked
+/// against, and its render when the sandbox started it with the parse.
 struct Subject {
     source: Arc<str>,
     template: Template,
+    render: Start,
+}
+
+/// How a subject's render starts.
+enum Start {
+    /// In [`PreviewEngine::run`].
+    Later,
+    /// Started with the parse.
+    Started(Box<dyn RenderSession>),
+    /// The start (a render slot, a child, the parse) passed the preview's time bound.
+    TimedOut,
 }
 
 fn limit_of(raw: Option<i64>) -> AppResult<usize> {
@@ -181,6 +223,23 @@ fn transient_template(tenant: &TenantId, format: OutputFormat, mapped: MappedFie
         created_at: now,
         updated_at: now,
         deleted_at: None,
+    }
+}
+
+/// The run of a preview that passed its time bound.
+fn timed_out(timeout: Duration) -> PreviewRun {
+    tracing::warn!(?timeout, "preview passed its time bound");
+    PreviewRun {
+        generation: Generation::RenderFailed {
+            code: ReportErrorCode::ReportGenerationTimeout,
+            failure: RenderFailure {
+                cause: RenderCause::Timeout,
+                line: None,
+            },
+            sections: BTreeMap::new(),
+        },
+        rows: BTreeMap::new(),
+        rows_cut: false,
     }
 }
 
@@ -233,9 +292,6 @@ impl App {
     ) -> AppResult<Preview> {
         let limit = limit_of(req.limit)?;
         let subject = self.preview_subject(caller, &req).await?;
-        let filters = self
-            .check_filters(req.filters.unwrap_or_default(), &subject.template)
-            .await?;
         let Some(setup) = self.preview.clone() else {
             return Err(AppError::new(
                 Code::ServiceUnavailable,
@@ -243,12 +299,26 @@ impl App {
             ));
         };
         let format = subject.template.output_format;
+        let started = match subject.render {
+            Start::Later => None,
+            Start::Started(render) => Some(render),
+            // Nothing was parsed: there is nothing to check the filters against.
+            Start::TimedOut => {
+                let run = timed_out(setup.settings.timeout);
+                let max = setup.settings.max_output_bytes;
+                return Ok(preview_of(run, format, MappedFields::new(), max));
+            }
+        };
+        let filters = self
+            .check_filters(req.filters.unwrap_or_default(), &subject.template)
+            .await?;
         let job = PreviewJob {
             source: subject.source,
             format,
             mapped: subject.template.mapped_fields.clone(),
             filters,
             limit,
+            started,
         };
         let run = tokio::time::timeout(setup.settings.timeout, setup.engine.run(job)).await;
         let run = match run {
@@ -260,21 +330,7 @@ impl App {
                     "templates cannot be previewed right now; retry later",
                 ));
             }
-            Err(_) => {
-                tracing::warn!(timeout = ?setup.settings.timeout, "preview passed its time bound");
-                PreviewRun {
-                    generation: Generation::RenderFailed {
-                        code: ReportErrorCode::ReportGenerationTimeout,
-                        failure: RenderFailure {
-                            cause: RenderCause::Timeout,
-                            line: None,
-                        },
-                        sections: BTreeMap::new(),
-                    },
-                    rows: BTreeMap::new(),
-                    rows_cut: false,
-                }
-            }
+            Err(_) => timed_out(setup.settings.timeout),
         };
         let preview = preview_of(
             run,
@@ -336,10 +392,37 @@ impl App {
             file_name: "preview.tpl".into(),
             bytes: Bytes::from(source.to_owned()),
         };
-        let (checked, _warnings) = self.check_source(&file, format).await?;
+        let Some(setup) = self.preview.as_ref() else {
+            let (checked, _warnings) = self.check_source(&file, format).await?;
+            return Ok(Subject {
+                source: Arc::from(source),
+                template: transient_template(&caller.tenant, format, checked.mapped),
+                render: Start::Later,
+            });
+        };
+        // The upload's checks, then its parse in the child that renders (the parse within the
+        // upload's parse bounds, the start within the preview's time bound).
+        let (text, _sha256) = super::templates::validate_source(&file, format).await?;
+        let start = setup
+            .engine
+            .start(text.clone(), format, RenderLimits::default());
+        let (mapped, render) = match tokio::time::timeout(setup.settings.timeout, start).await {
+            Ok(Ok(Some(started))) => (started.mapped, Start::Started(started.render)),
+            Ok(Ok(None)) => {
+                let (checked, _warnings) = self.check_source(&file, format).await?;
+                (checked.mapped, Start::Later)
+            }
+            Ok(Err(e)) => return Err(super::templates::analysis_error(e)),
+            Err(_) => (MappedFields::new(), Start::TimedOut),
+        };
+        if !matches!(render, Start::TimedOut) {
+            // A refusal drops the started render: its child is killed.
+            self.check_mapped_fields(&mapped).await?;
+        }
         Ok(Subject {
-            source: Arc::from(source),
-            template: transient_template(&caller.tenant, format, checked.mapped),
+            source: text,
+            template: transient_template(&caller.tenant, format, mapped),
+            render,
         })
     }
 
@@ -359,6 +442,7 @@ impl App {
         Ok(Subject {
             source: Arc::from(source),
             template,
+            render: Start::Later,
         })
     }
 }

@@ -159,6 +159,26 @@ pub(super) fn analysis_error(e: RunnerError) -> AppError {
     AppError::new(code, message).field("template", detail)
 }
 
+/// The file checks of an upload (name, size, UTF-8, format, script) and the file's digest, on
+/// the blocking pool (linear in the file's size): its text and its SHA-256 (hex).
+pub(super) async fn validate_source(
+    file: &TemplateFile,
+    format: OutputFormat,
+) -> AppResult<(Arc<str>, String)> {
+    let name = file.file_name.clone();
+    let bytes = file.bytes.clone();
+    tokio::task::spawn_blocking(move || {
+        let text = validate_template_file(&name, &bytes, format).map_err(file_error)?;
+        let text: Arc<str> = Arc::from(text);
+        Ok::<_, AppError>((text, hex::encode(Sha256::digest(&bytes))))
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "template validation task failed");
+        AppError::new(Code::Internal, "the template could not be validated")
+    })?
+}
+
 impl App {
     /// Validates an uploaded file (name, size, UTF-8, format, script) and parses it in the
     /// sandbox. The file checks and the digest run on the blocking pool and are linear in the
@@ -168,18 +188,7 @@ impl App {
         file: &TemplateFile,
         format: OutputFormat,
     ) -> AppResult<(CheckedSource, Vec<Warning>)> {
-        let name = file.file_name.clone();
-        let bytes = file.bytes.clone();
-        let (text, sha256) = tokio::task::spawn_blocking(move || {
-            let text = validate_template_file(&name, &bytes, format).map_err(file_error)?;
-            let text: Arc<str> = Arc::from(text);
-            Ok::<_, AppError>((text, hex::encode(Sha256::digest(&bytes))))
-        })
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "template validation task failed");
-            AppError::new(Code::Internal, "the template could not be validated")
-        })??;
+        let (text, sha256) = validate_source(file, format).await?;
         let mapped = self
             .ports
             .runner

@@ -1,8 +1,8 @@
 //! The child side: confine this process, answer one request, exit.
 use crate::limits::ChildLimits;
 use crate::protocol::{
-    self, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN, ROWS, RequestHeader, SOURCE,
-    VERSION, WireError,
+    self, ANALYSIS, AnalysisBounds, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN,
+    ROWS, RequestHeader, SOURCE, VERSION, WireError,
 };
 use reporter_child_confine::Confinement;
 use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
@@ -120,6 +120,12 @@ impl Request<'_> {
                         .map_err(|e| RenderError::Evaluation(e.to_string()))
                 }));
         }
+        if let Some(bounds) = &self.header.analysis {
+            match self.analysis(bounds)? {
+                Ok(json) => protocol::write_frame(out, ANALYSIS, &json)?,
+                Err(e) => return Ok(Err(e)),
+            }
+        }
         let planned = if self.header.stream {
             let plan = match self.engine.stream_plan(self.source, &render_limits) {
                 Ok(plan) => plan,
@@ -157,6 +163,29 @@ impl Request<'_> {
         };
         drop(data);
         Ok(rendered.and_then(|html| self.finish(html, handed_out)))
+    }
+
+    /// The analysis a render answers first, within `bounds`: the soft memory limits lowered
+    /// to the analysis' heap bound while it runs, then raised back to the hard limits (a
+    /// process may raise its soft limits up to its hard ones; nothing a template does makes
+    /// a system call). `Err` of the outer result when the limits cannot be set.
+    fn analysis(&self, bounds: &AnalysisBounds) -> io::Result<Result<Vec<u8>, RenderError>> {
+        let own = self.limits.confinement_limits();
+        let during = ChildLimits {
+            memory_bytes: bounds.memory_bytes.min(self.limits.memory_bytes),
+            ..*self.limits
+        }
+        .confinement_limits();
+        soft_memory_limits(during.data_bytes, during.address_space_bytes)?;
+        let analysis = self
+            .engine
+            .analyze(self.source, &RenderLimits::from(bounds.limits))
+            .and_then(|a| {
+                serde_json::to_vec(&a.mapped_fields)
+                    .map_err(|e| RenderError::Evaluation(e.to_string()))
+            });
+        soft_memory_limits(own.data_bytes, own.address_space_bytes)?;
+        Ok(analysis)
     }
 
     /// Sanitizes when asked and checks the output bound (`handed_out` bytes of the output
@@ -211,6 +240,26 @@ impl RowFeed for FrameFeed<'_> {
             .and_then(|()| self.out.flush())
             .map_err(|e| RenderError::Crashed(format!("the output could not be sent: {e}")))
     }
+}
+
+/// Sets the soft `RLIMIT_DATA` and `RLIMIT_AS` (at most the hard ones, which stay).
+fn soft_memory_limits(data_bytes: u64, address_space_bytes: u64) -> io::Result<()> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    for (resource, bytes) in [
+        (Resource::Data, data_bytes),
+        (Resource::As, address_space_bytes),
+    ] {
+        let hard = getrlimit(resource).maximum;
+        let current = hard.map_or(bytes, |h| bytes.min(h));
+        setrlimit(
+            resource,
+            Rlimit {
+                current: Some(current),
+                maximum: hard,
+            },
+        )?;
+    }
+    Ok(())
 }
 
 fn expect(kind: u8, want: u8) -> io::Result<()> {

@@ -4,7 +4,7 @@ use crate::limits::ChildLimits;
 use crate::protocol::{
     self, DATA, ERROR, HEADER, HELLO, Hello, OK, RequestHeader, SOURCE, VERSION, WireError,
 };
-use reporter_child_confine::{Confinement, Death, LastReport, StderrTail};
+use reporter_child_confine::{Confinement, Death, LastReport, NICENESS, StderrTail};
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout, timeout_at};
 
+use crate::session::Opening;
 pub use crate::session::Session;
 
 /// Bytes of a child's stderr kept to explain its death.
@@ -166,8 +167,42 @@ impl ProcessPool {
         header: &RequestHeader,
         source: &[u8],
     ) -> Result<Session, RunnerError> {
+        let opening = Opening {
+            analysis: None,
+            plan: header.stream,
+        };
+        self.open(header, source, opening).await
+    }
+
+    /// Starts a render that answers its analysis first (`header.analysis`): sends the header
+    /// and source to a fresh child and reads its analysis
+    /// ([`Session::take_analysis`]), then its plan for a streamed render. The session is then
+    /// used as [`start`](Self::start)'s.
+    ///
+    /// MUST fail as [`run`](Self::run) does; a template whose analysis fails answers its
+    /// error here, and an analysis that passes `analysis_timeout` (or the pool's deadline)
+    /// is [`RenderError::Timeout`] (the child is killed).
+    pub async fn start_analyzed(
+        &self,
+        header: &RequestHeader,
+        source: &[u8],
+        analysis_timeout: Duration,
+    ) -> Result<Session, RunnerError> {
+        let opening = Opening {
+            analysis: Some(analysis_timeout),
+            plan: header.stream,
+        };
+        self.open(header, source, opening).await
+    }
+
+    async fn open(
+        &self,
+        header: &RequestHeader,
+        source: &[u8],
+        opening: Opening,
+    ) -> Result<Session, RunnerError> {
         let (permit, header, warm) = self.take_child(header).await?;
-        Session::start(self.inner.clone(), permit, warm, &header, source).await
+        Session::start(self.inner.clone(), permit, warm, (&header, source), opening).await
     }
 
     /// A slot, the request header's bytes and a ready child, for one request.
@@ -323,7 +358,8 @@ impl Inner {
 
     /// Starts one child. The fork happens on a dedicated thread that lives as long as the
     /// pool: the children's parent-death signal is tied to the thread that forked them, so
-    /// they must not be forked from a runtime thread that may exit.
+    /// they must not be forked from a runtime thread that may exit. That thread runs at the
+    /// children's lowest priority, which they start with.
     async fn spawn(this: &Arc<Self>) -> std::io::Result<Warm> {
         let (tx, rx) = oneshot::channel();
         this.spawner()?
@@ -365,6 +401,13 @@ impl Inner {
         std::thread::Builder::new()
             .name(format!("sandbox-{}-spawner", config.name))
             .spawn(move || {
+                // The children start at the lowest priority, which they keep (confinement
+                // sets it again): their start, in the background, yields the CPU to the
+                // service and to the children at work. Linux keeps a priority per thread,
+                // and a child takes the one of the thread that forked it.
+                if let Err(e) = rustix::process::setpriority_process(None, NICENESS) {
+                    tracing::debug!(error = %e, "sandbox children start at the spawner's priority");
+                }
                 while let Ok(reply) = rx.recv() {
                     let _runtime = handle.enter();
                     let _ = reply.send(command(&config).spawn());

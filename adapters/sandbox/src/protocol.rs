@@ -5,6 +5,9 @@
 //! - child → parent: [`HELLO`] (JSON [`Hello`]: the version and what confines the child) as
 //!   soon as the child has confined itself;
 //! - parent → child: [`HEADER`] (JSON [`RequestHeader`]), [`SOURCE`] (the template, UTF-8);
+//! - for a render with `analysis` in the header, child → parent: [`ANALYSIS`] (JSON mapped
+//!   fields, as an analysis answers them) or [`ERROR`] when the analysis failed (then the
+//!   child exits);
 //! - for a streamed render (`stream` in the header), child → parent: [`PLAN`] (JSON
 //!   `Option<StreamPlan>`: the table the template takes as a stream), or [`ERROR`] when the
 //!   template does not parse;
@@ -39,6 +42,8 @@ pub const ROWS: u8 = b'R';
 pub const END: u8 = b'Z';
 /// A finished piece of a streamed render's output.
 pub const PIECE: u8 = b'T';
+/// The analysis of a render that answers it first (`analysis` in the header).
+pub const ANALYSIS: u8 = b'A';
 /// Success.
 pub const OK: u8 = b'O';
 /// Failure.
@@ -54,8 +59,8 @@ pub struct Hello {
 }
 
 /// Version of this protocol; a child speaking another one is refused. 4: the hello reports
-/// the child's [`Confinement`].
-pub const VERSION: u32 = 4;
+/// the child's [`Confinement`]. 5: a render may answer its analysis first ([`ANALYSIS`]).
+pub const VERSION: u32 = 5;
 
 /// The operation of a request.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -118,6 +123,22 @@ pub struct RequestHeader {
     /// A render that takes its planned table as a stream (answers [`PLAN`] first).
     #[serde(default)]
     pub stream: bool,
+    /// A render that first analyzes its source within these bounds and answers the analysis
+    /// ([`ANALYSIS`]) before it reads its context (a template preview: one child parses, maps
+    /// and renders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<AnalysisBounds>,
+}
+
+/// The bounds of a render's analysis: the upload parse's.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AnalysisBounds {
+    /// Engine bounds of the analysis.
+    pub limits: WireLimits,
+    /// Heap bound of the child while it analyzes (bytes; at most the child's own): the
+    /// child lowers its soft memory limits to it for the analysis and raises them back to
+    /// its hard limits before it reads the context.
+    pub memory_bytes: u64,
 }
 
 /// [`RenderError`] on the wire.

@@ -1,6 +1,6 @@
 //! [`Session`]: one streamed render in a child, from its plan to its answer.
 use crate::pool::{Inner, Warm};
-use crate::protocol::{self, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
+use crate::protocol::{self, ANALYSIS, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
 use bytes::Bytes;
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError, StreamPlan};
 use std::io;
@@ -8,10 +8,29 @@ use std::sync::Arc;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, timeout_at};
+use tokio::time::{Duration, Instant, timeout, timeout_at};
 
 /// Largest plan frame a child may send.
 const MAX_PLAN: u64 = 64 * 1024;
+
+/// What a child answers before it reads its context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Opening {
+    /// Its analysis ([`ANALYSIS`]), within this bound (the request's own bound also holds).
+    pub analysis: Option<Duration>,
+    /// Its plan ([`PLAN`]): a streamed render.
+    pub plan: bool,
+}
+
+/// How the child's opening went.
+enum Opened {
+    /// It answered what it owed.
+    Ready,
+    /// It answered something else (its last frame), or the pipes failed.
+    Early(io::Result<Answer>),
+    /// Its analysis passed its bound.
+    Late,
+}
 
 /// The child's last frame: its kind and payload.
 type Answer = (u8, Vec<u8>);
@@ -60,6 +79,8 @@ pub struct Session {
     pieces: Option<mpsc::Sender<Bytes>>,
     answer: Option<JoinHandle<io::Result<Answer>>>,
     plan: Option<StreamPlan>,
+    /// The analysis the child answered before its context, until taken.
+    analysis: Option<Vec<u8>>,
     /// The wall-clock bound: from the start, then from the context's arrival.
     deadline: Instant,
     /// The child still reads rows (false once a write found it gone or answered).
@@ -76,14 +97,15 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Sends the header and the source and reads the plan. A template that does not parse
-    /// answers its error here.
+    /// Sends the header and the source and reads what the child answers before its context
+    /// ([`Opening`]): the analysis, the plan. A template that does not parse answers its error
+    /// here.
     pub(crate) async fn start(
         inner: Arc<Inner>,
         permit: OwnedSemaphorePermit,
         warm: Warm,
-        header: &[u8],
-        source: &[u8],
+        request: (&[u8], &[u8]),
+        opening: Opening,
     ) -> Result<Self, RunnerError> {
         let Warm {
             mut child,
@@ -92,29 +114,57 @@ impl Session {
             stderr,
             ..
         } = warm;
-        widen_pipes(&stdin, &stdout);
+        let (header, source) = request;
+        if opening.plan {
+            widen_pipes(&stdin, &stdout);
+        }
         let deadline = Instant::now() + inner.config.wall_timeout;
+        let mut analysis = None;
+        let mut plan = None;
         let talk = async {
-            protocol::write_frame_async(&mut stdin, HEADER, header).await?;
-            protocol::write_frame_async(&mut stdin, SOURCE, source).await?;
-            protocol::read_frame_async(&mut stdout, MAX_PLAN).await
+            let sent = async {
+                protocol::write_frame_async(&mut stdin, HEADER, header).await?;
+                protocol::write_frame_async(&mut stdin, SOURCE, source).await
+            };
+            if let Err(e) = sent.await {
+                return Opened::Early(Err(e));
+            }
+            if let Some(bound) = opening.analysis {
+                let read = protocol::read_frame_async(&mut stdout, inner.max_answer());
+                match timeout(bound, read).await {
+                    Ok(Ok((ANALYSIS, bytes))) => analysis = Some(bytes),
+                    Ok(other) => return Opened::Early(other),
+                    Err(_) => return Opened::Late,
+                }
+            }
+            if opening.plan {
+                match protocol::read_frame_async(&mut stdout, MAX_PLAN).await {
+                    Ok((PLAN, bytes)) => plan = Some(bytes),
+                    other => return Opened::Early(other),
+                }
+            }
+            Opened::Ready
         };
-        let plan = match timeout_at(deadline, talk).await {
-            Ok(Ok((PLAN, bytes))) => {
-                serde_json::from_slice::<Option<StreamPlan>>(&bytes).map_err(|e| {
-                    RenderError::Crashed(format!("unreadable plan from the child: {e}"))
-                })?
+        let answer = match timeout_at(deadline, talk).await {
+            Ok(Opened::Ready) => None,
+            // An `OK` before the context is a child that skipped what it owed.
+            Ok(Opened::Early(Ok((OK, _)))) => {
+                Some(Some(Err(io::Error::other("answered before its context"))))
             }
-            other => {
-                let answer = other.ok().map(|a| match a {
-                    Ok((protocol::OK, _)) => Err(io::Error::other("answered before its plan")),
-                    a => a,
-                });
-                return Err(match inner.settle(&mut child, stderr, answer).await {
-                    Err(e) => e,
-                    Ok(_) => RenderError::Crashed("answered before its plan".into()).into(),
-                });
-            }
+            Ok(Opened::Early(answer)) => Some(Some(answer)),
+            Ok(Opened::Late) | Err(_) => Some(None),
+        };
+        if let Some(answer) = answer {
+            return Err(match inner.settle(&mut child, stderr, answer).await {
+                Err(e) => e,
+                Ok(_) => RenderError::Crashed("answered before its context".into()).into(),
+            });
+        }
+        let plan = match plan {
+            Some(bytes) => serde_json::from_slice::<Option<StreamPlan>>(&bytes).map_err(|e| {
+                RenderError::Crashed(format!("unreadable plan from the child: {e}"))
+            })?,
+            None => None,
         };
         Ok(Self {
             inner,
@@ -126,9 +176,16 @@ impl Session {
             pieces: None,
             answer: None,
             plan,
+            analysis,
             deadline,
-            taking_rows: true,
+            // Only a streamed render reads rows (and the end of them).
+            taking_rows: opening.plan,
         })
+    }
+
+    /// The analysis the child answered first (once).
+    pub fn take_analysis(&mut self) -> Option<Vec<u8>> {
+        self.analysis.take()
     }
 
     /// The table the child takes as a stream, if any.

@@ -23,6 +23,22 @@ fn config(name: &'static str) -> PoolConfig {
     }
 }
 
+/// The nice value of this process's thread whose name starts with `name` (thread names are
+/// cut at 15 bytes).
+fn spawner_niceness(name: &str) -> Option<i64> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    tasks.flatten().find_map(|task| {
+        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+        if !comm.starts_with(name) {
+            return None;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+        // Fields after the name in parentheses: state is the 3rd field, nice the 19th.
+        let after = stat.rsplit_once(')')?.1;
+        after.split_whitespace().nth(16)?.parse().ok()
+    })
+}
+
 /// Running (not gone, not a zombie).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
@@ -170,6 +186,8 @@ async fn children_are_prestarted_replaced_and_bounded_in_number() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(pool.idle_children(), 2);
+    // They were forked by a thread at the lowest priority: they start at it.
+    assert_eq!(spawner_niceness("sandbox-render-"), Some(19));
     // A waiting child killed from outside is replaced, and the request still succeeds.
     let pids = pool.idle_pids();
     for pid in &pids {
@@ -447,4 +465,66 @@ async fn output_pieces_taken_before_the_context_come_out_as_rendered() {
     })
     .await;
     assert!(drained.is_ok(), "the pieces never ended");
+}
+
+/// A runner whose parse pool has a smaller heap (64 MiB) and a shorter deadline (1 s) than
+/// its render pool (128 MiB, 5 s).
+fn runner_with_tight_parse() -> ProcessTemplateRunner {
+    let parse = PoolConfig {
+        memory_bytes: 64 * 1024 * 1024,
+        wall_timeout: Duration::from_secs(1),
+        ..config("parse")
+    };
+    ProcessTemplateRunner::new(ProcessPool::new(parse), ProcessPool::new(config("render")))
+}
+
+async fn start_analyzed(
+    r: &ProcessTemplateRunner,
+    source: &str,
+    sanitize_html: bool,
+) -> Result<Box<dyn RenderSession>, RunnerError> {
+    let limits = RenderLimits::default();
+    let started = r
+        .start_analyzed_render(source.into(), limits, limits, sanitize_html)
+        .await?
+        .expect("the sandbox runner analyzes and renders in one child");
+    assert!(started.0.mapped_fields.is_empty());
+    assert!(started.1.plan().is_none(), "not a streamed render");
+    Ok(started.1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_analyzed_render_parses_within_the_parse_bounds_and_renders_in_the_same_child() {
+    let r = runner_with_tight_parse();
+    let mut s = start_analyzed(&r, "echo:hi", false).await.unwrap();
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(s.finish().await.unwrap(), "hi");
+    let mut s = start_analyzed(&r, "echo:<p>hi</p>", true).await.unwrap();
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(s.finish().await.unwrap(), "[sanitized]<p>hi</p>");
+    // One child of the render pool did it all: the parse pool never started one.
+    assert_eq!(r.parse_pool().idle_children(), 0);
+    // The analysis' failures are answered before the context, as an upload's parse's: its
+    // heap bound and its deadline are the parse pool's.
+    let e = start_analyzed(&r, "syntax", false).await.unwrap_err();
+    assert_eq!(template(e), RenderError::Syntax("scripted".into()));
+    let e = start_analyzed(&r, "alloc", false).await.unwrap_err();
+    assert_eq!(template(e), RenderError::MemoryLimit(64 * 1024 * 1024));
+    let started = Instant::now();
+    let e = start_analyzed(&r, "sleep", false).await.unwrap_err();
+    assert_eq!(template(e), RenderError::Timeout);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // The render has the render pool's heap again: 80 MB is past the analysis' bound.
+    let mut s = start_analyzed(&r, "hold:80000000", false).await.unwrap();
+    s.send_context(&ctx()).await.unwrap();
+    assert_eq!(s.finish().await.unwrap(), "held 80000000");
+    // A session dropped before its context kills its child and frees its slot.
+    for _ in 0..3 {
+        drop(start_analyzed(&r, "echo:x", false).await.unwrap());
+    }
+    assert_eq!(render(&r, "echo:still here").await.unwrap(), "still here");
 }

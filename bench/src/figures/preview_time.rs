@@ -1,9 +1,11 @@
 //! Issue 31: the template preview's time to answer. `POST /v1/templates/preview` of the
 //! example template (`examples/templates/statement.html.tpl`, html, `limit` 50) against the
 //! release `reporter serve` (state in memory, auth on, the bundled example data), vs uploading
-//! the same template (`POST /v1/templates`, which parses it in the sandbox and stores it);
-//! sequential requests on one server, the median of each. Target: the preview answers faster
-//! than an upload (ratio at most 1).
+//! the same template (`POST /v1/templates`, which parses it in a sandbox child and stores it);
+//! sequential requests on one server, the median of each. The preview parses, maps and renders
+//! in one sandbox child (two exchanges with it: the mapped fields, then the context and the
+//! output), the upload parses in one (one exchange). Target: the preview answers faster than
+//! an upload (ratio at most 1).
 use super::serve::Server;
 use super::template_read::upload;
 use crate::harness::{Ctx, Figure, Sample, Target};
@@ -11,7 +13,7 @@ use async_trait::async_trait;
 use std::time::Instant;
 
 /// What `BENCHMARKS.md` says of this figure.
-pub const DESCRIPTION: &str = "- **Template preview** (issue 31): `POST /v1/templates/preview` of the example template (`examples/templates/statement.html.tpl`, html, `limit` 50: every row of the bundled `bank` data, rendered and sanitized in the sandbox) against the release `reporter serve` (state in memory, auth on), vs uploading the same template (`POST /v1/templates`: checked, parsed in the sandbox and stored); 20 requests of each per round (5 with `--quick`), alternating, one at a time; the median time to the answer. Target: the preview answers faster than the upload. Informational: a preview of the uploaded template by `templateId` (its mapped fields are stored: no parse) vs the upload.\n";
+pub const DESCRIPTION: &str = "- **Template preview** (issue 31): `POST /v1/templates/preview` of the example template (`examples/templates/statement.html.tpl`, html, `limit` 50: every row of the bundled `bank` data, rendered and sanitized in the sandbox) against the release `reporter serve` (state in memory, auth on), vs uploading the same template (`POST /v1/templates`: checked, parsed in a sandbox child and stored); 20 requests of each per round (5 with `--quick`), alternating, one at a time; the median time to the answer. The preview's parse, field mapping and render run in one sandbox child (two exchanges with it: the mapped fields, then the context and the sanitized output), the upload's parse in one (one exchange). Target: the preview answers faster than the upload. Informational: a preview of the uploaded template by `templateId` (its mapped fields are stored: the child only renders) vs the upload.\n";
 
 /// The example template.
 const TEMPLATE: &str = include_str!("../../../examples/templates/statement.html.tpl");

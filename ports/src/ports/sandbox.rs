@@ -32,6 +32,10 @@ pub struct RenderJob {
     pub sanitize_html: bool,
 }
 
+/// A template's analysis and the render of it that the same sandbox child goes on with
+/// ([`TemplateRunner::start_analyzed_render`]).
+pub type AnalyzedRender = (TemplateAnalysis, Box<dyn RenderSession>);
+
 /// Runs template work (parse at upload, render in the worker) away from the service: no
 /// template work runs on the caller's async runtime threads, and nothing a template does can
 /// crash or exhaust the calling process.
@@ -64,6 +68,24 @@ pub trait TemplateRunner: Send + Sync {
         sanitize_html: bool,
     ) -> Result<Option<Box<dyn RenderSession>>, RunnerError> {
         let _ = (source, limits, sanitize_html);
+        Ok(None)
+    }
+    /// Analyzes `source` as [`analyze`](Self::analyze) does (within the upload parse bounds,
+    /// `analysis` the engine's) in the sandbox that then renders it within the render bounds
+    /// (`limits`; the output sanitized when asked): what it reads, and a session without a
+    /// plan that takes the context ([`RenderSession::send_context`]) and answers the output
+    /// ([`RenderSession::finish`]). One sandbox operation where [`analyze`](Self::analyze)
+    /// then [`render`](Self::render) are two (a template preview). A template whose analysis
+    /// fails answers the error [`analyze`](Self::analyze) would. `Ok(None)` when this runner
+    /// does not: the caller analyzes and renders apart. The default does not.
+    async fn start_analyzed_render(
+        &self,
+        source: Arc<str>,
+        analysis: RenderLimits,
+        limits: RenderLimits,
+        sanitize_html: bool,
+    ) -> Result<Option<AnalyzedRender>, RunnerError> {
+        let _ = (source, analysis, limits, sanitize_html);
         Ok(None)
     }
 }

@@ -16,6 +16,8 @@
 //!   connection to 127.0.0.1), `try:exec` (run `/bin/true`), `try:fork` (start a process
 //!   that exits at once);
 //! - `big:<n>` renders `n` bytes;
+//! - `hold:<n>` holds `n` bytes while it renders `held <n>` (analysis: no fields, nothing
+//!   held);
 //! - streamed renders (`stream…` plans `ds.t`): `stream` renders the context and then each
 //!   chunk of rows on a line; `stream-early` answers after the first chunk; `stream-big:<n>`
 //!   answers `n` bytes without reading any row; `stream-fail` fails after the first chunk;
@@ -80,6 +82,11 @@ impl Scripted {
             s if s.starts_with("big:") => {
                 let n: usize = s["big:".len()..].parse().unwrap_or(0);
                 Ok("x".repeat(n))
+            }
+            s if s.starts_with("hold:") => {
+                let n: usize = s["hold:".len()..].parse().unwrap_or(0);
+                let held = std::hint::black_box(vec![1u8; n]);
+                Ok(format!("held {}", held.len()))
             }
             other => Err(RenderError::Evaluation(format!("unknown command {other}"))),
         }
@@ -147,7 +154,7 @@ impl TemplateEngine for Scripted {
         source: &str,
         _limits: &RenderLimits,
     ) -> Result<TemplateAnalysis, RenderError> {
-        if source.starts_with("echo:") {
+        if source.starts_with("echo:") || source.starts_with("hold:") {
             return Ok(TemplateAnalysis::default());
         }
         self.run(source).map(|_| TemplateAnalysis::default())
