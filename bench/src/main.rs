@@ -159,6 +159,7 @@ fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
         args.rounds,
     );
     doc.push_str(figures::preview_time::DESCRIPTION);
+    doc.push_str(figures::telemetry_cost::DESCRIPTION);
     doc
 }
 

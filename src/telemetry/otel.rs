@@ -16,6 +16,7 @@ use std::time::Duration;
 /// The running export, once [`start`] succeeded.
 struct State {
     trust_incoming: bool,
+    tracer: Tracer,
     meter: SdkMeterProvider,
     scope: String,
     metric_interval: Duration,
@@ -27,6 +28,11 @@ static STATE: OnceLock<State> = OnceLock::new();
 #[inline]
 pub fn enabled() -> bool {
     STATE.get().is_some()
+}
+
+/// The tracer of the spans built without `tracing` (the request's server span); `None` off.
+pub fn tracer() -> Option<&'static Tracer> {
+    STATE.get().map(|s| &s.tracer)
 }
 
 /// True when an incoming `traceparent` continues the trace (`OTEL_TRUST_INCOMING_TRACEPARENT`).
@@ -145,6 +151,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
     let tracer = tracer_provider.tracer_with_scope(scope);
     let _ = STATE.set(State {
         trust_incoming: s.trust_incoming_traceparent,
+        tracer: tracer.clone(),
         meter: meter_provider.clone(),
         scope: s.library_name.clone(),
         metric_interval: s.metric_interval,

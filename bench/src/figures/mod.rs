@@ -10,7 +10,7 @@ mod rate_limit;
 mod report_rss;
 mod report_time;
 mod serve;
-mod telemetry_cost;
+pub(crate) mod telemetry_cost;
 mod template_read;
 pub(crate) mod util;
 
