@@ -76,12 +76,13 @@ pub fn init_observability(
                 && !(meta.name() == crate::http::middleware::REQUEST_SPAN
                     && meta.target() == crate::http::middleware::REQUEST_SPAN_TARGET)
         }));
-    // Per span, only what the span says: no source location, thread or busy/idle timing
-    // attributes (each was work on every request and bytes in every export).
+    // Per span, only what the span says: no source location, thread, target or busy/idle
+    // timing attributes (each was work on every request and bytes in every export).
     let otel_layer = tracing_opentelemetry::layer()
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        .with_target(false)
         // A span's parent is the nearest enclosing OpenTelemetry `tracing` span, else the
         // OpenTelemetry context the code runs in (the request's server span): entering a span
         // need not attach its context to the thread (work on every poll otherwise).

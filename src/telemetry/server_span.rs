@@ -7,6 +7,39 @@ use super::otel::{tracer, trust_incoming};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use reporter_ports::TraceCarrier;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+/// Span names already spelled: per route, per method `(method, "<method> <route>")`.
+type Names = HashMap<Box<str>, Vec<(&'static str, &'static str)>>;
+
+/// The span name `"<method> <route>"` and the route, spelled once per pair and kept for the
+/// process: both come from closed sets (the method and route labels of the metrics), so the
+/// pairs are bounded, and no request allocates them (nor the exporter frees them).
+fn names(method: &'static str, route: &str) -> (&'static str, &'static str) {
+    static NAMES: OnceLock<RwLock<Names>> = OnceLock::new();
+    let names = NAMES.get_or_init(Default::default);
+    let route_of = |name: &'static str| -> &'static str { &name[method.len() + 1..] };
+    let known = names
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(route)
+        .and_then(|methods| methods.iter().find(|(m, _)| *m == method).map(|(_, n)| *n));
+    if let Some(name) = known {
+        return (name, route_of(name));
+    }
+    let mut names = names.write().unwrap_or_else(|p| p.into_inner());
+    let methods = names.entry(Box::from(route)).or_default();
+    let name = match methods.iter().find(|(m, _)| *m == method) {
+        Some((_, name)) => *name,
+        None => {
+            let name: &'static str = Box::leak(format!("{method} {route}").into_boxed_str());
+            methods.push((method, name));
+            name
+        }
+    };
+    (name, route_of(name))
+}
 
 /// A request's server span while the request runs (telemetry on).
 pub struct ServerSpan {
@@ -33,12 +66,13 @@ impl ServerSpan {
             .flatten()
             .and_then(|tp| TraceCarrier::new(tp, header("tracestate")))
             .map_or_else(Context::new, |c| super::context::parent_of(&c));
+        let (name, route) = names(method, route);
         let span = tracer
-            .span_builder(format!("{method} {route}"))
+            .span_builder(name)
             .with_kind(SpanKind::Server)
             .with_attributes([
                 KeyValue::new("http.request.method", method),
-                KeyValue::new("http.route", route.to_owned()),
+                KeyValue::new("http.route", route),
                 KeyValue::new("url.scheme", scheme),
                 KeyValue::new("network.protocol.version", version),
             ])
@@ -73,5 +107,29 @@ impl ServerSpan {
             span.set_status(Status::error(""));
         }
         span.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    #[test]
+    fn names_are_spelled_once_per_method_and_route() {
+        let (name, route) = names("GET", "/v1/templates/{id}");
+        assert_eq!(
+            (name, route),
+            ("GET /v1/templates/{id}", "/v1/templates/{id}")
+        );
+        let (again, _) = names("GET", &String::from("/v1/templates/{id}"));
+        assert!(std::ptr::eq(name, again), "the same spelling is reused");
+        assert_eq!(
+            names("DELETE", "/v1/templates/{id}"),
+            ("DELETE /v1/templates/{id}", "/v1/templates/{id}")
+        );
+        assert_eq!(
+            names("other", "unmatched"),
+            ("other unmatched", "unmatched")
+        );
     }
 }
