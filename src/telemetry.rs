@@ -4,6 +4,7 @@ pub mod bridge;
 pub mod context;
 pub mod otel;
 mod otlp_http;
+pub mod server_span;
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
@@ -66,10 +67,26 @@ pub fn init_observability(
     // Spans only: a log line is not turned into a span event, so what a span carries is its
     // own fields (closed sets and ids), never a driver's error text or anything a log names.
     use tracing_subscriber::filter::FilterExt;
+    // The request's `tracing` span only carries the log lines' fields: its server span is
+    // built with the SDK directly (`server_span`), so it is no OpenTelemetry span here.
     let spans = tracing_subscriber::filter::Targets::new()
         .with_target("reporter", tracing::Level::INFO)
-        .and(tracing_subscriber::filter::filter_fn(|meta| meta.is_span()));
+        .and(tracing_subscriber::filter::filter_fn(|meta| {
+            meta.is_span()
+                && !(meta.name() == crate::http::middleware::REQUEST_SPAN
+                    && meta.target() == crate::http::middleware::REQUEST_SPAN_TARGET)
+        }));
+    // Per span, only what the span says: no source location, thread, target or busy/idle
+    // timing attributes (each was work on every request and bytes in every export).
     let otel_layer = tracing_opentelemetry::layer()
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_target(false)
+        // A span's parent is the nearest enclosing OpenTelemetry `tracing` span, else the
+        // OpenTelemetry context the code runs in (the request's server span): entering a span
+        // need not attach its context to the thread (work on every poll otherwise).
+        .with_context_activation(false)
         .with_tracer(tracer)
         .with_filter(spans);
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);

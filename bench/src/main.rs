@@ -163,6 +163,7 @@ fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
     doc.push_str(figures::report_rows::DESCRIPTION);
     doc.push_str(figures::report_cores::DESCRIPTION);
     doc.push_str(figures::preview_time::DESCRIPTION);
+    doc.push_str(figures::telemetry_cost::DESCRIPTION);
     doc
 }
 

@@ -1,7 +1,9 @@
 //! The telemetry section: OpenTelemetry traces and metrics over OTLP, with the original's
 //! variables (`ENABLE_TELEMETRY`, `OTEL_RESOURCE_*`, `OTEL_LIBRARY_NAME`,
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_INSECURE_EXPORTER`) plus the standard
-//! `OTEL_EXPORTER_OTLP_PROTOCOL` and `OTEL_METRIC_EXPORT_INTERVAL`.
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` and `OTEL_METRIC_EXPORT_INTERVAL`. The standard sampler
+//! (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`) and batch processor (`OTEL_BSP_*`)
+//! variables are read by the OpenTelemetry SDK itself (see `telemetry::otel`).
 use super::{Checker, problem};
 use clap::Args;
 use std::time::Duration;

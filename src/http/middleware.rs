@@ -109,65 +109,80 @@ pub fn method_label(method: &Method) -> &'static str {
         .map_or("other", |m| m.as_str())
 }
 
-/// The OpenTelemetry server span of a request (telemetry on): named `"<METHOD> <route>"`
-/// from the closed route set, with the semantic-convention attributes `http.request.method`,
-/// `http.route`, `url.scheme`, `network.protocol.version` and (recorded on the way out)
-/// `http.response.status_code`. MUST NOT carry the path's values, the query, headers or
-/// the body. Continues an incoming `traceparent` when OTEL_TRUST_INCOMING_TRACEPARENT allows.
-fn server_span(req: &Request, method: &str, route: &str, id: &str) -> tracing::Span {
-    let scheme = req.uri().scheme_str().unwrap_or("http");
+/// The name of a request's `tracing` span (its log lines' `request_id`, `method`, `path`, and
+/// with telemetry on `trace_id` / `span_id`). It is no OpenTelemetry span: the server span is
+/// [`ServerSpan`](crate::telemetry::server_span::ServerSpan).
+pub const REQUEST_SPAN: &str = "http";
+
+/// The target of the request's `tracing` span (this module).
+pub const REQUEST_SPAN_TARGET: &str = module_path!();
+
+/// The request's OpenTelemetry server span (telemetry on; see
+/// [`ServerSpan::start`](crate::telemetry::server_span::ServerSpan::start)).
+fn server_span(
+    req: &Request,
+    method: &'static str,
+    route: &str,
+) -> Option<crate::telemetry::server_span::ServerSpan> {
+    let scheme = match req.uri().scheme_str() {
+        Some("https") => "https",
+        _ => "http",
+    };
     let version = match req.version() {
         poem::http::Version::HTTP_2 => "2",
         poem::http::Version::HTTP_10 => "1.0",
         _ => "1.1",
     };
-    let span = tracing::info_span!(
-        "http",
-        otel.name = %format_args!("{method} {route}"),
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        http.request.method = method,
-        http.route = route,
-        url.scheme = scheme,
-        network.protocol.version = version,
-        http.response.status_code = tracing::field::Empty,
-        request_id = %id,
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
-    );
-    crate::telemetry::context::continue_incoming(&span, |name| {
+    crate::telemetry::server_span::ServerSpan::start(method, route, scheme, version, |name| {
         req.headers().get(name).and_then(|v| v.to_str().ok())
-    });
-    span
+    })
 }
 
 impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
     type Output = Response;
     async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        use opentelemetry::context::FutureExt as _;
         let start = Instant::now();
         let id = super::headers::client_request_id(&req)
             .map_or_else(super::headers::fresh_request_id, str::to_owned);
         let method = method_label(req.method());
         let route = route_label(&self.contract, req.uri().path());
-        let otel = crate::telemetry::otel::enabled();
-        let span = if otel {
-            server_span(&req, method, route, &id)
-        } else {
-            tracing::info_span!("http", request_id = %id, method = %method, path = %req.uri().path())
-        };
+        let server = server_span(&req, method, route);
+        let span = tracing::info_span!(
+            target: REQUEST_SPAN_TARGET,
+            REQUEST_SPAN,
+            request_id = %id,
+            method = %method,
+            path = %req.uri().path(),
+            trace_id = tracing::field::Empty,
+            span_id = tracing::field::Empty,
+        );
+        if let Some(server) = &server
+            && !span.is_disabled()
+        {
+            let (trace_id, span_id) = server.ids();
+            span.record("trace_id", trace_id);
+            span.record("span_id", span_id);
+        }
         req.extensions_mut().insert(RequestId(id.clone()));
         // `instrument`, not `enter`: an entered guard held across an await would attach this
-        // span to whatever else runs on the thread meanwhile.
-        let mut resp = match self.inner.call(req).instrument(span.clone()).await {
+        // span to whatever else runs on the thread meanwhile. The server span's context is
+        // attached on every poll the same way, so the spans the request opens are its children.
+        let call = self.inner.call(req);
+        let answer = match &server {
+            Some(server) => {
+                call.with_context(server.context().clone())
+                    .instrument(span)
+                    .await
+            }
+            None => call.instrument(span).await,
+        };
+        let mut resp = match answer {
             Ok(r) => r.into_response(),
             Err(e) => e.into_response(),
         };
-        if otel {
-            let status = resp.status();
-            span.record("http.response.status_code", status.as_u16());
-            if status.is_server_error() {
-                span.record("otel.status_code", "ERROR");
-            }
+        if let Some(server) = server {
+            server.end(resp.status().as_u16());
         }
         self.metrics.observe(
             method,

@@ -1,7 +1,7 @@
 //! Trace context in and out of the places a report travels: the current span as a bounded
 //! [`TraceCarrier`] (for a job or an event), and a carrier or incoming headers as a span's
 //! parent. Every function is a no-op answering `None` while telemetry is off.
-use super::otel::{enabled, trust_incoming};
+use super::otel::enabled;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -18,9 +18,14 @@ pub fn current() -> Option<TraceCarrier> {
     carrier_of(&Span::current())
 }
 
-/// `span`'s context as a carrier.
+/// `span`'s context as a carrier. A span that is no OpenTelemetry span (the request's
+/// `tracing` span: its server span is built with the SDK, `server_span`) stands for the
+/// OpenTelemetry context it runs in.
 pub fn carrier_of(span: &Span) -> Option<TraceCarrier> {
-    let cx = span.context();
+    let mut cx = span.context();
+    if !cx.span().span_context().is_valid() {
+        cx = opentelemetry::Context::current();
+    }
     if !cx.span().span_context().is_valid() {
         return None;
     }
@@ -39,28 +44,19 @@ pub fn continue_from(span: &Span, carrier: Option<&TraceCarrier>) {
         return;
     }
     if let Some(c) = carrier {
-        let mut map: HashMap<String, String> = HashMap::with_capacity(2);
-        map.insert("traceparent".into(), c.traceparent().to_owned());
-        if let Some(ts) = c.tracestate() {
-            map.insert("tracestate".into(), ts.to_owned());
-        }
-        let parent = TraceContextPropagator::new().extract(&map);
-        let _ = span.set_parent(parent);
+        let _ = span.set_parent(parent_of(c));
     }
     record_ids(span);
 }
 
-/// Continues an incoming request's `traceparent` / `tracestate` (read by `header`, which
-/// MUST match names case-insensitively) when OTEL_TRUST_INCOMING_TRACEPARENT allows it.
-pub fn continue_incoming<'a>(span: &Span, header: impl Fn(&str) -> Option<&'a str>) {
-    if !enabled() {
-        return;
+/// The remote parent `carrier` names, as a context to start a span in.
+pub fn parent_of(carrier: &TraceCarrier) -> opentelemetry::Context {
+    let mut map: HashMap<String, String> = HashMap::with_capacity(2);
+    map.insert("traceparent".into(), carrier.traceparent().to_owned());
+    if let Some(ts) = carrier.tracestate() {
+        map.insert("tracestate".into(), ts.to_owned());
     }
-    let carrier = trust_incoming()
-        .then(|| header("traceparent"))
-        .flatten()
-        .and_then(|tp| TraceCarrier::new(tp, header("tracestate")));
-    continue_from(span, carrier.as_ref());
+    TraceContextPropagator::new().extract(&map)
 }
 
 /// Records the span's `trace_id` / `span_id` fields (declared empty by the span), which JSON
@@ -183,9 +179,12 @@ mod tests {
         assert_eq!(current(), None);
         assert_eq!(carrier_of_span(&span), None);
         continue_from(&span, carrier.as_ref());
-        continue_incoming(&span, |_| {
-            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-        });
+        assert!(
+            crate::telemetry::server_span::ServerSpan::start("GET", "/x", "http", "1.1", |_| {
+                Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            })
+            .is_none()
+        );
         assert!(job_publish_span(reporter_ports::ReportId::new()).is_none());
         assert!(datasource_span("ledger").is_none());
         assert!(render_span().is_none());

@@ -14,7 +14,7 @@ pub(crate) mod report_rows;
 mod report_rss;
 mod report_time;
 mod serve;
-mod telemetry_cost;
+pub(crate) mod telemetry_cost;
 mod template_read;
 pub(crate) mod util;
 

@@ -8,6 +8,9 @@ use crate::harness::{Ctx, Figure, Sample, Target};
 use async_trait::async_trait;
 use std::io::{BufRead, BufReader, Read, Write};
 
+/// What BENCHMARKS.md says this figure measures.
+pub const DESCRIPTION: &str = "- **Telemetry cost** (issue 32): P3 (`GET /v1/templates/{id}`, `wrk -t2 -c32`, bearer token) against the release `reporter serve` (state in memory, auth on) with `ENABLE_TELEMETRY=true` and the default configuration a user gets (every trace sampled, `ParentBased(AlwaysOn)`, as the original; Reporter's batch defaults: batches of 2048 spans from a queue of 8192, an export every 5 s when no batch fills up), every request's spans (the server span `GET /v1/templates/{id}` and the use-case span `get_template`) exported over OTLP/HTTP (protobuf) to a local receiver that reads and discards each export, and the Prometheus metrics exported every 60 s, vs the same service with telemetry off; req/s and p99. The service, `wrk` and the receiver share the machine's cores, so the ratio follows the CPU telemetry adds per request. Target: ≥ 0.9×.\n";
+
 #[derive(Default)]
 pub struct TelemetryCost;
 
