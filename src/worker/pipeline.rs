@@ -524,17 +524,7 @@ impl Core<'_> {
             use tracing::Instrument;
             self.runner.render(job).instrument(span.clone()).await
         };
-        let render_ms = phase.elapsed().as_millis() as u64;
-        span.record("reporter.render.sandbox_ms", render_ms);
-        if result.is_err() {
-            span.record("otel.status_code", "ERROR");
-        }
-        let phases = Phases {
-            extract_ms,
-            context_bytes,
-            render_ms,
-            streamed_rows: None,
-        };
+        let phases = Phases::of_render(&span, phase, result.is_err(), extract_ms, context_bytes);
         rendered(result, sections, phases)
     }
 }
@@ -758,6 +748,28 @@ pub(super) struct Phases {
 }
 
 impl Phases {
+    /// The phases of a whole-context render that began at `phase` (no streamed table),
+    /// recording its sandbox time, and an error status when it `failed`, on its `span`.
+    pub(super) fn of_render(
+        span: &tracing::Span,
+        phase: Instant,
+        failed: bool,
+        extract_ms: u64,
+        context_bytes: usize,
+    ) -> Self {
+        let render_ms = phase.elapsed().as_millis() as u64;
+        span.record("reporter.render.sandbox_ms", render_ms);
+        if failed {
+            span.record("otel.status_code", "ERROR");
+        }
+        Self {
+            extract_ms,
+            context_bytes,
+            render_ms,
+            streamed_rows: None,
+        }
+    }
+
     /// The `report generated` log line.
     pub(super) fn log_generated(&self, convert_ms: u64, artifact_bytes: u64) {
         tracing::info!(

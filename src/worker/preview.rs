@@ -73,17 +73,7 @@ impl Previewer {
             .instrument(span.clone())
             .await
         };
-        let render_ms = phase.elapsed().as_millis() as u64;
-        span.record("reporter.render.sandbox_ms", render_ms);
-        if result.is_err() {
-            span.record("otel.status_code", "ERROR");
-        }
-        let phases = Phases {
-            extract_ms,
-            context_bytes,
-            render_ms,
-            streamed_rows: None,
-        };
+        let phases = Phases::of_render(&span, phase, result.is_err(), extract_ms, context_bytes);
         Ok((rendered(result, e.outcomes, phases)?, rows))
     }
 }

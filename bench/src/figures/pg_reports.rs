@@ -215,20 +215,8 @@ pub struct ReportRun {
 /// `POST /v1/reports` of `template_id`, then `GET /v1/reports/{id}` every 10 ms until it is
 /// no longer `Processing` (at most 600 s); fails unless it is `Finished`.
 pub fn report(serve: &Server, template_id: &str) -> anyhow::Result<ReportRun> {
-    let body = serde_json::json!({ "templateId": template_id, "filters": {} }).to_string();
-    let (status, answer) = serve.call(
-        "POST",
-        "/v1/reports",
-        Some("application/json"),
-        body.as_bytes(),
-    )?;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    anyhow::ensure!(
-        (200..300).contains(&status),
-        "POST /v1/reports: {status} {answer}"
-    );
-    let v: serde_json::Value = serde_json::from_str(&answer)?;
-    let path = format!("/v1/reports/{}", v["id"].as_str().context("no report id")?);
+    let id = super::client_reports::request(serve, template_id)?;
+    let path = format!("/v1/reports/{id}");
     let started = Instant::now();
     let v = loop {
         let (status, answer) = serve.call("GET", &path, None, b"")?;
