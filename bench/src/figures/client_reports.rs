@@ -7,7 +7,7 @@
 //! to the first `GET /v1/reports/{id}` answering `Finished`, polled every 2 ms); and the
 //! baselines: `psql \copy (query) TO 'file' CSV HEADER`, and headless Chromium printing an
 //! HTML file from disk to PDF.
-use super::pg_reports::{LIMITS, psql};
+use super::pg_reports::{LIMITS, psql, timed_copy};
 use super::serve::Server;
 use super::template_read::upload;
 use crate::harness::Ctx;
@@ -67,33 +67,14 @@ impl WideDb {
         let file = self
             .dir
             .join(format!("psql-{}.csv", uuid::Uuid::now_v7().simple()));
-        let started = Instant::now();
-        let out = Command::new("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                "5432",
-                "-U",
-                "postgres",
-                "-X",
-                "-q",
-            ])
-            .args(["-d", &self.name, "-c"])
-            .arg(format!(
+        let secs = timed_copy(
+            &self.name,
+            &format!(
                 "\\copy (SELECT {COLUMNS} FROM {}) TO '{}' CSV HEADER",
                 table(rows),
                 file.display()
-            ))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        let secs = started.elapsed().as_secs_f64();
-        anyhow::ensure!(
-            out.status.success(),
-            "psql \\copy: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            ),
+        )?;
         let bytes = std::fs::read(&file)?;
         std::fs::remove_file(&file)?;
         Ok((secs, bytes))

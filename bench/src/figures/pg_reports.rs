@@ -16,19 +16,45 @@ pub fn rows(ctx: &Ctx) -> usize {
     if ctx.quick { 10_000 } else { 100_000 }
 }
 
+/// `psql` connected to database `db` on 127.0.0.1:5432 as `postgres`, without `~/.psqlrc`.
+fn psql_on(db: &str) -> Command {
+    let mut c = Command::new("psql");
+    c.args([
+        "-h",
+        "127.0.0.1",
+        "-p",
+        "5432",
+        "-U",
+        "postgres",
+        "-X",
+        "-q",
+        "-d",
+        db,
+    ]);
+    c
+}
+
+/// Runs `copy` (a `\copy …` command) in database `db`, its stdout discarded; the seconds
+/// from spawning psql to its exit.
+pub(crate) fn timed_copy(db: &str, copy: &str) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let out = psql_on(db)
+        .args(["-c", copy])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()?;
+    let secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        out.status.success(),
+        "psql \\copy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(secs)
+}
+
 pub(crate) fn psql(db: &str, sql: &str) -> anyhow::Result<()> {
-    let out = Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            "5432",
-            "-U",
-            "postgres",
-            "-X",
-            "-q",
-        ])
-        .args(["-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql])
+    let out = psql_on(db)
+        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
         .stdout(Stdio::null())
         .output()
         .context("running psql (apt-get install postgresql-client)")?;
@@ -72,32 +98,12 @@ impl ScratchDb {
     /// `psql \copy (SELECT …) TO STDOUT CSV HEADER` of `table`'s four columns to /dev/null,
     /// timed from spawning psql to its exit.
     pub fn copy_secs(&self, table: &str) -> anyhow::Result<f64> {
-        let started = Instant::now();
-        let out = Command::new("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                "5432",
-                "-U",
-                "postgres",
-                "-X",
-                "-q",
-            ])
-            .args(["-d", &self.name, "-c"])
-            .arg(format!(
+        timed_copy(
+            &self.name,
+            &format!(
                 "\\copy (SELECT id, amount, label, booked_on FROM {table}) TO STDOUT CSV HEADER"
-            ))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        let secs = started.elapsed().as_secs_f64();
-        anyhow::ensure!(
-            out.status.success(),
-            "psql \\copy: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(secs)
+            ),
+        )
     }
 }
 
