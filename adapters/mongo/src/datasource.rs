@@ -1,6 +1,6 @@
 //! [`MongoDataSource`]: a MongoDB database as a report data source.
 use crate::crm::{self, CrmSettings, ORGANIZATION_FIELD, SEARCH_FIELD};
-use crate::error::code;
+use crate::error::is_time_limit;
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
@@ -15,9 +15,6 @@ use reporter_ports::report::FilterCondition;
 use serde_json::{Number, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-/// MongoDB's `MaxTimeMSExpired`.
-const MAX_TIME_EXPIRED: i32 = 50;
 
 /// Tuning of a [`MongoDataSource`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +79,7 @@ struct FindPlan {
 }
 
 fn unavailable(what: &str, e: &mongodb::error::Error) -> DataSourceError {
-    if code(e) == Some(MAX_TIME_EXPIRED) {
+    if is_time_limit(e) {
         return DataSourceError::Timeout;
     }
     DataSourceError::Unavailable(format!("mongodb {what}: {e}"))
