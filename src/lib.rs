@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod heap;
 pub mod http;
+mod sandbox_warm_up;
 pub mod streaming;
 pub mod telemetry;
 pub mod wiring;

@@ -189,6 +189,7 @@ pub fn template_sandbox_child(args: &[String]) -> std::process::ExitCode {
             &Pongo2Engine::new(),
             &AmmoniaSanitizer::with_allowed_origins(origins),
             &limits,
+            Some(&crate::sandbox_warm_up::WARM_UP),
         ),
         Err(e) => {
             eprintln!(

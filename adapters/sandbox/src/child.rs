@@ -4,6 +4,7 @@ use crate::protocol::{
     self, ANALYSIS, AnalysisBounds, DATA, END, ERROR, HEADER, HELLO, Hello, OK, Op, PIECE, PLAN,
     ROWS, RequestHeader, SOURCE, VERSION, WireError,
 };
+use crate::warm_up::WarmUp;
 use reporter_child_confine::Confinement;
 use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
 use std::io::{self, BufReader, BufWriter, Write};
@@ -14,13 +15,14 @@ use std::process::ExitCode;
 const OUTPUT_PIECE_BYTES: usize = 256 * 1024;
 /// Largest request header or source a child accepts.
 const MAX_HEADER: u64 = 64 * 1024;
-/// Runs the child: confines itself, says hello, answers one request with `engine` (and
-/// `sanitizer` for HTML renders), exits. Exit code 0 after an answer (success or a template
+/// Runs the child: confines itself, warms up (`warm_up`, when given: see [`WarmUp`]), says
+/// hello, answers one request with `engine` (and `sanitizer` for HTML renders), exits. Exit code 0 after an answer (success or a template
 /// error), 2 when confinement or the protocol failed.
 pub fn run(
     engine: &dyn TemplateEngine,
     sanitizer: &dyn HtmlSanitizer,
     limits: &ChildLimits,
+    warm_up: Option<&WarmUp<'_>>,
 ) -> ExitCode {
     let confinement = match reporter_child_confine::confine(&limits.confinement_limits()) {
         Ok(c) => c,
@@ -29,6 +31,9 @@ pub fn run(
             return ExitCode::from(2);
         }
     };
+    if let Some(warm_up) = warm_up {
+        warm_up.run(engine, sanitizer, limits.stack_bytes);
+    }
     match serve(engine, sanitizer, limits, confinement) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -29,8 +29,10 @@ mod pool;
 pub mod protocol;
 mod runner;
 mod session;
+mod warm_up;
 
 pub use limits::ChildLimits;
 pub use pool::{PoolConfig, ProcessPool, Session};
 pub use reporter_child_confine::{Confinement, Enforcement, NOBODY, NOGROUP};
 pub use runner::ProcessTemplateRunner;
+pub use warm_up::WarmUp;

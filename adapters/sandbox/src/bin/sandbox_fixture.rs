@@ -247,7 +247,7 @@ impl HtmlSanitizer for Wrap {
 
 fn main() -> ExitCode {
     match ChildLimits::parse_args(std::env::args().skip(1)) {
-        Ok(limits) => reporter_adapter_sandbox::child::run(&Scripted, &Wrap, &limits),
+        Ok(limits) => reporter_adapter_sandbox::child::run(&Scripted, &Wrap, &limits, None),
         Err(e) => {
             eprintln!("sandbox-fixture: {e}");
             ExitCode::from(2)
