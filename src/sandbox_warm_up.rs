@@ -44,8 +44,8 @@ mod tests {
             .expect("renders");
         for part in [
             "WARM-UP",
-            "Ana &amp; Bo",
-            "12.50",
+            "Ana &amp; Bo 12.5",
+            "Davi 0.12",
             "<b>credit</b>",
             "31/01/2024",
             "&lt;Carla&gt;",
