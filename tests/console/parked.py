@@ -1,6 +1,6 @@
 """Parked events on the Events screen, in a real browser (Playwright driving the Debian chromium).
 
-    parked.py <base url> <ce-id of the parked event> <axe.min.js>
+    parked.py <base url> <ce-id of the parked event> <axe.min.js> [<screenshots dir>]
 
 The server (tests/processes/console.rs) parked one `deadline.created` event: the broker
 returned it (no binding, no alternate exchange) and `STREAMING_OUTBOX_MAX_ATTEMPTS=1`. Signed
@@ -19,6 +19,7 @@ from playwright.sync_api import expect, sync_playwright
 
 expect.set_options(timeout=60_000)
 BASE, CE_ID, AXE = sys.argv[1:4]
+SHOTS = pathlib.Path(sys.argv[4]) if len(sys.argv) > 4 else None
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium"
 
 
@@ -57,6 +58,9 @@ def main():
         bad = [f"{v['id']} ({v['impact']}): {v['help']}" for v in found if v["impact"] in ("serious", "critical")]
         assert not bad, "axe-core on the Events screen with a parked event:\n" + "\n".join(bad)
 
+        if SHOTS:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "events-parked.png"), clip={"x": 0, "y": 0, "width": 1440, "height": 420})
         page.click("#redrive")
         expect(page.locator(".toast", has_text="1 parked event(s) returned to pending.")).to_be_visible()
         expect(card.locator("h2")).to_have_text("Parked events (0)")

@@ -355,11 +355,16 @@ fn the_events_screen_shows_a_parked_event_and_redrives_it_in_a_real_browser() {
     assert!(reason.contains("NO_ROUTE"), "the broker's return: {reason}");
 
     let mut tail = broker.tail();
-    let out = Command::new(&python)
+    let mut check = Command::new(&python);
+    check
         .arg(root.join("tests/console/parked.py"))
         .arg(format!("http://{addr}"))
         .arg(&ce_id)
-        .arg(root.join("tests/console/axe.min.js"))
+        .arg(root.join("tests/console/axe.min.js"));
+    if let Ok(shots) = std::env::var("CONSOLE_SCREENSHOTS_DIR") {
+        check.arg(shots);
+    }
+    let out = check
         .output()
         .expect("run the Playwright parked-events check");
     assert!(
