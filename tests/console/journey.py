@@ -317,6 +317,12 @@ def main():
         branch.locator("fieldset.block[data-type='text']").get_by_label("content").fill("other")
         expect(page2.locator("#builder-verdict")).to_have_text("The blocks are valid.")
         expect(page2.locator("#builder-code")).to_contain_text("elif bank.balances")
+        # Saved again from the reopened blocks: the same template (PATCH), its comment updated.
+        page2.click("#builder-save")
+        expect(page2.locator(".toast", has_text="Template saved from the builder.")).to_be_visible()
+        assert page2.evaluate("document.querySelector('main').dataset.savedTemplate") == built_id
+        resaved = page2.request.get(f"{BASE}/v1/templates/{built_id}/source", headers=auth).text()
+        assert "elif bank.balances" in resaved and resaved.rindex("{# reporter-console:builder v1 ") > resaved.index("elif bank.balances"), resaved[-300:]
 
         def upload(text, fmt, description):
             r = page2.request.post(f"{BASE}/v1/templates", headers=auth, multipart={
