@@ -61,6 +61,8 @@ async function render() {
   const def = SCREENS[screen] || SCREENS.overview;
   renderNav(screen);
   const main = document.getElementById('main');
+  // A screen's data-* marks (which screen, what it loaded) never outlive it.
+  for (const k of Object.keys(main.dataset)) delete main.dataset[k];
   replace(main, h('p', { text: t('loading') }));
   document.title = `Reporter Console — ${t(def.nav || 'signin.title')}`;
   if (def.scope && !can(def.scope)) {

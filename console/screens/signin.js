@@ -1,6 +1,6 @@
 // Sign-in: an "Access token" field; the run's development token is offered when the server
 // gives it (memory mode, loopback clients only: GET /console/dev-token).
-import { api, setToken, clearToken } from '../api.js';
+import { api, can, setToken, clearToken } from '../api.js';
 import { t } from '../i18n.js';
 import { h, replace, field } from '../dom.js';
 import { go } from '../app.js';
@@ -15,10 +15,22 @@ async function devToken() {
   }
 }
 
+// One cheap read per scope: the token is checked with a call its scopes allow (a 403 would
+// prove it valid too, but would put an error in the browser's console).
+const PROBES = [
+  ['templates:read', '/v1/templates', { limit: 1 }],
+  ['reports:read', '/v1/reports', { limit: 1 }],
+  ['deadlines:read', '/v1/deadlines', { limit: 1 }],
+  ['data-sources:read', '/v1/data-sources'],
+  ['metrics:read', '/v1/metrics'],
+  ['streaming:read', '/v1/streaming/events'],
+];
+
 async function signIn(value, msg) {
   setToken(value);
+  const [, path, query] = PROBES.find(([scope]) => can(scope)) || PROBES[0];
   try {
-    await api('GET', '/v1/templates', { query: { limit: 1 }, noSignOut: true });
+    await api('GET', path, { query, noSignOut: true });
   } catch (e) {
     if (e.status === 401) {
       clearToken();

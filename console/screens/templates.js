@@ -4,9 +4,13 @@ import { api, can, uploadTemplate, templateSource, FORMATS } from '../api.js';
 import { t } from '../i18n.js';
 import { h, replace, field, select, toast, when } from '../dom.js';
 import { highlighted } from '../highlight.js';
+import { readBlocks, MarkerError } from '../builder_marker.js';
 import { go } from '../app.js';
 
 const LIMIT = 10;
+/** Deadlines read per page, and the most pages read, to count a delete's cascade. */
+const CASCADE_PAGE = 100;
+const CASCADE_MAX_PAGES = 200;
 
 function mappedList(mf) {
   const items = [];
@@ -56,24 +60,60 @@ function uploadCard(onDone) {
   return form;
 }
 
+/**
+ * How many deadlines deleting template `id` will delete with it: every page of
+ * GET /v1/deadlines (the API has no template filter), at most CASCADE_MAX_PAGES of them.
+ * Answers `{ n, complete }`; `complete` is false when the pages ran out first.
+ */
+export async function cascadeCount(id) {
+  let n = 0;
+  let seen = 0;
+  for (let page = 1; page <= CASCADE_MAX_PAGES; page += 1) {
+    const p = await api('GET', '/v1/deadlines', { query: { limit: CASCADE_PAGE, page } });
+    n += p.items.filter((d) => d.templateId === id).length;
+    seen += p.items.length;
+    if (!p.items.length || seen >= p.total) return { n, complete: true };
+  }
+  return { n, complete: false };
+}
+
 async function remove(tpl, refresh) {
   let n = 0;
+  let complete = true;
   if (can('deadlines:read')) {
     try {
-      const page = await api('GET', '/v1/deadlines', { query: { limit: 100 } });
-      n = page.items.filter((d) => d.templateId === tpl.id).length;
-    } catch { /* the API reports the real count below */ }
+      ({ n, complete } = await cascadeCount(tpl.id));
+    } catch {
+      n = '?'; // the API reports the real count after the delete
+    }
   }
-  if (!window.confirm(t('templates.deleteConfirm', { name: tpl.description || tpl.id, n }))) return;
+  const ask = complete ? 'templates.deleteConfirm' : 'templates.deleteConfirmAtLeast';
+  if (!window.confirm(t(ask, { name: tpl.description || tpl.id, n }))) return;
   const r = await api('DELETE', `/v1/templates/${tpl.id}`);
   toast(t('templates.deleted', { n: r.cascadedDeadlineCount }));
   refresh();
 }
 
+/** The source; for a builder-made one (its source carries the blocks: decided here, after
+ * the source was fetched, not for every row of the list), "Open in builder" and the source
+ * without the blocks comment. */
 function details(tpl) {
   const src = h('div', {}, h('p', { class: 'muted', text: t('loading') }));
-  templateSource(tpl.id).then((text) => replace(src, highlighted(text)))
-    .catch((e) => replace(src, h('p', { class: 'error', text: `${e.code || t('error')}: ${e.message}` })));
+  templateSource(tpl.id).then((text) => {
+    let built = null;
+    let unreadable = null;
+    try {
+      built = readBlocks(text);
+    } catch (e) {
+      if (!(e instanceof MarkerError)) throw e;
+      unreadable = t(e.reason, { detail: e.detail });
+    }
+    replace(src,
+      built ? h('p', {}, h('button', { type: 'button', class: 'primary open-builder', text: t('templates.builder'), onclick: () => go('builder', { id: tpl.id }) }), ' ',
+        h('span', { class: 'muted', text: t('templates.carriesBlocks') })) : null,
+      unreadable ? h('p', { class: 'warn', text: unreadable }) : null,
+      highlighted(built ? built.code : text));
+  }).catch((e) => replace(src, h('p', { class: 'error', text: `${e.code || t('error')}: ${e.message}` })));
   return h('div', { class: 'details' },
     h('h3', { text: t('templates.fields') }), mappedList(tpl.mappedFields),
     h('h3', { text: t('templates.source') }), src);
@@ -114,7 +154,6 @@ export async function render(main, params) {
         h('td', { class: 'actions' },
           can('templates:write') ? h('button', { type: 'button', text: t('edit'), onclick: () => go('editor', { id: tpl.id }) }) : null,
           can('reports:write') ? h('button', { type: 'button', text: t('templates.report'), onclick: () => go('reports', { templateId: tpl.id }) }) : null,
-          localStorage.getItem(`reporter.console.blocks.${tpl.id}`) ? h('button', { type: 'button', text: t('templates.builder'), onclick: () => go('builder', { id: tpl.id }) }) : null,
           can('templates:write') ? h('button', { type: 'button', class: 'danger', text: t('delete'), onclick: () => remove(tpl, load).catch((e) => toast(`${e.code || ''} ${e.message}`, 'error')) }) : null));
       return [row, more];
     });

@@ -26,16 +26,19 @@ impl App {
                 "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)",
             ));
         };
-        let limit = match limit.map(usize::try_from) {
-            None => DEFAULT_DELIVERIES,
-            Some(Ok(n)) if (1..=MAX_DELIVERIES).contains(&n) => n,
-            Some(_) => return Err(limit_error()),
-        };
-        Ok(log.recent(&caller.tenant, limit))
+        Ok(log.recent(&caller.tenant, streaming_limit(limit)?))
     }
 }
 
-fn limit_error() -> AppError {
-    AppError::new(Code::PaginationLimit, "limit must be between 1 and 1000")
-        .field("limit", "1..=1000")
+/// The `limit` of a streaming listing (deliveries, parked events): 100 when absent, else
+/// 1..=1000. MUST answer `PaginationLimit` (with the field) for anything else.
+pub(super) fn streaming_limit(limit: Option<i64>) -> AppResult<usize> {
+    match limit.map(usize::try_from) {
+        None => Ok(DEFAULT_DELIVERIES),
+        Some(Ok(n)) if (1..=MAX_DELIVERIES).contains(&n) => Ok(n),
+        Some(_) => Err(
+            AppError::new(Code::PaginationLimit, "limit must be between 1 and 1000")
+                .field("limit", "1..=1000"),
+        ),
+    }
 }

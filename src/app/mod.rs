@@ -13,6 +13,7 @@ mod layout;
 mod metrics;
 mod optimistic;
 mod outbox_redrive;
+mod parked_events;
 mod preview;
 mod report_completion;
 mod report_filters;

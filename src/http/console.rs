@@ -60,6 +60,7 @@ assets! {
     "api.js" => "text/javascript; charset=utf-8",
     "dom.js" => "text/javascript; charset=utf-8",
     "highlight.js" => "text/javascript; charset=utf-8",
+    "builder_marker.js" => "text/javascript; charset=utf-8",
     "i18n.js" => "text/javascript; charset=utf-8",
     "i18n/en.js" => "text/javascript; charset=utf-8",
     "i18n/pt.js" => "text/javascript; charset=utf-8",

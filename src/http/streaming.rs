@@ -1,14 +1,16 @@
-//! `/v1/streaming/*`: the event manifest, the in-memory broker's deliveries and the outbox
-//! redrive.
+//! `/v1/streaming/*`: the event manifest, the in-memory broker's deliveries, the parked
+//! events and the outbox redrive.
 use super::auth::{Auth, Scope};
 use super::error::ApiResult;
 use super::tags::ApiTags;
 use crate::app::App;
 use crate::streaming::manifest::{ManifestDto, manifest};
+use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use reporter_ports::ports::ParkedEvent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -51,6 +53,57 @@ pub struct DeliveryDto {
 pub struct DeliveriesDto {
     /// Deliveries.
     pub items: Vec<DeliveryDto>,
+}
+
+/// A parked event: what an operator needs to decide on a redrive, never its payload.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "ParkedEvent", rename_all = "camelCase")]
+pub struct ParkedEventDto {
+    /// Outbox row id (not the event id).
+    pub outbox_id: String,
+    /// Definition key, the routing key (e.g. `deadline.created`).
+    pub event_key: String,
+    /// CloudEvents type (`ce-type`).
+    pub ce_type: String,
+    /// Event id (`ce-id`), kept by a redrive.
+    pub ce_id: String,
+    /// Event subject (`ce-subject`): the resource's id.
+    pub subject: String,
+    /// Ordering key of the row (events of one aggregate are published in commit order).
+    pub aggregate: String,
+    /// Failed publish attempts, the one that parked it included.
+    pub attempts: u32,
+    /// Why it was parked (the broker's reason, no payload data).
+    pub reason: Option<String>,
+    /// When it was parked (absent for rows parked by a build that did not record it).
+    pub parked_at: Option<DateTime<Utc>>,
+    /// When the event was committed.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<ParkedEvent> for ParkedEventDto {
+    fn from(p: ParkedEvent) -> Self {
+        Self {
+            outbox_id: p.id.to_string(),
+            event_key: p.key.key(),
+            ce_type: p.key.ce_type(),
+            ce_id: p.event_id,
+            subject: p.subject,
+            aggregate: p.aggregate,
+            attempts: p.attempts,
+            reason: p.reason,
+            parked_at: p.parked_at,
+            created_at: p.created_at,
+        }
+    }
+}
+
+/// The caller's tenant's parked events, newest parked first.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "ParkedEvents")]
+pub struct ParkedEventsDto {
+    /// Parked events.
+    pub items: Vec<ParkedEventDto>,
 }
 
 /// Redrive result.
@@ -121,6 +174,35 @@ impl StreamingApi {
             })
             .collect();
         Ok(Json(DeliveriesDto { items }))
+    }
+
+    /// Parked events
+    ///
+    /// The caller's tenant's parked outbox rows (events the broker refused as unroutable
+    /// `STREAMING_OUTBOX_MAX_ATTEMPTS` times), newest parked first, up to `limit` (default
+    /// 100, 1-1000; otherwise 400 TPL-0024): outbox id, event key and `ce-type`, `ce-id`,
+    /// subject, aggregate, attempts, the reason and when it was parked. Never the payload.
+    /// `POST /v1/streaming/outbox/redrive` returns them to pending. Scope `streaming:admin`.
+    #[oai(
+        path = "/v1/streaming/outbox/parked",
+        method = "get",
+        operation_id = "listParkedEvents"
+    )]
+    async fn parked(
+        &self,
+        app: Data<&Arc<App>>,
+        #[oai(scope = "Scope::StreamingAdmin")] auth: Auth,
+        /// 1-1000, default 100.
+        limit: Query<Option<i64>>,
+    ) -> ApiResult<Json<ParkedEventsDto>> {
+        let caller = auth.require(Scope::StreamingAdmin)?;
+        let items = app
+            .parked_events(&caller, limit.0)
+            .await?
+            .into_iter()
+            .map(ParkedEventDto::from)
+            .collect();
+        Ok(Json(ParkedEventsDto { items }))
     }
 
     /// Redrive parked events

@@ -404,7 +404,7 @@ impl Dispatcher {
         if row_specific && attempts >= self.settings.max_attempts {
             tracing::error!(event = %key, ce_id = %row.event.id, attempts, reason = %reason, "event parked after too many attempts; redrive it with `reporter outbox redrive`");
             self.metrics.count(&key, Outcome::Parked);
-            if let Err(e) = self.outbox.park(row.id, token, &reason).await {
+            if let Err(e) = self.outbox.park(row.id, token, &reason, now).await {
                 tracing::warn!(error = %e, "could not park an outbox row");
             }
             return None;

@@ -1291,3 +1291,51 @@ async fn an_unreachable_data_source_is_a_warning() {
     assert_eq!(v["valid"], true, "{v}");
     assert_eq!(v["warnings"][0]["code"], "DATA_SOURCE_UNAVAILABLE");
 }
+
+/// The comment the Console appends to a template it saves from the builder
+/// (console/builder_marker.js): the blocks, base64url-encoded, after the generated code.
+fn console_marker(blocks: &Value, format: &str, description: &str) -> String {
+    use base64::Engine as _;
+    let payload = json!({"blocks": blocks, "format": format, "description": description});
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.to_string());
+    format!("{{# reporter-console:builder v1 {encoded} #}}")
+}
+
+/// A builder-made template as the Console saves it (generate-code's output byte for byte,
+/// then the comment carrying its blocks) is accepted by the upload checks, reads the fields
+/// generate-code mapped, keeps its source exactly, and renders what the code alone renders.
+#[tokio::test]
+async fn the_consoles_blocks_comment_uploads_and_renders_to_nothing() {
+    let app = start().await;
+    let blocks = json!([
+        {"blockId": "head", "type": "text", "content": "<html><body><h1>Accounts #} {{ x }}</h1>"},
+        {"blockId": "rows", "type": "loop", "iterator": "a", "collection": "bank.accounts", "children": [
+            {"blockId": "id", "type": "variable", "variable": "a.account_id"},
+            {"blockId": "sep", "type": "text", "content": ";"}
+        ]},
+        {"blockId": "foot", "type": "text", "content": "</body></html>"}
+    ]);
+    assert_eq!(validate(&app, blocks.clone()).await["valid"], true);
+    let generated = generate(&app, blocks.clone(), "html").await;
+    let code = generated["code"].as_str().expect("code").to_owned();
+    let marked = format!("{code}{}", console_marker(&blocks, "html", "Accounts «#}»"));
+    let (plain_upload, plain) = render(&app, &code, "html").await;
+    let (marked_upload, rendered) = render(&app, &marked, "html").await;
+    assert_eq!(rendered, plain, "the comment renders to nothing");
+    assert!(
+        plain.contains("ACC-1001") && plain.contains("Accounts #}"),
+        "{plain}"
+    );
+    assert_eq!(marked_upload["mappedFields"], generated["mappedFields"]);
+    assert_eq!(plain_upload["mappedFields"], generated["mappedFields"]);
+    let id = marked_upload["id"].as_str().expect("id");
+    let resp = app
+        .get(&token(), &format!("/v1/templates/{id}/source"))
+        .await;
+    resp.assert_status_is_ok();
+    let source = resp.0.into_body().into_string().await.expect("text");
+    assert_eq!(
+        source, marked,
+        "the source is kept as saved, comment included"
+    );
+}

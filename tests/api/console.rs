@@ -108,3 +108,24 @@ async fn the_development_token_is_not_offered_with_a_configured_key() {
     resp.assert_header("cache-control", "no-store");
     assert!(resp.0.into_body().into_bytes().await.unwrap().is_empty());
 }
+
+/// Every string of the Console exists in both languages (a missing one would show its key).
+#[tokio::test]
+async fn english_and_portuguese_have_the_same_strings() {
+    let keys = |path: &str| -> std::collections::BTreeSet<String> {
+        let a = ASSETS.iter().find(|a| a.path == path).unwrap();
+        std::str::from_utf8(a.bytes)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('\''))
+            .filter_map(|l| l.split_once("':").map(|(k, _)| k.to_owned()))
+            .collect()
+    };
+    let (en, pt) = (keys("i18n/en.js"), keys("i18n/pt.js"));
+    assert!(en.len() > 150, "{}", en.len());
+    assert!(en.contains("events.parked") && en.contains("builder.markerBad"));
+    assert_eq!(
+        en.symmetric_difference(&pt).collect::<Vec<_>>(),
+        Vec::<&String>::new()
+    );
+}

@@ -5,9 +5,12 @@
 A tester's journey in memory mode: sign in with the offered development token, upload the
 example template by drag and drop, edit it and watch the preview change, make a report, see
 it finish without reloading, download it, create a deadline, deliver it, see its events; one
-journey through the visual builder (add, nest, reorder blocks, see the code and a validation
-error on its block, save as a template, open it again). No error may reach the browser's
-console. Then every screen: a screenshot, its time to first paint on a fresh load, and an
+journey through the visual builder (add, nest, reorder blocks with the buttons and by drag and
+drop, a filter, see the code and a validation error on its block, save as a template), then,
+in a new browser context (no storage of the first), the template reopened as blocks from its
+source, a malformed blocks comment shown as code, a source edited outside the builder flagged;
+and a template delete that counts its cascade over more than one page of deadlines. No error
+may reach the browser's console. Then every screen: a screenshot, its time to first paint on a fresh load, and an
 axe-core check (no serious or critical violation). Prints one JSON line of figures last.
 Exits non-zero with the reason on the first failure.
 """
@@ -48,6 +51,20 @@ def screen(page, name, query=""):
     page.wait_for_selector(f"main[data-screen='{name}']", timeout=TIMEOUT)
 
 
+def drag(page, source, target, y_fraction):
+    """Drags `source` (a drag handle) onto `target` at `y_fraction` of its height, with the
+    mouse (HTML5 drag and drop), both in the viewport (the target's top scrolled to the top)."""
+    target.evaluate("el => el.scrollIntoView({ block: 'start' })")
+    s, t = source.bounding_box(), target.bounding_box()
+    height = page.viewport_size["height"]
+    assert 0 <= s["y"] and s["y"] + s["height"] <= height, f"drag source in view: {s}"
+    assert 0 <= t["y"] + t["height"] * y_fraction <= height, f"drop point in view: {t}"
+    page.mouse.move(s["x"] + s["width"] / 2, s["y"] + s["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(t["x"] + 60, t["y"] + t["height"] * y_fraction, steps=8)
+    page.mouse.up()
+
+
 def main():
     source = pathlib.Path(EXAMPLES, "templates", "statement.html.tpl").read_text()
     figures = {"firstContentfulPaintMs": {}, "screenReadyMs": {}}
@@ -57,7 +74,8 @@ def main():
         ctx.set_default_timeout(TIMEOUT)
         page = ctx.new_page()
         watch(page)
-        page.on("dialog", lambda d: d.accept())
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
 
         # Sign in: the "Access token" field, and the development token offered to this machine.
         page.goto(f"{BASE}/console/")
@@ -189,14 +207,14 @@ def main():
             assert any(expected in t for t in types), f"no {expected} event on the wire: {types}"
         page.screenshot(path=str(SHOTS / "events.png"), full_page=True)
 
-        # The visual builder: add, nest, reorder; code; an error on its block; save; reopen.
+        # The visual builder: add, nest, reorder; code; an error on its block; save.
         screen(page, "builder")
         page.select_option("#builder-type", "text")
         page.click("#builder-add")
         page.select_option("#builder-type", "loop")
         page.click("#builder-add")
         loop = page.locator("fieldset.block[data-type='loop']")
-        loop.get_by_role("button", name="Add inside").click()
+        loop.get_by_role("button", name="Add inside").first.click()
         page.select_option("#builder-type", "variable")
         page.click("#builder-add")
         inner = loop.locator("fieldset.block[data-type='variable']")
@@ -206,22 +224,144 @@ def main():
         loop.get_by_label("iterator *").fill("a")
         loop.get_by_label("collection *").fill("bank.accounts")
         inner.get_by_label("variable *").fill("a.account_id")
+        # A filter, from its small form.
+        inner.get_by_role("button", name="Add filter").click()
+        inner.get_by_label("Filter 1", exact=True).select_option("slice_str")
+        inner.get_by_label("Filter 1 argument").fill("0:8")
         page.locator("fieldset.block[data-type='text']").get_by_label("content").fill("<h1>Accounts</h1>")
-        # Reorder: the loop first, then back.
+        top = page.locator("#builder-blocks [data-list='root'] > fieldset.block")
+        # Reorder with the buttons (the keyboard's way): the loop first, then back.
         loop.get_by_role("button", name="Move up").first.click()
-        expect(page.locator("#builder-blocks > fieldset.block").first).to_have_attribute("data-type", "loop")
-        page.locator("#builder-blocks > fieldset.block[data-type='loop']").get_by_role("button", name="Move down").first.click()
-        expect(page.locator("#builder-blocks > fieldset.block").first).to_have_attribute("data-type", "text")
+        expect(top.first).to_have_attribute("data-type", "loop")
+        page.locator("#builder-blocks [data-list='root'] > fieldset.block[data-type='loop']").get_by_role("button", name="Move down").first.click()
+        expect(top.first).to_have_attribute("data-type", "text")
+        # Drag and drop (the mouse's way): the loop's handle onto the text block's legend (its
+        # upper half) puts the loop before it; a new text block dropped on the lower half of
+        # the variable goes inside the loop, after it; the text handle onto the loop's legend
+        # puts the order back.
+        root_text = page.locator("#builder-blocks [data-list='root'] > fieldset.block[data-type='text']").first
+        drag(page, loop.locator(":scope > legend .handle"), root_text, 0.1)
+        expect(top.first).to_have_attribute("data-type", "loop")
+        loop.get_by_role("button", name="Add inside").first.click()  # back to the top level
+        page.select_option("#builder-type", "text")
+        page.click("#builder-add")
+        expect(top).to_have_count(3)
+        new_text = top.nth(2)
+        drag(page, new_text.locator(":scope > legend .handle"), inner, 0.9)
+        expect(top).to_have_count(2)
+        nested = loop.locator("[data-list] > fieldset.block[data-type='text']")
+        expect(nested).to_have_count(1)
+        nested.get_by_label("content").fill(";")
+        drag(page, root_text.locator(":scope > legend .handle"), loop.locator(":scope > legend"), 0.5)
+        expect(top.first).to_have_attribute("data-type", "text")
+        expect(top.nth(1)).to_have_attribute("data-type", "loop")
         expect(page.locator("#builder-verdict")).to_have_text("The blocks are valid.")
         expect(page.locator("#builder-code")).to_contain_text("for a in bank.accounts")
+        expect(page.locator("#builder-code")).to_contain_text('slice_str:"0:8"')
+        expect(page.locator("#builder-code")).to_contain_text(";\n{% endfor %}")
         page.locator("main").get_by_label("Description").fill("Builder made")
         page.click("#builder-save")
         page.wait_for_selector("main[data-saved-template]")
+        built_id = page.evaluate("document.querySelector('main').dataset.savedTemplate")
         page.screenshot(path=str(SHOTS / "builder.png"), full_page=True)
-        screen(page, "templates")
-        page.locator("tr", has_text="Builder made").get_by_role("button", name="Open in builder").first.click()
-        page.wait_for_selector("main[data-screen='builder'] fieldset.block[data-type='variable']")
-        expect(page.locator("#builder-code")).to_contain_text("for a in bank.accounts")
+        generated = page.locator("#builder-code").text_content()
+        assert page.evaluate("localStorage.length") == 0, "nothing kept in this browser"
+
+        # Any browser: a new context (no storage of the first) reopens it from its source.
+        ctx2 = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
+        ctx2.set_default_timeout(TIMEOUT)
+        page2 = ctx2.new_page()
+        watch(page2)
+        page2.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
+        page2.goto(f"{BASE}/console/")
+        page2.click("#use-dev-token")
+        page2.wait_for_selector("main[data-screen='overview'] .counter")
+        token2 = page2.evaluate("sessionStorage.getItem('reporter.console.token')")
+        auth = {"Authorization": f"Bearer {token2}"}
+        source = page2.request.get(f"{BASE}/v1/templates/{built_id}/source", headers=auth).text()
+        marker_at = source.rindex("{# reporter-console:builder v1 ")
+        assert source[:marker_at].rstrip("\n") == generated.rstrip("\n"), "the generated code, byte for byte, first"
+        assert source.endswith(" #}") and "\n" not in source[marker_at:], source[-200:]
+        screen(page2, "templates")
+        page2.fill("form.filters input[type=search]", "Builder made")
+        page2.locator("form.filters button[type=submit]").click()
+        row2 = page2.locator("tr", has_text="Builder made").first
+        row2.get_by_role("button", name="Builder made").click()
+        details2 = page2.locator(".template-details").first
+        expect(details2.locator("pre.source")).to_contain_text("for a in bank.accounts")
+        expect(details2.locator("pre.source")).not_to_contain_text("reporter-console:builder")
+        details2.get_by_role("button", name="Open in builder").click()
+        page2.wait_for_selector("main[data-screen='builder'][data-reopened] fieldset.block[data-type='variable']")
+        expect(page2.locator("#builder-notice")).to_contain_text("Opened “Builder made”")
+        assert page2.locator("#builder-stale").count() == 0, "its code is its blocks' code"
+        expect(page2.locator("#builder-code")).to_contain_text("for a in bank.accounts")
+        expect(page2.locator("fieldset.block[data-type='variable']").get_by_label("Filter 1 argument")).to_have_value("0:8")
+        expect(page2.locator("#builder-blocks [data-list='root'] > fieldset.block")).to_have_count(2)
+        expect(page2.locator("main").get_by_label("Description")).to_have_value("Builder made")
+        assert page2.evaluate("localStorage.length") == 0
+        # A conditional with an elif branch, from the small forms.
+        page2.select_option("#builder-type", "conditional")
+        page2.click("#builder-add")
+        cond = page2.locator("fieldset.block[data-type='conditional']")
+        cond_id = cond.get_attribute("data-block")
+        cond.get_by_label("condition *", exact=True).fill("bank.accounts")
+        cond.get_by_role("button", name="Add inside").first.click()
+        page2.select_option("#builder-type", "text")
+        page2.click("#builder-add")
+        cond.locator(f"[data-list='{cond_id}'] > fieldset.block[data-type='text']").get_by_label("content").fill("some")
+        cond.get_by_role("button", name="Add elif branch").click()
+        cond.get_by_label("Elif 1 condition").fill("bank.balances")
+        branch = cond.locator(f"fieldset.branch[data-branch='{cond_id}-elif-0']")
+        branch.get_by_role("button", name="Add inside").click()
+        page2.click("#builder-add")
+        branch.locator("fieldset.block[data-type='text']").get_by_label("content").fill("other")
+        expect(page2.locator("#builder-verdict")).to_have_text("The blocks are valid.")
+        expect(page2.locator("#builder-code")).to_contain_text("elif bank.balances")
+        # Saved again from the reopened blocks: the same template (PATCH), its comment updated.
+        page2.click("#builder-save")
+        expect(page2.locator(".toast", has_text="Template saved from the builder.")).to_be_visible()
+        assert page2.evaluate("document.querySelector('main').dataset.savedTemplate") == built_id
+        resaved = page2.request.get(f"{BASE}/v1/templates/{built_id}/source", headers=auth).text()
+        assert "elif bank.balances" in resaved and resaved.rindex("{# reporter-console:builder v1 ") > resaved.index("elif bank.balances"), resaved[-300:]
+
+        def upload(text, fmt, description):
+            r = page2.request.post(f"{BASE}/v1/templates", headers=auth, multipart={
+                "template": {"name": "t.tpl", "mimeType": "text/plain", "buffer": text.encode()},
+                "outputFormat": fmt, "description": description})
+            assert r.status == 201, r.text()
+            return r.json()["id"]
+
+        # Edited outside the builder (the code changed, the comment kept): flagged on opening.
+        edited_id = upload("<!-- edited -->" + source[:marker_at] + source[marker_at:], "html", "Edited by hand")
+        screen(page2, "builder", f"?id={edited_id}")
+        page2.wait_for_selector("main[data-reopened]")
+        expect(page2.locator("#builder-stale")).to_be_visible()
+        # A malformed comment: a clear message, and the code shown instead.
+        broken = "Totals\n{{ 1 }}\n{# reporter-console:builder v1 e30!bad #}"
+        broken_id = upload(broken, "txt", "Broken blocks")
+        screen(page2, "builder", f"?id={broken_id}")
+        expect(page2.locator("#builder-reopen-error")).to_contain_text("could not be read")
+        expect(page2.locator("#builder-reopen-code")).to_contain_text("Totals")
+        assert page2.locator("main[data-reopened]").count() == 0
+
+        # Delete with its cascade counted over every page of deadlines (more than 100 of them).
+        cascade_id = upload("Cascade\n{{ 1 }}\n", "txt", "Cascade of many")
+        many = 103
+        for i in range(many):
+            due = time.strftime("%Y-%m-%dT12:00:00Z", time.gmtime(time.time() + 86400 * (i + 2)))
+            r = page2.request.post(f"{BASE}/v1/deadlines", headers=auth, data={
+                "name": f"Cascade {i}", "type": "custom", "dueDate": due, "frequency": "once",
+                "color": "#1E88E5", "templateId": cascade_id})
+            assert r.status == 201, r.text()
+        total = page2.request.get(f"{BASE}/v1/deadlines?limit=1", headers=auth).json()["total"]
+        assert total > 100 + 1, total
+        screen(page2, "templates")
+        page2.fill("form.filters input[type=search]", "Cascade of many")
+        page2.locator("form.filters button[type=submit]").click()
+        page2.locator("tr", has_text="Cascade of many").get_by_role("button", name="Delete").click()
+        expect(page2.locator(".toast", has_text=f"Template deleted ({many} deadline(s) with it).")).to_be_visible()
+        assert any(f"{many} deadline(s) of it will be deleted" in m for m in dialogs), dialogs
+        ctx2.close()
 
         # Portuguese.
         page.select_option("#lang", "pt")
@@ -267,6 +407,11 @@ def main():
             axe_page.wait_for_selector(f"main[data-screen='{name}']")
             axe_page.wait_for_timeout(300)
             check(name)
+        # The builder with blocks (nested, a filter, drag handles), reopened from its source.
+        axe_page.goto(f"{BASE}/console/#/builder?id={built_id}")
+        axe_page.wait_for_selector("main[data-reopened] fieldset.block[data-type='variable']")
+        axe_page.wait_for_timeout(300)
+        check("builder with blocks")
         assert not failures, "axe-core: serious or critical violations:\n" + "\n".join(failures)
         browser.close()
 

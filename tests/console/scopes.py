@@ -1,12 +1,14 @@
 """The Console under a narrow token, in a real browser (Playwright driving the Debian chromium).
 
-    scopes.py <base url> <token with only templates:read>
+    scopes.py <base url> <token with only templates:read> <token with only streaming:read>
 
 The server has a configured key, so no development token is offered: the person types the
 token into the "Access token" field. A refused token says so and stays on the sign-in screen.
 With `templates:read` only, the screens and actions the token does not allow are not offered:
 no upload, no edit or delete, no report request; a screen reached by its address says which
-scope it needs. No error in the browser's console but the refused token's 401.
+scope it needs. With `streaming:read` only, the Events screen shows the manifest but not the
+parked events nor their redrive (those need `streaming:admin`). No error in the browser's
+console but the refused token's 401.
 """
 
 import os
@@ -15,7 +17,7 @@ import sys
 from playwright.sync_api import expect, sync_playwright
 
 expect.set_options(timeout=60_000)
-BASE, TOKEN = sys.argv[1:3]
+BASE, TOKEN, STREAMING_READER = sys.argv[1:4]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium"
 
 
@@ -58,6 +60,18 @@ def main():
         page.wait_for_selector("main[data-screen='builder']")
         expect(page.locator("#builder-add")).to_be_disabled()
         expect(page.locator("#builder-save")).to_be_disabled()
+
+        # streaming:read only: the manifest, no parked events, no redrive.
+        page.click("#signout")
+        page.wait_for_selector("main[data-screen='signin']")
+        page.get_by_label("Access token").fill(STREAMING_READER)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_selector("main[data-screen='overview']")
+        page.goto(f"{BASE}/console/#/events")
+        page.wait_for_selector("main[data-screen='events']")
+        expect(page.locator("main h2", has_text="Event types")).to_be_visible()
+        assert page.locator("#parked").count() == 0, "parked events need streaming:admin"
+        assert page.locator("#redrive").count() == 0, "the redrive needs streaming:admin"
         browser.close()
 
     unexpected = [t for t, url in errors if not ("401" in t and "/v1/templates" in url)]

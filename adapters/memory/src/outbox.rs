@@ -3,7 +3,7 @@ use crate::store::MemoryStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use reporter_ports::ids::OutboxId;
-use reporter_ports::ports::{Lease, Outbox, OutboxRecord, OutboxStats, OutboxStatus};
+use reporter_ports::ports::{Lease, Outbox, OutboxRecord, OutboxStats, OutboxStatus, ParkedEvent};
 use reporter_ports::{StoreError, TenantId};
 use std::collections::HashSet;
 use uuid::Uuid;
@@ -126,15 +126,24 @@ impl Outbox for MemoryStore {
         Ok(())
     }
 
-    /// Same errors as `mark_published`. The reason goes to `last_error`.
-    async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
+    /// Same errors as `mark_published`. Counts the attempt; the reason goes to `last_error`,
+    /// `now` to `parked_at`.
+    async fn park(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         let mut state = self.lock()?;
         let outbox = &mut state.outbox;
         let seq = outbox.seq_of(id).ok_or(StoreError::NotFound)?;
         let row = outbox.rows.get_mut(&seq).ok_or(StoreError::NotFound)?;
         held(row, token)?;
+        row.attempts = row.attempts.saturating_add(1);
         row.last_error = Some(reason.to_owned());
         row.lease = None;
+        row.parked_at = Some(now);
         outbox.set_status(seq, OutboxStatus::Parked);
         Ok(())
     }
@@ -163,10 +172,37 @@ impl Outbox for MemoryStore {
                 row.attempts = 0;
                 row.available_at = now;
                 row.lease = None;
+                row.parked_at = None;
             }
             outbox.set_status(*seq, OutboxStatus::Pending);
         }
         Ok(chosen.len() as u64)
+    }
+
+    /// Walks the index of parked rows only (pending and published rows cost nothing), then
+    /// sorts the tenant's by `parked_at` (newest first; the later commit first on a tie).
+    async fn list_parked(
+        &self,
+        tenant: Option<TenantId>,
+        limit: usize,
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let state = self.lock()?;
+        let outbox = &state.outbox;
+        let mut found: Vec<(u64, &OutboxRecord)> = outbox
+            .parked
+            .iter()
+            .filter_map(|seq| outbox.rows.get(seq).map(|r| (*seq, r)))
+            .filter(|(_, r)| tenant.as_ref().is_none_or(|t| &r.tenant == t))
+            .collect();
+        found.sort_by(|(sa, a), (sb, b)| b.parked_at.cmp(&a.parked_at).then(sb.cmp(sa)));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, r)| ParkedEvent::of(r))
+            .collect())
     }
 
     /// Pending counts leased rows too. The oldest age is `now - created_at` of the pending row

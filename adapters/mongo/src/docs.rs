@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 use mongodb::bson::DateTime as BsonDateTime;
 use reporter_ports::deadline::{Color, Deadline, DeadlineType, Frequency};
 use reporter_ports::events::{EventEnvelope, EventKey, Payload};
-use reporter_ports::ports::{Lease, OutboxRecord, OutboxStatus, RenderCause, RenderFailure};
+use reporter_ports::ports::{
+    Lease, OutboxRecord, OutboxStatus, ParkedEvent, RenderCause, RenderFailure,
+};
 use reporter_ports::report::{Report, ReportErrorCode, ReportStatus, SectionOutcome};
 use reporter_ports::template::{OutputFormat, Template};
 use reporter_ports::{StoreError, TenantId};
@@ -466,6 +468,58 @@ pub(crate) struct OutboxDoc {
     /// Revision: 0 on insert, + 1 on every update (claims compare-and-set on it).
     #[serde(default)]
     pub rev: i64,
+    /// Set when parked, cleared by a redrive (absent on rows of builds before it existed).
+    #[serde(default)]
+    pub parked_at: Option<BsonDateTime>,
+}
+
+/// The event of a parked row as listed: [`EventDoc`] without its payload (never read).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ParkedEventDoc {
+    pub id: String,
+    pub key: String,
+    pub subject: String,
+}
+
+/// A parked row as [`list_parked`](reporter_ports::ports::Outbox::list_parked) reads it:
+/// the projection [`ParkedDoc::PROJECTION`] of an [`OutboxDoc`], payload left out.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ParkedDoc {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub tenant: String,
+    pub event: ParkedEventDoc,
+    pub aggregate: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub created_at: BsonDateTime,
+    #[serde(default)]
+    pub parked_at: Option<BsonDateTime>,
+}
+
+impl ParkedDoc {
+    /// The fields read (the payload, the trace and the lease are not).
+    pub(crate) fn projection() -> mongodb::bson::Document {
+        mongodb::bson::doc! {
+            "_id": 1, "tenant": 1, "event.id": 1, "event.key": 1, "event.subject": 1,
+            "aggregate": 1, "attempts": 1, "last_error": 1, "created_at": 1, "parked_at": 1,
+        }
+    }
+
+    pub(crate) fn into_parked(self) -> Result<ParkedEvent, StoreError> {
+        Ok(ParkedEvent {
+            id: parse_id(&self.id, "outbox id")?,
+            tenant: tenant(&self.tenant)?,
+            key: EventKey::parse(&self.event.key).ok_or_else(|| corrupt("event key"))?,
+            event_id: self.event.id,
+            subject: self.event.subject,
+            aggregate: self.aggregate,
+            attempts: u32::try_from(self.attempts).map_err(|_| corrupt("attempts"))?,
+            reason: self.last_error,
+            parked_at: opt_back(self.parked_at),
+            created_at: from_bson(self.created_at),
+        })
+    }
 }
 
 impl OutboxDoc {
@@ -512,6 +566,7 @@ impl OutboxDoc {
             created_at: floor_ms(r.created_at),
             published_at: opt(r.published_at),
             rev: 0,
+            parked_at: opt(r.parked_at),
         })
     }
 
@@ -556,6 +611,7 @@ impl OutboxDoc {
             lease,
             created_at: from_bson(self.created_at),
             published_at: opt_back(self.published_at),
+            parked_at: opt_back(self.parked_at),
         })
     }
 }

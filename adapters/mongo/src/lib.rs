@@ -58,7 +58,7 @@
 //! | `outbox` | `outbox_claim_order` | `status, created_at, pos, _id` | claim walk order |
 //! | `outbox` | `outbox_aggregate_order` | `aggregate, status, agg_seq` | per-aggregate order check |
 //! | `outbox` | `outbox_backlog` | `status, created_at` | `stats` (oldest pending) |
-//! | `outbox` | `outbox_redrive` | `status, tenant` | `redrive` by tenant |
+//! | `outbox` | `outbox_redrive` | `status, tenant` | `redrive` and `list_parked` by tenant (`list_parked` sorts the parked rows by `parked_at` in a top-`limit` sort) |
 //! | `outbox` | [`OUTBOX_TTL_INDEX`] (**TTL**, `expireAfterSeconds` = [`MongoStoreConfig::outbox_retention`]) | `published_at` | published rows deleted after the retention; a changed retention is applied with `collMod` |
 //! | `outbox_sequences` | `_id_` | `_id` (aggregate) | per-aggregate commit counter |
 //! | `idempotency` | [`IDEMPOTENCY_TTL_INDEX`] (**TTL**, `expireAfterSeconds: 0`) | `expires_at` | expired keys deleted |

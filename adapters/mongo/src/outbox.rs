@@ -7,7 +7,7 @@
 //! two claimers can never both win a row while a lease holds. Every update of a row bumps
 //! `rev`. Settling (`mark_published`, `mark_failed`, `park`) is a conditional update on
 //! `{_id, status: pending, lease_token}`.
-use crate::docs::{OutboxDoc, status_name};
+use crate::docs::{OutboxDoc, ParkedDoc, status_name};
 use crate::error::unavailable;
 use crate::store::{MongoStore, OUTBOX};
 use crate::time::{ceil_ms, floor_ms, from_bson};
@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use reporter_ports::ids::OutboxId;
-use reporter_ports::ports::{Outbox, OutboxRecord, OutboxStats, OutboxStatus};
+use reporter_ports::ports::{Outbox, OutboxRecord, OutboxStats, OutboxStatus, ParkedEvent};
 use reporter_ports::{StoreError, TenantId};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
@@ -345,12 +345,25 @@ impl Outbox for MongoStore {
         self.settle(id, token, doc! { "$set": set }).await
     }
 
-    /// Same errors as `mark_published`. The reason goes to `last_error`.
-    async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
+    /// Same errors as `mark_published`. `attempts + 1`; the reason goes to `last_error`, `now`
+    /// to `parked_at`.
+    async fn park(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         let mut set = released();
         set.insert("status", status_name(OutboxStatus::Parked));
         set.insert("last_error", reason);
-        self.settle(id, token, doc! { "$set": set }).await
+        set.insert("parked_at", floor_ms(now));
+        self.settle(
+            id,
+            token,
+            doc! { "$set": set, "$inc": { "attempts": 1i64 } },
+        )
+        .await
     }
 
     /// One `update_many`; redriven rows are claimable at `now`, `last_error` is kept.
@@ -367,12 +380,43 @@ impl Outbox for MongoStore {
         set.insert("status", PENDING);
         set.insert("attempts", 0i64);
         set.insert("available_at", floor_ms(now));
+        set.insert("parked_at", Bson::Null);
         let res = self
             .coll::<Document>(OUTBOX)
             .update_many(filter, bump(doc! { "$set": set }))
             .await
             .map_err(|e| unavailable("outbox redrive", &e))?;
         Ok(res.modified_count)
+    }
+
+    /// One `find` on `{status: parked[, tenant]}` (index `outbox_redrive`), sorted by
+    /// `parked_at`, then `created_at`, position and id, all descending (a top-`limit` sort),
+    /// reading only the listed fields: the payload never leaves the database.
+    async fn list_parked(
+        &self,
+        tenant: Option<TenantId>,
+        limit: usize,
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut filter = doc! { "status": status_name(OutboxStatus::Parked) };
+        if let Some(t) = tenant {
+            filter.insert("tenant", t.as_str());
+        }
+        self.coll::<ParkedDoc>(OUTBOX)
+            .find(filter)
+            .projection(ParkedDoc::projection())
+            .sort(doc! { "parked_at": -1, "created_at": -1, "pos": -1, "_id": -1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await
+            .map_err(|e| unavailable("outbox parked", &e))?
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| unavailable("outbox cursor", &e))?
+            .into_iter()
+            .map(ParkedDoc::into_parked)
+            .collect()
     }
 
     /// Pending counts leased rows too; the oldest age is `now - created_at` in whole seconds,

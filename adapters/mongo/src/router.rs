@@ -18,8 +18,9 @@ use reporter_ports::ids::OutboxId;
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{
     DeadlineQuery, DeadlineRepository, IdempotencyBegin, IdempotencyOwner, IdempotencyScope,
-    IdempotencyStore, Outbox, OutboxRecord, OutboxStats, ReportQuery, ReportRepository,
-    StoredResponse, TemplateQuery, TemplateRepository, UnitOfWork, UnitOfWorkPort,
+    IdempotencyStore, Outbox, OutboxRecord, OutboxStats, ParkedEvent, ReportQuery,
+    ReportRepository, StoredResponse, TemplateQuery, TemplateRepository, UnitOfWork,
+    UnitOfWorkPort,
 };
 use reporter_ports::report::Report;
 use reporter_ports::template::Template;
@@ -355,8 +356,18 @@ impl Outbox for MongoTenantRouter {
         self.forget(id);
         r
     }
-    async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError> {
-        let r = self.store_of_row(id).await?.park(id, token, reason).await;
+    async fn park(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let r = self
+            .store_of_row(id)
+            .await?
+            .park(id, token, reason, now)
+            .await;
         self.forget(id);
         r
     }
@@ -374,6 +385,37 @@ impl Outbox for MongoTenantRouter {
             n += self.store(&t).await?.redrive(Some(t.clone()), now).await?;
         }
         Ok(n)
+    }
+    /// One tenant's database for a tenant; else every tenant's newest `limit`, merged in the
+    /// same order (a tie across databases goes to the later commit).
+    async fn list_parked(
+        &self,
+        tenant: Option<TenantId>,
+        limit: usize,
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        if let Some(t) = tenant {
+            return self
+                .store(&t)
+                .await?
+                .list_parked(Some(t.clone()), limit)
+                .await;
+        }
+        let mut all = Vec::new();
+        for t in self.tenants().await? {
+            all.extend(
+                self.store(&t)
+                    .await?
+                    .list_parked(Some(t.clone()), limit)
+                    .await?,
+            );
+        }
+        all.sort_by(|a, b| {
+            b.parked_at
+                .cmp(&a.parked_at)
+                .then(b.created_at.cmp(&a.created_at))
+        });
+        all.truncate(limit);
+        Ok(all)
     }
     async fn stats(&self, now: DateTime<Utc>) -> Result<OutboxStats, StoreError> {
         let mut total = OutboxStats::default();

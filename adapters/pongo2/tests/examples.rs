@@ -207,3 +207,81 @@ async fn aggregations_over_the_example_data() {
     assert!(parts[2].starts_with("7147.78;11802.37;"), "{out}");
     assert_eq!(parts[2].matches(';').count(), count(&data, "accounts"));
 }
+
+/// The comment the Console appends to a builder-made template (console/builder_marker.js):
+/// `{# reporter-console:builder v1 <base64url of the JSON {blocks, format, description}> #}`.
+fn console_marker(json: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string());
+    format!("{{# reporter-console:builder v1 {encoded} #}}")
+}
+
+/// A template carrying the Console's blocks comment renders byte for byte as it does without
+/// it, reads the same fields and streams the same table: the comment renders to nothing,
+/// whatever the blocks say (even `#}`, `{{` or a newline in a text block, which base64url
+/// cannot carry through), and however large it is.
+#[tokio::test]
+async fn the_console_builder_comment_renders_to_nothing() {
+    let data = bank().await;
+    let engine = Pongo2Engine::new();
+    let limits = RenderLimits::default();
+    let hostile = serde_json::json!({
+        "blocks": [
+            {"blockId": "t1", "type": "text", "content": "#} {{ bank.accounts }} {% if %}\n{# x #}"},
+            {"blockId": "l1", "type": "loop", "iterator": "a", "collection": "bank.accounts",
+             "children": [{"blockId": "v1", "type": "variable", "variable": "a.holder_name"}]}
+        ],
+        "format": "html",
+        "description": "Comentário «#}»"
+    });
+    let big = serde_json::json!({
+        "blocks": (0..2000)
+            .map(|i| serde_json::json!({"blockId": format!("t{i}"), "type": "text", "content": "x".repeat(100)}))
+            .collect::<Vec<_>>(),
+        "format": "txt",
+        "description": ""
+    });
+    let markers = [console_marker(&hostile), console_marker(&big)];
+    assert!(markers[1].len() > 250_000, "a large comment too");
+    for m in &markers {
+        assert!(
+            !m[2..m.len() - 2].contains("#}") && !m.contains('\n'),
+            "one comment"
+        );
+    }
+    let generated = "{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}\n".to_owned();
+    let mut sources = vec![("builder-like".to_owned(), generated)];
+    for name in [
+        "statement.html.tpl",
+        "transactions.csv.tpl",
+        "accounts.xml.tpl",
+        "summary.txt.tpl",
+    ] {
+        let src =
+            std::fs::read_to_string(repo().join("examples/templates").join(name)).expect(name);
+        sources.push((name.to_owned(), src));
+    }
+    for (name, src) in &sources {
+        let plain = engine.render(src, &data, &limits).expect(name);
+        let analyzed = engine.analyze(src, &limits).expect(name);
+        let plan = engine.stream_plan(src, &limits).expect(name);
+        for m in &markers {
+            let marked = format!("{src}{m}");
+            assert_eq!(
+                engine.render(&marked, &data, &limits).expect(name),
+                plain,
+                "{name}: the comment renders to nothing"
+            );
+            assert_eq!(
+                engine.analyze(&marked, &limits).expect(name).mapped_fields,
+                analyzed.mapped_fields,
+                "{name}: the comment reads no field"
+            );
+            assert_eq!(
+                engine.stream_plan(&marked, &limits).expect(name),
+                plan,
+                "{name}: the same streamed table"
+            );
+        }
+    }
+}

@@ -42,6 +42,7 @@ macro_rules! outbox_contract {
                 release_gives_a_row_back_without_an_attempt,
                 parked_rows_are_never_claimed_until_redriven,
                 redrive_by_tenant,
+                parked_rows_are_listed_newest_first_by_tenant,
                 stats_report_the_backlog,
                 purge_published_removes_old_published_rows,
                 per_aggregate_order_is_kept,
@@ -292,7 +293,7 @@ pub async fn token_is_checked<S: OutboxUnderTest>(s: S) {
         "mark_failed with a wrong token"
     );
     assert_eq!(
-        s.park(r[0].id, bogus, "boom").await,
+        s.park(r[0].id, bogus, "boom", at(3)).await,
         Err(StoreError::VersionConflict),
         "park with a wrong token"
     );
@@ -416,12 +417,14 @@ pub async fn parked_rows_are_never_claimed_until_redriven<S: OutboxUnderTest>(s:
         .await
         .expect("fail");
     let got = claim(&s, at(2), at(60), 1).await;
-    s.park(r[0].id, token(&got[0]), "too many attempts")
+    s.park(r[0].id, token(&got[0]), "too many attempts", at(3))
         .await
         .expect("park");
     let parked = row(&s, r[0].id).await;
     assert_eq!(parked.status, OutboxStatus::Parked);
     assert_eq!(parked.last_error.as_deref(), Some("too many attempts"));
+    assert_eq!(parked.parked_at, Some(at(3)), "when it was parked");
+    assert_eq!(parked.attempts, 2, "the attempt that parked it counts");
     assert!(parked.lease.is_none());
     assert!(
         claim(&s, at(1_000_000), at(2_000_000), 10).await.is_empty(),
@@ -435,6 +438,7 @@ pub async fn parked_rows_are_never_claimed_until_redriven<S: OutboxUnderTest>(s:
     let back = row(&s, r[0].id).await;
     assert_eq!(back.status, OutboxStatus::Pending);
     assert_eq!(back.attempts, 0, "attempts reset");
+    assert_eq!(back.parked_at, None, "a redrive clears parked_at");
     assert_eq!(
         ids(&claim(&s, at(100), at(160), 10).await),
         ids(&r),
@@ -453,7 +457,9 @@ pub async fn redrive_by_tenant<S: OutboxUnderTest>(s: S) {
     let ra = rows(&s, &a, &["a"], at(0)).await;
     let rb = rows(&s, &b, &["b"], at(0)).await;
     for g in claim(&s, at(1), at(60), 10).await {
-        s.park(g.id, token(&g), "parked").await.expect("park");
+        s.park(g.id, token(&g), "parked", at(2))
+            .await
+            .expect("park");
     }
     assert_eq!(
         s.redrive(Some(a.clone()), at(5)).await.expect("redrive A"),
@@ -466,6 +472,114 @@ pub async fn redrive_by_tenant<S: OutboxUnderTest>(s: S) {
         "B untouched"
     );
     assert_eq!(s.redrive(Some(b), at(5)).await.expect("redrive B"), 1);
+}
+
+/// `list_parked` answers only parked rows, newest parked first, bounded by `limit`, of one
+/// tenant or all, with what an operator needs and nothing of the payload; a redrive empties it.
+pub async fn parked_rows_are_listed_newest_first_by_tenant<S: OutboxUnderTest>(s: S) {
+    let (a, b) = (tenant_a(), tenant_b());
+    let ra = rows(&s, &a, &["a1", "a2", "a3", "a4"], at(0)).await;
+    let rb = rows(&s, &b, &["b1"], at(1)).await;
+    assert!(
+        s.list_parked(None, 10).await.expect("list").is_empty(),
+        "nothing parked yet"
+    );
+    let got = claim(&s, at(2), at(60), 10).await;
+    let tok: HashMap<_, _> = got.iter().map(|g| (g.id, token(g))).collect();
+    assert_eq!(tok.len(), 5, "every row claimed");
+    // a1 and b1 fail once first: their attempts are kept.
+    for r in [&ra[0], &rb[0]] {
+        s.mark_failed(r.id, tok[&r.id], "returned", at(3))
+            .await
+            .expect("fail");
+    }
+    let again = claim(&s, at(4), at(60), 10).await;
+    let tok2: HashMap<_, _> = again.iter().map(|g| (g.id, token(g))).collect();
+    // Parked in the order a1 (t=10), b1 (t=11), a3 (t=12); a2 published, a4 stays pending.
+    s.park(
+        ra[0].id,
+        tok2[&ra[0].id],
+        "NO_ROUTE deadline.created",
+        at(10),
+    )
+    .await
+    .expect("park a1");
+    s.park(rb[0].id, tok2[&rb[0].id], "NO_ROUTE b", at(11))
+        .await
+        .expect("park b1");
+    s.park(ra[2].id, tok[&ra[2].id], "NO_ROUTE a3", at(12))
+        .await
+        .expect("park a3");
+    s.mark_published(ra[1].id, tok[&ra[1].id], at(12))
+        .await
+        .expect("publish a2");
+
+    let of_a = s.list_parked(Some(a.clone()), 10).await.expect("list A");
+    assert_eq!(
+        of_a.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![ra[2].id, ra[0].id],
+        "A's parked rows, newest parked first; pending and published left out"
+    );
+    let first = &of_a[1];
+    assert_eq!(first.tenant, a);
+    assert_eq!(first.key, ra[0].event.key);
+    assert_eq!(first.event_id, ra[0].event.id, "the ce-id");
+    assert_eq!(first.subject, ra[0].event.subject);
+    assert_eq!(first.aggregate, "a1");
+    assert_eq!(
+        first.attempts, 2,
+        "one failure, then the one that parked it"
+    );
+    assert_eq!(first.reason.as_deref(), Some("NO_ROUTE deadline.created"));
+    assert_eq!(first.parked_at, Some(at(10)));
+    assert_eq!(first.created_at, at(0));
+    assert_eq!(of_a[0].attempts, 1);
+
+    let all = s.list_parked(None, 10).await.expect("list all");
+    assert_eq!(
+        all.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![ra[2].id, rb[0].id, ra[0].id],
+        "every tenant's, newest parked first"
+    );
+    assert_eq!(
+        s.list_parked(None, 2)
+            .await
+            .expect("list 2")
+            .iter()
+            .map(|p| p.id)
+            .collect::<Vec<_>>(),
+        vec![ra[2].id, rb[0].id],
+        "bounded by limit, the newest kept"
+    );
+    assert!(s.list_parked(None, 0).await.expect("list 0").is_empty());
+    assert_eq!(
+        s.list_parked(Some(b.clone()), 10)
+            .await
+            .expect("list B")
+            .iter()
+            .map(|p| p.id)
+            .collect::<Vec<_>>(),
+        vec![rb[0].id]
+    );
+
+    assert_eq!(
+        s.redrive(Some(a.clone()), at(20)).await.expect("redrive"),
+        2
+    );
+    assert!(
+        s.list_parked(Some(a), 10).await.expect("list A").is_empty(),
+        "a redrive empties the tenant's list"
+    );
+    assert_eq!(
+        s.list_parked(None, 10)
+            .await
+            .expect("list all")
+            .iter()
+            .map(|p| p.id)
+            .collect::<Vec<_>>(),
+        vec![rb[0].id],
+        "the other tenant's row stays parked"
+    );
 }
 
 /// `stats` counts pending (leased or not) and parked rows and the age of the oldest pending.
@@ -497,7 +611,9 @@ pub async fn stats_report_the_backlog<S: OutboxUnderTest>(s: S) {
     s.mark_published(r1[0].id, by_id[&r1[0].id], at(101))
         .await
         .expect("publish");
-    s.park(r2[0].id, by_id[&r2[0].id], "p").await.expect("park");
+    s.park(r2[0].id, by_id[&r2[0].id], "p", at(105))
+        .await
+        .expect("park");
     let st = s.stats(at(110)).await.expect("stats");
     assert_eq!((st.pending, st.parked), (1, 1));
     assert_eq!(
@@ -520,7 +636,7 @@ pub async fn purge_published_removes_old_published_rows<S: OutboxUnderTest>(s: S
     s.mark_published(r[1].id, tok[&r[1].id], at(20))
         .await
         .expect("p1");
-    s.park(r[2].id, tok[&r[2].id], "parked")
+    s.park(r[2].id, tok[&r[2].id], "parked", at(3))
         .await
         .expect("park");
     assert_eq!(

@@ -1,5 +1,5 @@
 use crate::error::StoreError;
-use crate::events::EventEnvelope;
+use crate::events::{EventEnvelope, EventKey};
 use crate::ids::OutboxId;
 use crate::tenant::TenantId;
 use async_trait::async_trait;
@@ -55,6 +55,10 @@ pub struct OutboxRecord {
     pub created_at: DateTime<Utc>,
     /// Publish instant.
     pub published_at: Option<DateTime<Utc>>,
+    /// When it was parked; `None` unless parked (a redrive clears it). Rows parked before this
+    /// field existed read back `None`.
+    #[serde(default)]
+    pub parked_at: Option<DateTime<Utc>>,
 }
 
 impl OutboxRecord {
@@ -77,6 +81,51 @@ impl OutboxRecord {
             lease,
             created_at: now,
             published_at: None,
+            parked_at: None,
+        }
+    }
+}
+
+/// A parked row as an operator sees it: who, what and why, never the event's payload (which
+/// may carry business data); [`Outbox::list_parked`] answers these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedEvent {
+    /// Row id (what a redrive moves; not the event id).
+    pub id: OutboxId,
+    /// Owning tenant.
+    pub tenant: TenantId,
+    /// The event's definition (routing key and `ce-type`).
+    pub key: EventKey,
+    /// The event's id (`ce-id`), kept by a redrive.
+    pub event_id: String,
+    /// The event's subject (`ce-subject`: the resource id).
+    pub subject: String,
+    /// Ordering key of the row.
+    pub aggregate: String,
+    /// Failed publish attempts, the one that parked it included.
+    pub attempts: u32,
+    /// Why it was parked (sanitised, no payload data).
+    pub reason: Option<String>,
+    /// When it was parked (`None` for a row parked before the instant was recorded).
+    pub parked_at: Option<DateTime<Utc>>,
+    /// When the event was committed.
+    pub created_at: DateTime<Utc>,
+}
+
+impl ParkedEvent {
+    /// The operator's view of `row` (its payload left out).
+    pub fn of(row: &OutboxRecord) -> Self {
+        Self {
+            id: row.id,
+            tenant: row.tenant.clone(),
+            key: row.event.key,
+            event_id: row.event.id.clone(),
+            subject: row.event.subject.clone(),
+            aggregate: row.aggregate.clone(),
+            attempts: row.attempts,
+            reason: row.last_error.clone(),
+            parked_at: row.parked_at,
+            created_at: row.created_at,
         }
     }
 }
@@ -135,15 +184,32 @@ pub trait Outbox: Send + Sync {
         token: Uuid,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError>;
-    /// Parks a row with its reason; a parked row is never claimed until redriven.
-    async fn park(&self, id: OutboxId, token: Uuid, reason: &str) -> Result<(), StoreError>;
-    /// Returns parked rows (all, or those of `tenant`) to pending with attempts reset; answers
-    /// how many moved.
+    /// Parks a row after a failed attempt: attempts + 1 (the attempt that parked it counts),
+    /// its reason kept as `last_error`, `now` as `parked_at`, lease released; a parked row is
+    /// never claimed until redriven. Same token rule as `mark_published`.
+    async fn park(
+        &self,
+        id: OutboxId,
+        token: Uuid,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Returns parked rows (all, or those of `tenant`) to pending with attempts reset and
+    /// `parked_at` cleared; answers how many moved.
     async fn redrive(
         &self,
         tenant: Option<TenantId>,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+    /// The parked rows (all, or those of `tenant` only), newest parked first (by `parked_at`,
+    /// then the later commit first; rows without `parked_at` last), at most `limit` of them.
+    /// MUST NOT answer a pending or published row, nor a row of another tenant when `tenant`
+    /// is given; `limit` 0 answers nothing.
+    async fn list_parked(
+        &self,
+        tenant: Option<TenantId>,
+        limit: usize,
+    ) -> Result<Vec<ParkedEvent>, StoreError>;
     /// Backlog figures.
     async fn stats(&self, now: DateTime<Utc>) -> Result<OutboxStats, StoreError>;
     /// Deletes published rows published before `before`; answers how many.

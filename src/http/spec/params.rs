@@ -19,7 +19,9 @@ pub fn rule(op: &str, name: &str, limits: ParamLimits) -> Option<Value> {
         }
         (_, "page") => json!({ "minimum": 1, "maximum": u32::MAX }),
         ("listDeadlineNotifications", "limit") => json!({ "minimum": 1, "maximum": 100 }),
-        ("listStreamingDeliveries", "limit") => json!({ "minimum": 1, "maximum": 1000 }),
+        ("listStreamingDeliveries" | "listParkedEvents", "limit") => {
+            json!({ "minimum": 1, "maximum": 1000 })
+        }
         (_, "limit") => json!({ "minimum": 1, "maximum": limits.max_page_limit }),
         (_, "sort_order" | "sortOrder") => component(SORT_ORDER),
         ("listReports", "status") => component("ReportStatus"),

@@ -48,6 +48,8 @@ pub fn errors_of(operation_id: &str) -> Option<&'static [u16]> {
         "updateDeadline" | "deliverDeadline" => &[401, 403, 404, 409, 413, 422, 503],
         "deleteDeadline" => &[401, 403, 404, 409, 503],
         "redriveOutbox" => &[401, 403, 413, 503],
+        // 400 (a limit outside 1-1000, TPL-0024) is in ANY.
+        "listParkedEvents" => &[401, 403, 503],
         _ => return None,
     })
 }
