@@ -9,9 +9,9 @@ pub mod otlp;
 pub mod processes;
 pub mod served;
 
-use poem::{EndpointExt, Response};
 use poem::endpoint::BoxEndpoint;
 use poem::test::{TestClient, TestResponse};
+use poem::{EndpointExt, Response};
 use reporter::app::App;
 use reporter::config::RawConfig;
 use reporter::http::auth::{Claims, Scope, mint_hs256};
