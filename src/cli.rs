@@ -2,6 +2,7 @@
 use crate::config::{Config, RawConfig, RunMode, original_settings};
 use crate::{http, telemetry, wiring};
 use clap::{Parser, Subcommand, ValueEnum};
+use poem::endpoint::EitherEndpoint;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -370,8 +371,8 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
     let drain = built.http.readiness.drain();
     let endpoint = match http::endpoint(built.app.clone(), built.http) {
         // The worker serves only its ops endpoints.
-        Ok(e) if role == wiring::Role::Worker => http::ops_only(e),
-        Ok(e) => e,
+        Ok(e) if role == wiring::Role::Worker => EitherEndpoint::A(http::ops_only(e)),
+        Ok(e) => EitherEndpoint::B(e),
         Err(e) => {
             eprintln!("metrics registry: {e}");
             return ExitCode::FAILURE;

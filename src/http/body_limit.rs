@@ -8,11 +8,16 @@ use poem::http::{Method, header};
 use poem::{Body, Request, Response};
 use std::time::Duration;
 
+/// Whether requests of `method` have their body read ([`buffer`]): POST, PUT, PATCH.
+pub fn has_body(method: &Method) -> bool {
+    matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+}
+
 /// Reads the body of a request whose method has one (POST, PUT, PATCH) into memory, up to
 /// `limit` bytes, and puts it back; the refusal (413, or 400 for a body that could not be
 /// read), if it is. A body sent with another method is never read, so it is not bounded.
 pub async fn buffer(req: &mut Request, limit: usize, within: Duration) -> Option<Response> {
-    if !matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
+    if !has_body(req.method()) {
         return None;
     }
     let too_large = || {

@@ -28,7 +28,9 @@ impl<A: Endpoint> Endpoint for Front<A> {
 
     async fn call(&self, req: Request) -> poem::Result<Response> {
         if is_ops(req.uri().path()) {
-            self.ops.call(req).await
+            // Boxed: the router's future is large and these paths are rare, so the future of
+            // every API request (copied whole wherever an outer endpoint boxes it) stays small.
+            Box::pin(self.ops.call(req)).await
         } else {
             self.api.call(req).await.map(IntoResponse::into_response)
         }

@@ -13,7 +13,7 @@ use super::headers::{IdempotencyHeader, idempotency_key};
 use crate::app::{AppError, Code, Idempotent};
 use chrono::{DateTime, Utc};
 use poem::http::{HeaderValue, Method, StatusCode};
-use poem::{Endpoint, IntoResponse, Middleware, Request, Response};
+use poem::{Request, Response};
 use reporter_ports::Clock;
 use reporter_ports::ports::{
     IdempotencyBegin, IdempotencyOwner, IdempotencyScope, IdempotencyStore, StoredResponse,
@@ -60,7 +60,8 @@ pub fn json_answer<T: poem_openapi::types::ToJSON>(status: StatusCode, body: &T)
     }
 }
 
-/// The middleware (see the module docs).
+/// The layer's settings (see the module docs): [`Idempotency::scope_of`] tells whether a
+/// request holds a key, [`Idempotency::reserved`] runs one that does.
 pub struct Idempotency {
     /// Store of records.
     pub store: Arc<dyn IdempotencyStore>,
@@ -72,28 +73,6 @@ pub struct Idempotency {
     pub ttl: chrono::Duration,
     /// Lease of a reservation.
     pub lease: chrono::Duration,
-}
-
-impl<E: Endpoint> Middleware<E> for Idempotency {
-    type Output = IdempotencyEndpoint<E>;
-    fn transform(&self, ep: E) -> Self::Output {
-        IdempotencyEndpoint {
-            inner: ep,
-            config: Arc::new(Self {
-                store: self.store.clone(),
-                clock: self.clock.clone(),
-                paths: self.paths.clone(),
-                ttl: self.ttl,
-                lease: self.lease,
-            }),
-        }
-    }
-}
-
-/// Endpoint of [`Idempotency`].
-pub struct IdempotencyEndpoint<E> {
-    inner: E,
-    config: Arc<Idempotency>,
 }
 
 /// Renews a reservation while it lives; stops when dropped.
@@ -141,12 +120,12 @@ fn replay(stored: StoredResponse) -> Response {
     resp
 }
 
-impl<E: Endpoint> IdempotencyEndpoint<E> {
+impl Idempotency {
     /// The key of `req` when the layer applies: `Ok(None)` when it does not, `Err` (400)
     /// for a header that breaks the rule.
-    fn scope_of(&self, req: &Request) -> Result<Option<IdempotencyScope>, Response> {
+    pub fn scope_of(&self, req: &Request) -> Result<Option<IdempotencyScope>, Response> {
         let path = req.uri().path().trim_end_matches('/');
-        let applies = req.method() == Method::POST && self.config.paths.contains(&path);
+        let applies = req.method() == Method::POST && self.paths.contains(&path);
         let tenant = match req.extensions().get::<AuthOutcome>() {
             Some(AuthOutcome(Ok(p))) if applies => p.tenant.clone(),
             _ => return Ok(None),
@@ -171,7 +150,7 @@ impl<E: Endpoint> IdempotencyEndpoint<E> {
     /// Stores a 2xx answer (again, when the operation committed it already) and answers it;
     /// frees the key of any other outcome.
     async fn settle(&self, r: &IdempotencyReservation, resp: Response) -> Response {
-        let store = &self.config.store;
+        let store = &self.store;
         if !resp.status().is_success() {
             if let Err(e) = store.release(&r.scope, r.owner).await {
                 tracing::warn!(error = %e, "could not release an idempotency key; its lease ends by itself");
@@ -194,54 +173,56 @@ impl<E: Endpoint> IdempotencyEndpoint<E> {
         *rebuilt.headers_mut() = headers;
         rebuilt
     }
-}
 
-impl<E: Endpoint> Endpoint for IdempotencyEndpoint<E> {
-    type Output = Response;
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        let scope = match self.scope_of(&req) {
-            Ok(Some(scope)) => scope,
-            Ok(None) => return Ok(self.inner.call(req).await?.into_response()),
-            Err(refusal) => return Ok(refusal),
-        };
-        let (owner, now) = (IdempotencyOwner::new(), self.config.clock.now());
-        let begin = self
-            .config
-            .store
-            .begin(&scope, owner, now, now + self.config.lease)
-            .await;
+    /// Runs `req`, which holds the key `scope`, through `run` (the operation): a replay
+    /// answers the stored response, a duplicate in flight 409, and the answer of a first
+    /// request is stored when it is a 2xx (its key freed otherwise). Errors of `run` are
+    /// answered as the error body. Its future is large: callers box it, so that requests
+    /// without a key do not carry its size.
+    pub async fn reserved<F, Fut>(
+        self: &Arc<Self>,
+        mut req: Request,
+        scope: IdempotencyScope,
+        run: F,
+    ) -> Response
+    where
+        F: FnOnce(Request) -> Fut,
+        Fut: std::future::Future<Output = poem::Result<Response>>,
+    {
+        let (owner, now) = (IdempotencyOwner::new(), self.clock.now());
+        let begin = self.store.begin(&scope, owner, now, now + self.lease).await;
         match begin {
-            Ok(IdempotencyBegin::Completed(stored)) => return Ok(replay(stored)),
+            Ok(IdempotencyBegin::Completed(stored)) => return replay(stored),
             Ok(IdempotencyBegin::InFlight) => {
-                return Ok(error_response(&AppError::new(
+                return error_response(&AppError::new(
                     Code::IdempotencyInFlight,
                     "a request with this X-Idempotency key is still being processed; retry later",
-                )));
+                ));
             }
             Ok(IdempotencyBegin::Started) => {}
             Err(e) => {
                 tracing::error!(error = %e, "idempotency store unavailable");
-                return Ok(error_response(&AppError::new(
+                return error_response(&AppError::new(
                     Code::ServiceUnavailable,
                     "the idempotency store is unavailable; retry later",
-                )));
+                ));
             }
         }
         let reservation = IdempotencyReservation {
             scope: scope.clone(),
             owner,
-            expires_at: now + self.config.ttl,
+            expires_at: now + self.ttl,
         };
         req.extensions_mut().insert(reservation.clone());
-        let heartbeat = Heartbeat::start(self.config.clone(), scope, owner);
-        let resp = match self.inner.call(req).await {
-            Ok(r) => r.into_response(),
+        let heartbeat = Heartbeat::start(self.clone(), scope, owner);
+        let resp = match run(req).await {
+            Ok(r) => r,
             Err(e) => super::error::normalize_error(e).await,
         };
         // The crash test's place: the operation committed, its answer is neither stored by
         // this layer nor sent.
         fail::fail_point!("idempotency-after-commit", |_| std::process::abort());
         drop(heartbeat);
-        Ok(self.settle(&reservation, resp).await)
+        self.settle(&reservation, resp).await
     }
 }

@@ -24,6 +24,7 @@ pub mod json_body;
 pub mod methods;
 pub mod middleware;
 pub mod ops;
+mod pipeline;
 mod preview;
 pub mod query;
 pub mod rate_limit;
@@ -46,7 +47,7 @@ use auth::Authenticator;
 use gate::Gate;
 use idempotency::Idempotency;
 use middleware::Edge;
-use poem::endpoint::make_sync;
+use poem::endpoint::{EitherEndpoint, make_sync};
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
 use poem::{EndpointExt, IntoEndpoint, IntoResponse, Response, Route, handler};
@@ -186,11 +187,12 @@ fn cors(origins: &[String], methods: &[String], headers: &[String]) -> Option<Co
     )
 }
 
-/// Builds the complete HTTP endpoint.
+/// Builds the complete HTTP endpoint. Not boxed: the server calls it directly, so no request
+/// pays for an allocation and a copy of its whole future at the top.
 pub fn endpoint(
     app: Arc<App>,
     setup: HttpSetup,
-) -> Result<poem::endpoint::BoxEndpoint<'static, Response>, prometheus::Error> {
+) -> Result<impl poem::Endpoint<Output = Response> + 'static, prometheus::Error> {
     let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
     let rate_limit = match setup.rate_limit {
         Some((limiter, policy)) => Some(rate_limit::RateLimit {
@@ -207,38 +209,41 @@ pub fn endpoint(
     let limits = spec::ParamLimits {
         max_page_limit: app.settings().max_page_limit,
     };
-    let routes = front::Front {
+    let front = front::Front {
         api: service.into_endpoint(),
         ops: ops_routes(limits, setup.original.swagger_enabled, &setup.console),
-    }
-    .with(shared::Shared {
+    };
+    let shared = shared::Shared {
         app: app.clone(),
         readiness: Arc::new(setup.readiness),
         streaming: Arc::new(setup.streaming),
         registry: Arc::new(setup.registry),
-    });
-    let idempotency = Idempotency {
+    };
+    let idempotency = Arc::new(Idempotency {
         store: app.ports().idempotency.clone(),
         clock: app.ports().clock.clone(),
         paths: vec!["/v1/templates", "/v1/reports"],
         ttl: setup.idempotency_ttl,
         lease: setup.idempotency_in_flight,
-    };
+    });
     let gate = Gate {
         contract: query_contract.clone(),
         authenticator: setup.authenticator,
         max_body_bytes: setup.max_body_bytes,
         body_read_timeout: setup.body_read_timeout,
     };
-    let core = routes
-        .with(idempotency)
-        .with(gate)
-        .catch_all_error(error::normalize_error)
-        .boxed();
+    let core = pipeline::Pipeline {
+        gate,
+        idempotency,
+        shared,
+        front,
+    };
     // Before authentication (as the original), inside CORS so a refusal carries its headers.
+    // Either, not a boxed endpoint: a box costs every request an allocation and a copy of
+    // the whole future below it.
     let core = match rate_limit {
-        Some(limit) => core.with(limit).boxed(),
-        None => core,
+        Some(limit) => EitherEndpoint::A(core.with(limit)),
+        None => EitherEndpoint::B(core),
     };
     let cors = cors(
         &setup.cors_origins,
@@ -257,14 +262,13 @@ pub fn endpoint(
                 "internal server error",
             ))
             .into_response()
-        }))
-        .boxed())
+        })))
 }
 
 /// Restricts an endpoint to the public ops paths (`/health`, `/readyz`, `/version`,
 /// `/metrics`); everything else answers 404 `TPL-0404`. Used by `reporter worker`.
 pub fn ops_only(
-    ep: poem::endpoint::BoxEndpoint<'static, Response>,
+    ep: impl poem::Endpoint<Output = Response> + 'static,
 ) -> poem::endpoint::BoxEndpoint<'static, Response> {
     ep.around(|ep, req| async move {
         if matches!(

@@ -9,7 +9,6 @@ use crate::config::HttpLimits;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use poem::endpoint::BoxEndpoint;
 use poem::http::uri::Scheme;
 use poem::web::{LocalAddr, RemoteAddr};
 use poem::{Addr, Endpoint, Response};
@@ -26,9 +25,9 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Serves `endpoint` on `listener` until `shutdown` resolves, then lets the open
 /// connections finish their requests for at most `grace`.
-pub async fn serve(
+pub async fn serve<E: Endpoint<Output = Response> + 'static>(
     listener: TcpListener,
-    endpoint: BoxEndpoint<'static, Response>,
+    endpoint: E,
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
@@ -100,8 +99,8 @@ async fn accept(
 }
 
 /// Answers one request of the connection from `local` to `remote` through `endpoint`.
-async fn respond(
-    endpoint: Arc<BoxEndpoint<'static, Response>>,
+async fn respond<E: Endpoint<Output = Response>>(
+    endpoint: Arc<E>,
     local: Option<SocketAddr>,
     remote: SocketAddr,
     req: hyper::Request<hyper::body::Incoming>,

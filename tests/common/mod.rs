@@ -9,9 +9,9 @@ pub mod otlp;
 pub mod processes;
 pub mod served;
 
-use poem::Response;
 use poem::endpoint::BoxEndpoint;
 use poem::test::{TestClient, TestResponse};
+use poem::{EndpointExt, Response};
 use reporter::app::App;
 use reporter::config::RawConfig;
 use reporter::http::auth::{Claims, Scope, mint_hs256};
@@ -491,7 +491,7 @@ async fn start_tuned(
     }
     let endpoint = reporter::http::endpoint(built.app, built.http).expect("endpoint");
     TestApp {
-        client: TestClient::new(endpoint),
+        client: TestClient::new(endpoint.boxed()),
         app,
         broker,
         mongo_database,

@@ -115,7 +115,7 @@ impl Figure for TemplateRead {
                 reporter: r.rps,
                 baseline: j.rps,
                 baseline_name: "bare poem + HS256",
-                target: Some(Target::RatioAtLeast(0.6)),
+                target: Some(Target::RatioAtLeast(0.8)),
             },
             Sample {
                 row: "P3 GET /v1/templates/{id} throughput vs bare poem".into(),
