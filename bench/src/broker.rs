@@ -99,6 +99,13 @@ impl Handle {
         self.run(&["ctl", "stop_app"])
     }
 
+    /// Raises a memory alarm (`on`: the high watermark set near zero, so the node blocks every
+    /// publishing connection) or clears it (the default watermark, 0.4, back).
+    pub fn memory_alarm(&self, on: bool) -> anyhow::Result<()> {
+        let ratio = if on { "0.0000001" } else { "0.4" };
+        self.run(&["ctl", "set_vm_memory_high_watermark", ratio])
+    }
+
     /// `rabbitmqctl start_app`, returning once the node accepts connections.
     pub fn start_app(&self) -> anyhow::Result<()> {
         self.run(&["ctl", "start_app"])?;

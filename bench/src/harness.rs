@@ -17,6 +17,8 @@ pub struct Ctx {
     pub reporter_bin: PathBuf,
     /// The `bare-poem` binary of this crate (the baseline server of P3).
     pub bare_poem_bin: PathBuf,
+    /// The `raw-publisher` binary of this crate (the baseline publisher of `publish-cpu`).
+    pub raw_publisher_bin: PathBuf,
     /// `wrk` (Debian package).
     pub wrk: PathBuf,
     /// Smaller sizes, for a smoke run (`--quick`).
