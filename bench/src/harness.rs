@@ -306,5 +306,12 @@ mod tests {
             &[(5.0, 3.0), (6.0, 3.0), (5.5, 3.0)],
         );
         assert!(r.table().contains("| **no** |"), "{}", r.table());
+        assert!(r.table().contains("| ≤ baseline + 2 u |"), "{}", r.table());
+        let r = rounds(
+            "p99",
+            Target::DiffAtMost(2.0),
+            &[(5.0, 3.0), (4.9, 3.0), (5.5, 3.0)],
+        );
+        assert!(r.table().contains("| yes |"), "{}", r.table());
     }
 }
