@@ -18,7 +18,7 @@ use lapin::types::FieldTable;
 use std::time::{Duration, Instant};
 
 /// What BENCHMARKS.md says the figure measures.
-pub const DESCRIPTION: &str = "- **(e) Publication's own CPU** (issue 34, target 5): CPU time (user + system of every thread, `/proc/<pid>/stat`) per published event of the release `reporter serve` (state in memory, publication on to the private node, routed to a durable queue of the figure's own, purged between phases; exchange and queues deleted after the last round) against a raw lapin publisher (`raw-publisher`, a process of its own whose CPU is read from its own counters over its publishing alone, after its messages are built and its channel is open) sending the same persistent, `mandatory`, confirmed messages (a message Reporter published, taken off the queue: same routing key, headers and body, a fresh `ce-id` of the same length each) with the same confirm window (256); N = 20,000 events a phase (2,000 with `--quick`). Reporter is made to publish by HTTP requests sent over 8 keep-alive connections by a client in the bench process (not counted); the HTTP handling is taken out by sending the same requests to a second `reporter serve` with publication off and subtracting: Reporter's value is (CPU with publication on − CPU with it off) / N, each measured from the first request to the moment every event was routed (queue depth) and its outbox row settled (`reporter_outbox_pending` 0). Direct path: N `POST /v1/deadlines` (`deadline.created`, important: published straight after the commit) at 3,000 requests/s, below what the broker takes here, so the direct path has room for nearly every event (the informational row counts those published directly; unpaced, most would wait for the dispatcher). Dispatcher: N `PATCH /v1/deadlines/{id}/deliver` (`deadline.delivered`, critical: outbox and dispatcher only) at 3,000/s. The baseline of both publishes at the same average pace (a tick per message, caught up at the timer's 1 ms grain), so both sides pay for events that come one at a time; the informational row compares the direct path with the baseline unpaced (its cheapest case). Outbox drain: while the broker blocks publishing (a memory alarm, `rabbitmqctl set_vm_memory_high_watermark` near zero; the node keeps running, so its counters hold only the drain), N `PATCH …/deliver` reverts (`deadline.delivery_reverted`) wait in the outbox; from clearing the alarm to the last event routed and settled no requests run, so nothing is subtracted but the process's idle CPU while `rabbitmqctl` clears the alarm (its rate measured for 1 s before); the baseline unpaced. The broker's rows give the RabbitMQ node's (beam) CPU per event over the same intervals (Reporter: on − off) against its CPU while the raw publisher sends. Clock ticks are 10 ms: 0.5 µs per event over 20,000 events. Target: Reporter ≤ 2× the raw publisher's CPU per event on each path.\n";
+pub const DESCRIPTION: &str = "- **(e) Publication's own CPU** (issue 34, target 5): CPU time (user + system of every thread, `/proc/<pid>/stat`) per published event of the release `reporter serve` (state in memory, publication on to the private node, routed to a durable queue of the figure's own, purged between phases; exchange and queues deleted after the last round) against a raw lapin publisher (`raw-publisher`, a process of its own whose CPU is read from its own counters over its publishing alone, after its messages are built and its channel is open) sending the same persistent, `mandatory`, confirmed messages (a message Reporter published, taken off the queue: same routing key, headers and body, a fresh `ce-id` of the same length each) with the same confirm window (256); N = 20,000 events a phase (2,000 with `--quick`). Reporter is made to publish by HTTP requests sent over 8 keep-alive connections by a client in the bench process (not counted); the HTTP handling is taken out by sending the same requests to a second `reporter serve` with publication off and subtracting: Reporter's value is (CPU with publication on − CPU with it off) / N, each measured from the first request to the moment every event was routed (queue depth) and its outbox row settled (`reporter_outbox_pending` 0). Direct path: N `POST /v1/deadlines` (`deadline.created`, important: published straight after the commit) at 3,000 requests/s, below what the broker takes here, so the direct path has room for nearly every event (the informational row counts those published directly; unpaced, most would wait for the dispatcher). Dispatcher: N `PATCH /v1/deadlines/{id}/deliver` (`deadline.delivered`, critical: outbox and dispatcher only) at 3,000/s. The baseline of both publishes at the same average pace (a tick per message, caught up at the timer's 1 ms grain), so both sides pay for events that come one at a time; the informational row compares the direct path with the baseline unpaced (its cheapest case). Outbox drain: while the broker blocks publishing (a disk alarm, `rabbitmqctl set_disk_free_limit` above the disk's size; the node keeps running, so its counters hold only the drain, and unlike a memory alarm it leaves no queue paging to disk), N `PATCH …/deliver` reverts (`deadline.delivery_reverted`) wait in the outbox; from clearing the alarm to the last event routed and settled no requests run, so nothing is subtracted but the process's idle CPU while `rabbitmqctl` clears the alarm (its rate measured for 1 s before); the baseline unpaced. The broker's rows give the RabbitMQ node's (beam) CPU per event over the same intervals (Reporter: on − off) against its CPU while the raw publisher sends. Clock ticks are 10 ms: 0.5 µs per event over 20,000 events. Target: Reporter ≤ 2× the raw publisher's CPU per event on each path.\n";
 
 /// Events a second while requests run (the direct and dispatcher phases, and the baseline
 /// beside them): below what the broker takes on this machine, so the direct path has room
@@ -242,11 +242,11 @@ impl PublishCpu {
 
         let mut drain = Cpu::default();
         if publish {
-            // The events wait in the outbox while the broker blocks publishing (a memory
-            // alarm: the node keeps running, so its counters hold only what it does for the
-            // drain once the alarm clears).
+            // The events wait in the outbox while the broker blocks publishing (a disk alarm:
+            // the node keeps running, so its counters hold only what it does for the drain
+            // once the alarm clears; a memory alarm would leave its queues paging to disk).
             let b = ctx.broker.handle();
-            blocking(move || b.memory_alarm(true)).await?;
+            blocking(move || b.disk_alarm(true)).await?;
             deliver(&serve.addr, &token, &ids, false, None).await?;
             tokio::time::sleep(Duration::from_millis(500)).await;
             let idle0 = (cpu_seconds(pid), Instant::now());
@@ -258,13 +258,21 @@ impl PublishCpu {
                 waiting >= n as f64,
                 "only {waiting} of {n} events waited in the outbox during the alarm"
             );
+            let profile = profile_drain(pid)?;
             let (before, cleared) = (Mark::now(pid, broker), Instant::now());
             let b = ctx.broker.handle();
-            blocking(move || b.memory_alarm(false)).await?;
+            blocking(move || b.disk_alarm(false)).await?;
             let clearing = cleared.elapsed().as_secs_f64();
             self.routed(ctx, n).await?;
             settled(&serve, publish).await?;
             drain = Mark::now(pid, broker).since(before);
+            if let Some(mut perf) = profile {
+                // SIGINT: perf writes its data and exits.
+                let _ = std::process::Command::new("kill")
+                    .args(["-INT", &perf.id().to_string()])
+                    .status();
+                let _ = tokio::task::block_in_place(|| perf.wait());
+            }
             eprintln!(
                 "bench:   drain of {n} events: {:.2} s from clearing the alarm ({clearing:.2} s in rabbitmqctl)",
                 cleared.elapsed().as_secs_f64()
@@ -354,6 +362,23 @@ impl PublishCpu {
         self.purge(ctx).await?;
         <[Raw; 4]>::try_from(out).map_err(|_| anyhow::anyhow!("four raw runs"))
     }
+}
+
+/// `perf record` of process `pid` into `BENCH_PERF_DRAIN` (a path) when that is set: a profile
+/// of the drain for the closing note of issue 34 (it costs CPU beside the measured process, so
+/// leave it unset for the figures).
+fn profile_drain(pid: u32) -> anyhow::Result<Option<std::process::Child>> {
+    let Some(path) = std::env::var_os("BENCH_PERF_DRAIN") else {
+        return Ok(None);
+    };
+    let child = std::process::Command::new("perf")
+        .args(["record", "-q", "-F", "2999", "-p", &pid.to_string(), "-o"])
+        .arg(path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .context("BENCH_PERF_DRAIN: running perf")?;
+    std::thread::sleep(Duration::from_millis(300));
+    Ok(Some(child))
 }
 
 /// `n` deadlines created (`POST /v1/deadlines`), at most `rate` a second when given: their
