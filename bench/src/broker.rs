@@ -99,6 +99,15 @@ impl Handle {
         self.run(&["ctl", "stop_app"])
     }
 
+    /// Raises a disk alarm (`on`: a free-disk limit no disk meets, so the node blocks every
+    /// publishing connection) or clears it (the default limit, 50 MB, back). Unlike a memory
+    /// alarm it leaves the node's memory management as it was: no queue pages its messages
+    /// out while it lasts or after it.
+    pub fn disk_alarm(&self, on: bool) -> anyhow::Result<()> {
+        let limit = if on { "100000GB" } else { "50MB" };
+        self.run(&["ctl", "set_disk_free_limit", limit])
+    }
+
     /// `rabbitmqctl start_app`, returning once the node accepts connections.
     pub fn start_app(&self) -> anyhow::Result<()> {
         self.run(&["ctl", "start_app"])?;

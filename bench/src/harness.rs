@@ -17,6 +17,8 @@ pub struct Ctx {
     pub reporter_bin: PathBuf,
     /// The `bare-poem` binary of this crate (the baseline server of P3).
     pub bare_poem_bin: PathBuf,
+    /// The `raw-publisher` binary of this crate (the baseline publisher of `publish-cpu`).
+    pub raw_publisher_bin: PathBuf,
     /// `wrk` (Debian package).
     pub wrk: PathBuf,
     /// Smaller sizes, for a smoke run (`--quick`).
@@ -304,5 +306,12 @@ mod tests {
             &[(5.0, 3.0), (6.0, 3.0), (5.5, 3.0)],
         );
         assert!(r.table().contains("| **no** |"), "{}", r.table());
+        assert!(r.table().contains("| ≤ baseline + 2 u |"), "{}", r.table());
+        let r = rounds(
+            "p99",
+            Target::DiffAtMost(2.0),
+            &[(5.0, 3.0), (4.9, 3.0), (5.5, 3.0)],
+        );
+        assert!(r.table().contains("| yes |"), "{}", r.table());
     }
 }

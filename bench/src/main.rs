@@ -9,10 +9,11 @@
 //! Needs `rabbitmq-server` (Debian), `wrk` (Debian), `psql` and PostgreSQL on 127.0.0.1:5432
 //! (user `postgres`, trust auth; figures `report-time`, `report-rss`, `report-client`,
 //! `report-rows` and `report-cores` create and drop a scratch database; `report-client` also
-//! runs headless Chromium, `CHROMIUM_PATH` or `/usr/bin/chromium`), and the release `reporter` and `bare-poem` binaries (`REPORTER_BIN`,
-//! `BARE_POEM_BIN`; default: next to this binary, else `target/release/`). A run of in-process figures only
+//! runs headless Chromium, `CHROMIUM_PATH` or `/usr/bin/chromium`), and the release `reporter`, `bare-poem` and `raw-publisher` binaries (`REPORTER_BIN`,
+//! `BARE_POEM_BIN`, `RAW_PUBLISHER_BIN`; default: next to this binary, else `target/release/`). A run of in-process figures only
 //! (`--only crm-decrypt`) needs none of these.
 mod broker;
+mod cpu;
 mod figures;
 mod harness;
 mod inproc;
@@ -70,10 +71,17 @@ fn which(tool: &str) -> Option<PathBuf> {
     })
 }
 
-/// The release binaries of `reporter` and `bare-poem`: `REPORTER_BIN` / `BARE_POEM_BIN`, else
-/// the ones built with this one (`cargo build --release -p reporter -p reporter-bench` puts
-/// them in the same directory, wherever CARGO_TARGET_DIR points), else `target/release`.
-fn release_binaries(repo: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// The release binaries of `reporter`, `bare-poem` and `raw-publisher`: `REPORTER_BIN` /
+/// `BARE_POEM_BIN` / `RAW_PUBLISHER_BIN`, else the ones built with this one (`cargo build
+/// --release -p reporter -p reporter-bench` puts them in the same directory, wherever
+/// CARGO_TARGET_DIR points), else `target/release`.
+struct Binaries {
+    reporter: PathBuf,
+    bare_poem: PathBuf,
+    raw_publisher: PathBuf,
+}
+
+fn release_binaries(repo: &std::path::Path) -> anyhow::Result<Binaries> {
     let bin_dir = std::env::current_exe()?
         .parent()
         .context("the directory of reporter-bench")?
@@ -88,16 +96,19 @@ fn release_binaries(repo: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf)
             }
         })
     };
-    let reporter_bin = sibling("reporter", "REPORTER_BIN");
-    let bare_poem_bin = sibling("bare-poem", "BARE_POEM_BIN");
-    for bin in [&reporter_bin, &bare_poem_bin] {
+    let bins = Binaries {
+        reporter: sibling("reporter", "REPORTER_BIN"),
+        bare_poem: sibling("bare-poem", "BARE_POEM_BIN"),
+        raw_publisher: sibling("raw-publisher", "RAW_PUBLISHER_BIN"),
+    };
+    for bin in [&bins.reporter, &bins.bare_poem, &bins.raw_publisher] {
         anyhow::ensure!(
             bin.is_file(),
             "no release binary at {} (cargo build --release -p reporter -p reporter-bench)",
             bin.display()
         );
     }
-    Ok((reporter_bin, bare_poem_bin))
+    Ok(bins)
 }
 
 /// The selected figures, in order.
@@ -164,6 +175,7 @@ fn document(args: &Args, machine: &str, table: &str, seconds: f64) -> String {
     doc.push_str(figures::report_cores::DESCRIPTION);
     doc.push_str(figures::preview_time::DESCRIPTION);
     doc.push_str(figures::telemetry_cost::DESCRIPTION);
+    doc.push_str(figures::publish_cpu::DESCRIPTION);
     doc
 }
 
@@ -179,14 +191,15 @@ async fn main() -> anyhow::Result<()> {
     let results = if selected(&args).iter().all(|f| f.in_process()) {
         run_figures(None, &args).await?
     } else {
-        let (reporter_bin, bare_poem_bin) = release_binaries(&repo)?;
+        let bins = release_binaries(&repo)?;
         let wrk = which("wrk").context("wrk not found: apt-get install wrk")?;
         eprintln!("bench: starting a private RabbitMQ node");
         let broker = broker::Broker::start(&repo)?;
         let ctx = Ctx {
             broker,
-            reporter_bin,
-            bare_poem_bin,
+            reporter_bin: bins.reporter,
+            bare_poem_bin: bins.bare_poem,
+            raw_publisher_bin: bins.raw_publisher,
             wrk,
             quick: args.quick,
         };

@@ -11,12 +11,13 @@
 //! which the broker returns — and once the barrier's return has been handed out, every return
 //! sent before it has been too; the acks seen before the barrier was published are then
 //! final. Returns are attributed by `message_id` (= `ce-id`); a returned message is never
-//! reported as delivered. A batch of resolved confirms is found by polling all of them, again
-//! until a pass finds nothing new, so it holds every confirm lapin resolved before any of its
-//! own.
+//! reported as delivered. A batch of resolved confirms is taken in lapin's resolution order
+//! until none is left (see [`resolved`]), so it holds every confirm lapin resolved before any
+//! of its own.
 //!
 //! Each entry holds its slot of the publisher's window (a semaphore permit) until its confirm
 //! resolves, so the window bounds the messages awaiting a confirm, not the calls.
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use lapin::message::BasicReturnMessage;
 use lapin::{Confirmation, PublisherConfirm};
 use reporter_ports::ports::PublishError;
@@ -152,7 +153,7 @@ async fn run(
     book: Arc<Mutex<Book>>,
     barrier: Barrier,
 ) {
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut pending: FuturesUnordered<Pending> = FuturesUnordered::new();
     let mut settler = Settler::default();
     let mut open = true;
     loop {
@@ -191,32 +192,25 @@ async fn run(
     }
 }
 
-/// Every confirm resolved by now (at least one), polling all of them — not only those whose
-/// wake-up was seen, which may come in another order than lapin resolved the confirms — and
-/// again until a whole pass finds nothing new. So a batch is closed under "resolved before":
-/// when it holds a confirm, it holds every confirm lapin resolved before that one (if one had
-/// been polled too early in a pass, the next pass finds it), and a confirm of a later batch
-/// was resolved after every confirm of an earlier one.
+/// Every confirm resolved by now (at least one), taken in the order lapin resolved them, until
+/// none is left to take. Lapin wakes a confirm's waiter when it resolves it, synchronously and
+/// in its resolution order, and `FuturesUnordered` polls its futures in the order their wakes
+/// came (a future is queued once when pushed, then once per wake), polling only those: the
+/// cost of a batch is its own confirms, not every confirm outstanding (polling all of them on
+/// every wake cost O(window) per ack frame, most of the publisher's CPU while the outbox
+/// drained). So a batch is closed under "resolved before": when it holds a confirm, every
+/// confirm lapin resolved before that one was queued before it and is in this batch or an
+/// earlier one (a confirm resolved while the batch is taken is queued and taken too), and a
+/// confirm of a later batch was resolved after every confirm of an earlier one. The queue
+/// yields only after polling every queued future without finding one ready, so no resolved
+/// confirm is left behind by a yield.
 fn resolved(
-    pending: &mut Vec<Pending>,
+    pending: &mut FuturesUnordered<Pending>,
     cx: &mut std::task::Context<'_>,
 ) -> std::task::Poll<Vec<Resolved>> {
     let mut ready = Vec::new();
-    loop {
-        let before = ready.len();
-        let mut i = 0;
-        while i < pending.len() {
-            match pending[i].as_mut().poll(cx) {
-                std::task::Poll::Ready(r) => {
-                    ready.push(r);
-                    drop(pending.swap_remove(i));
-                }
-                std::task::Poll::Pending => i += 1,
-            }
-        }
-        if ready.len() == before {
-            break;
-        }
+    while let std::task::Poll::Ready(Some(r)) = pending.poll_next_unpin(cx) {
+        ready.push(r);
     }
     if ready.is_empty() {
         std::task::Poll::Pending

@@ -4,9 +4,11 @@ mod catch_up;
 mod client_reports;
 mod commit_latency;
 mod crm_decrypt;
+mod keepalive;
 mod pg_reports;
 pub(crate) mod preview_time;
 mod publish_cost;
+pub(crate) mod publish_cpu;
 mod rate_limit;
 pub(crate) mod report_client;
 pub(crate) mod report_cores;
@@ -25,6 +27,7 @@ pub fn all() -> Vec<Box<dyn Figure>> {
     vec![
         Box::new(catch_up::CatchUp::default()),
         Box::new(publish_cost::PublishCost),
+        Box::new(publish_cpu::PublishCpu::default()),
         Box::new(commit_latency::CommitLatency::default()),
         Box::new(template_read::TemplateRead),
         Box::new(telemetry_cost::TelemetryCost),

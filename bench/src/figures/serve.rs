@@ -1,6 +1,7 @@
 //! What the HTTP figures share: a server child process (the release `reporter serve`, or the
 //! bare poem baseline) on a free loopback port, a minimal HTTP/1.1 client for setting it up,
 //! `wrk` runs and how their output reads, and a process's RSS from `/proc`.
+pub use crate::cpu::cpu_seconds;
 use crate::harness::Ctx;
 use anyhow::Context;
 use std::io::{Read, Write};
@@ -258,22 +259,6 @@ pub fn status_mb(pid: u32, field: &str) -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// CPU time (user + system) the process used so far, seconds (`/proc/<pid>/stat`, in clock
-/// ticks of 1/100 s); NaN when it cannot be read.
-pub fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command name (which may hold spaces) start after its `)`.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
-    // utime and stime are fields 14 and 15 of stat(5): 12 and 13 after the `)`.
-    match (tick(11), tick(12)) {
-        (Some(u), Some(s)) => (u + s) / 100.0,
-        _ => f64::NAN,
-    }
-}
-
 /// Peak RSS (`VmHWM`) of the process, MB.
 pub fn peak_rss_mb(pid: u32) -> f64 {
     status_mb(pid, "VmHWM")
@@ -282,13 +267,6 @@ pub fn peak_rss_mb(pid: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_time_is_read_from_proc() {
-        let me = cpu_seconds(std::process::id());
-        assert!(me.is_finite() && me >= 0.0, "{me}");
-        assert!(cpu_seconds(u32::MAX).is_nan());
-    }
 
     #[test]
     fn wrk_output_is_read() {
