@@ -11,6 +11,22 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The example templates' file names (`examples/templates`).
+const EXAMPLES: [&str; 4] = [
+    "statement.html.tpl",
+    "transactions.csv.tpl",
+    "accounts.xml.tpl",
+    "summary.txt.tpl",
+];
+
+/// The source of the example template `name`.
+fn example(name: &str) -> String {
+    match std::fs::read_to_string(repo().join("examples/templates").join(name)) {
+        Ok(s) => s,
+        Err(e) => panic!("read {name}: {e}"),
+    }
+}
+
 async fn bank() -> serde_json::Value {
     let Some(id) = DataSourceId::parse("bank") else {
         panic!("id")
@@ -44,10 +60,7 @@ async fn bank() -> serde_json::Value {
 }
 
 fn render(template: &str, data: &serde_json::Value) -> String {
-    let src = match std::fs::read_to_string(repo().join("examples/templates").join(template)) {
-        Ok(s) => s,
-        Err(e) => panic!("read {template}: {e}"),
-    };
+    let src = example(template);
     let engine = Pongo2Engine::new();
     assert!(
         engine.analyze(&src, &RenderLimits::default()).is_ok(),
@@ -64,14 +77,8 @@ fn render(template: &str, data: &serde_json::Value) -> String {
 async fn example_templates_read_only_existing_fields() {
     let data = bank().await;
     let engine = Pongo2Engine::new();
-    for name in [
-        "statement.html.tpl",
-        "transactions.csv.tpl",
-        "accounts.xml.tpl",
-        "summary.txt.tpl",
-    ] {
-        let src =
-            std::fs::read_to_string(repo().join("examples/templates").join(name)).expect(name);
+    for name in EXAMPLES {
+        let src = example(name);
         let mapped = engine
             .analyze(&src, &RenderLimits::default())
             .expect(name)
@@ -251,14 +258,8 @@ async fn the_console_builder_comment_renders_to_nothing() {
     }
     let generated = "{% for a in bank.accounts %}{{ a.account_id }};{% endfor %}\n".to_owned();
     let mut sources = vec![("builder-like".to_owned(), generated)];
-    for name in [
-        "statement.html.tpl",
-        "transactions.csv.tpl",
-        "accounts.xml.tpl",
-        "summary.txt.tpl",
-    ] {
-        let src =
-            std::fs::read_to_string(repo().join("examples/templates").join(name)).expect(name);
+    for name in EXAMPLES {
+        let src = example(name);
         sources.push((name.to_owned(), src));
     }
     for (name, src) in &sources {
