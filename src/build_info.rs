@@ -186,7 +186,7 @@ mod tests {
     fn a_checkout_reports_its_head() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let Some(head) = git(root, &["rev-parse", "HEAD"]) else {
-            println!("SKIPPED: no git checkout");
+            reporter_contract::services::skipped("a git checkout");
             return;
         };
         let none = |_: &str| None;

@@ -1245,7 +1245,7 @@ async fn a_topology_failure_at_start_up_names_the_cause() {
             std::env::var("REPORTER_REQUIRE_SERVICES").as_deref() != Ok("1"),
             "rabbitmqctl add_user failed (REPORTER_REQUIRE_SERVICES=1): {e:?}"
         );
-        println!("SKIPPED: rabbitmqctl cannot add a user here: {e:?}");
+        reporter_contract::services::skipped(&format!("rabbitmqctl add_user ({e:?})"));
         return;
     }
     struct DropUser(String);

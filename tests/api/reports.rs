@@ -157,10 +157,10 @@ fn pdftotext(pdf: &[u8]) -> Option<String> {
         .output()
         .is_err()
     {
-        if std::env::var("REPORTER_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        if reporter_contract::services::required() {
             panic!("pdftotext (poppler-utils) is required (REPORTER_REQUIRE_SERVICES=1)");
         }
-        eprintln!("SKIPPED: pdftotext not installed; the PDF text is not checked");
+        reporter_contract::services::skipped("pdftotext (poppler-utils), for the PDF text check");
         return None;
     }
     let path = std::env::temp_dir().join(format!("report-{}.pdf", uuid::Uuid::now_v7()));

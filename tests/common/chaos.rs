@@ -25,10 +25,10 @@ pub fn require(what: &str, available: bool) -> bool {
     if available {
         return true;
     }
-    if std::env::var("REPORTER_REQUIRE_SERVICES").as_deref() == Ok("1") {
+    if reporter_contract::services::required() {
         panic!("{what} is required (REPORTER_REQUIRE_SERVICES=1)");
     }
-    eprintln!("SKIPPED: {what} is not available");
+    reporter_contract::services::skipped(what);
     false
 }
 

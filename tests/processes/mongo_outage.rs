@@ -44,8 +44,8 @@ async fn an_outage_answers_503_and_the_service_recovers_with_nothing_lost() {
     };
     if uri.starts_with("mongodb+srv://") || uri.split('?').next().is_some_and(|h| h.contains(',')) {
         // The proxy stands in front of one server, reached with directConnection.
-        eprintln!(
-            "SKIPPED: the outage test needs a single-host mongodb:// MONGODB_URI (a primary)"
+        reporter_contract::services::skipped(
+            "a single-host mongodb:// MONGODB_URI (a primary), for the outage test",
         );
         return;
     }

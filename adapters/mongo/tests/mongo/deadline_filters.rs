@@ -1,10 +1,8 @@
 //! The deadline status and due-date filters run in the database; they must answer exactly what
 //! `DeadlineQuery::matches` answers on the stored records, at instants with and without a
 //! sub-millisecond part, on random deadlines of every frequency and delivery state.
-mod common;
-
+use crate::common::with_mongo;
 use chrono::{DateTime, Datelike, Duration, Utc};
-use common::with_mongo;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reporter_contract::fixtures::{day, deadline, page, tenant_a};

@@ -1,7 +1,5 @@
 //! RabbitJobQueue / RabbitJobConsumer against a real broker (RABBITMQ_URI).
-mod common;
-
-use common::{Admin, uri};
+use crate::common::{Admin, uri};
 use futures_util::FutureExt;
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;

@@ -1,7 +1,5 @@
 //! The data source contract suite against a MongoDB database holding the `people` fixture.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 use mongodb::bson::{Bson, Document, doc};
 use reporter_adapter_mongo::MongoDataSource;
 use reporter_contract::datasource::{PEOPLE_TABLE, people_rows};
@@ -23,7 +21,7 @@ fn fixture_docs() -> Vec<Document> {
 
 /// A fresh database holding the fixture, plus another table (so the schema has more than one,
 /// sorted); its name.
-async fn people_database(dbs: &common::Dbs) -> (String, mongodb::Database) {
+async fn people_database(dbs: &crate::common::Dbs) -> (String, mongodb::Database) {
     let name = dbs.fresh_name();
     let db = dbs.client.database(&name);
     db.collection::<Document>(PEOPLE_TABLE)

@@ -1,8 +1,6 @@
 //! The object storage contract suite against GridFS.
-mod common;
-
+use crate::common::with_mongo;
 use bytes::Bytes;
-use common::with_mongo;
 use reporter_adapter_mongo::GridFsStorage;
 use reporter_ports::ports::ObjectStorage;
 

@@ -1,9 +1,7 @@
 //! The database-per-tenant router: the store, outbox and idempotency contract suites run
 //! through it unchanged; tenants are isolated at the database level (each tenant's records
 //! and outbox rows live in its own database, nowhere else); claims serve every tenant.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 use mongodb::bson::doc;
 use reporter_adapter_mongo::tenant_database_name;
 use reporter_contract::fixtures::{at, outbox_row, template, tenant_a, tenant_b};

@@ -2,9 +2,7 @@
 //! (`reporter-child-confine`). A live child's `/proc/<pid>/status`, descriptors and
 //! environment, read while it converts; the report it gives; and conversions that still
 //! produce the document (the fonts come from the child's memory, not from files).
-mod common;
-
-use common::{assert_statement_text, lorem_html, pdf_children, statement_html};
+use crate::common::{assert_statement_text, lorem_html, pdf_children, statement_html};
 use reporter_adapter_pdf::{Enforcement, NativePdfOptions, NativePdfRenderer, PdfChildCommand};
 use reporter_child_confine::fixtures::{assert_confined_status, running_as_root, status_field};
 use reporter_child_confine::{NOBODY, NOGROUP};

@@ -2,9 +2,7 @@
 //! implementation of the format (Python's `cryptography`, tests/fixtures/crm/make_fixtures.py),
 //! two organizations, decryption of every encrypted field (nested and in arrays), search-hash
 //! filters, organizations, and each failure's reason.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 use mongodb::bson::{Bson, Document, doc};
 use reporter_adapter_mongo::{CrmSettings, MongoDataSource};
 use reporter_ports::datasource::DataSourceId;
@@ -16,7 +14,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 fn fixture() -> Value {
-    serde_json::from_str(include_str!("../../../tests/fixtures/crm/crm.json")).expect("fixture")
+    serde_json::from_str(include_str!("../../../../tests/fixtures/crm/crm.json")).expect("fixture")
 }
 
 fn org(f: &Value, i: usize) -> String {
@@ -41,7 +39,7 @@ fn as_doc(v: &Value) -> Document {
 
 /// A fresh database holding every collection of the fixture (plus `documents`, a collection
 /// the CRM does not name by organization).
-async fn crm_database(dbs: &common::Dbs, f: &Value) -> mongodb::Database {
+async fn crm_database(dbs: &crate::common::Dbs, f: &Value) -> mongodb::Database {
     let db = dbs.client.database(&dbs.fresh_name());
     for (name, docs) in f["collections"].as_object().expect("collections") {
         let docs: Vec<Document> = docs.as_array().expect("docs").iter().map(as_doc).collect();

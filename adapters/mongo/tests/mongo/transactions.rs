@@ -3,9 +3,7 @@
 //! test's own client by `appName`, so other tests on the same server are not affected; there
 //! is only one `failCommand` fail point per server, so the scenarios run one after the other
 //! in a single test.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -49,7 +47,7 @@ async fn injected_failures() {
 /// The outbox insert (second `insert` of the transaction) fails with a non-retryable error:
 /// the template inserted before it and the outbox row are both invisible, and the aggregate
 /// counter did not move.
-async fn injected_failure_after_the_first_write_leaves_nothing(dbs: &common::Dbs) {
+async fn injected_failure_after_the_first_write_leaves_nothing(dbs: &crate::common::Dbs) {
     {
         let app = reporter_contract::services::unique_name("fp");
         let client = client_named(&dbs.uri, &app).await;
@@ -121,7 +119,7 @@ async fn injected_failure_after_the_first_write_leaves_nothing(dbs: &common::Dbs
 /// A `WriteConflict` labelled `TransientTransactionError` on the first two attempts: with a
 /// budget of one attempt the commit gives up (`Unavailable`, proving the fault fires), with
 /// the default budget it is retried and the unit commits once, with its outbox row.
-async fn transient_transaction_error_is_retried(dbs: &common::Dbs) {
+async fn transient_transaction_error_is_retried(dbs: &crate::common::Dbs) {
     {
         let app = reporter_contract::services::unique_name("fp");
         let client = client_named(&dbs.uri, &app).await;

@@ -1,8 +1,6 @@
 //! NativePdfRenderer: valid PDFs with the expected text, limits, hostile input; every
 //! conversion in a child process (this crate's `pdf-child` binary) under its limits.
-mod common;
-
-use common::{
+use crate::common::{
     assert_statement_text, lorem_html, page_size, pdf_children, peak_rss_bytes, statement_html,
 };
 use reporter_adapter_pdf::{

@@ -1,7 +1,5 @@
 //! The store contract suite against MongoDB: one test per check.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 
 reporter_contract::store_contract!(mod store, |check| with_mongo(|dbs| async move {
     check(dbs.store().await).await;

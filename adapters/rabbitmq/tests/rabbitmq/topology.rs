@@ -1,9 +1,7 @@
 //! The events topology on a real broker (RABBITMQ_URI): what is missing is declared (the
 //! unroutable queue bounded), what an operator declared differently is used as it is, and a
 //! real failure names its cause.
-mod common;
-
-use common::{Admin, envelope, uri};
+use crate::common::{Admin, envelope, uri};
 use lapin::options::{ExchangeDeclareOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{Connection, ConnectionProperties, ExchangeKind};
@@ -243,7 +241,7 @@ async fn a_missing_exchange_the_user_may_not_declare_is_an_error_naming_the_caus
             std::env::var("REPORTER_REQUIRE_SERVICES").as_deref() != Ok("1"),
             "rabbitmqctl add_user failed (REPORTER_REQUIRE_SERVICES=1)"
         );
-        println!("SKIPPED: rabbitmqctl cannot add a user here");
+        reporter_contract::services::skipped("rabbitmqctl add_user");
         return;
     }
     struct DropUser(String);

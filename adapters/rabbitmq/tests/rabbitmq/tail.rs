@@ -1,8 +1,6 @@
 //! `tail` against a real broker (RABBITMQ_URI).
-mod common;
-
+use crate::common::{Admin, envelope, uri};
 use cloudevents::AttributesReader;
-use common::{Admin, envelope, uri};
 use futures_util::StreamExt;
 use reporter_adapter_rabbitmq::tail::tail;
 use reporter_adapter_rabbitmq::{RabbitPublisher, RabbitPublisherConfig};

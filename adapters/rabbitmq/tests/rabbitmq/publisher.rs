@@ -1,7 +1,5 @@
 //! RabbitPublisher against a real broker (RABBITMQ_URI).
-mod common;
-
-use common::{Admin, envelope, force_close_connection, uri};
+use crate::common::{Admin, envelope, force_close_connection, uri};
 use lapin::types::AMQPValue;
 use reporter_adapter_rabbitmq::cloudevents::envelope_to_message;
 use reporter_adapter_rabbitmq::{AlternateExchange, RabbitPublisher, RabbitPublisherConfig};
@@ -276,7 +274,7 @@ async fn publish_works_after_the_broker_drops_the_connection() {
         vec![Ok(())]
     );
     if !force_close_connection(&name) {
-        eprintln!("SKIPPED part: rabbitmqctl cannot close the connection");
+        reporter_contract::services::skipped("rabbitmqctl close_connection (part of a test)");
         admin.cleanup().await;
         return;
     }

@@ -1,9 +1,7 @@
 //! Outbox behaviour beyond the contract suite: racing claimers over 3,000 rows, lease expiry
 //! after an abandoned claim, and the indexes the outbox relies on.
-mod common;
-
+use crate::common::with_mongo;
 use chrono::Duration;
-use common::with_mongo;
 use futures_util::TryStreamExt;
 use reporter_adapter_mongo::{DEADLINE_UNIQUE_INDEX, MongoStoreConfig, OUTBOX_TTL_INDEX};
 use reporter_contract::fixtures::{at, outbox_row, tenant_a};

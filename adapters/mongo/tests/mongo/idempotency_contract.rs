@@ -1,7 +1,5 @@
 //! The idempotency contract suite against MongoDB, and the TTL index it relies on.
-mod common;
-
-use common::with_mongo;
+use crate::common::with_mongo;
 use futures_util::TryStreamExt;
 use mongodb::bson::Document;
 use reporter_adapter_mongo::{

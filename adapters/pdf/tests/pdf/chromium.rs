@@ -1,7 +1,5 @@
 //! ChromiumPdfRenderer against a real Chromium (`CHROMIUM_PATH`, e.g. /usr/bin/chromium).
-mod common;
-
-use common::{assert_statement_text, page_size, statement_html};
+use crate::common::{assert_statement_text, page_size, statement_html};
 use reporter_adapter_pdf::{ChromiumOptions, ChromiumPdfRenderer};
 use reporter_contract::services::service_url;
 use reporter_ports::ports::{PdfError, PdfRenderer};
@@ -128,7 +126,7 @@ async fn hostile_or_empty_html_never_panics() {
         match r.render(html).await {
             Ok(pdf) => {
                 assert!(pdf.starts_with(b"%PDF-") && pdf.len() >= 1_000);
-                if let Some(text) = common::poppler("pdftotext", &pdf) {
+                if let Some(text) = crate::common::poppler("pdftotext", &pdf) {
                     assert!(!text.contains("root:"), "{head:?} leaked a local file");
                 }
             }
@@ -148,7 +146,7 @@ async fn the_document_never_runs_script() {
         <img src=x onerror=\"document.body.append('HANDLER' + 'RAN')\">\
         <script>setTimeout(() => document.body.append('TIMER' + 'RAN'), 0)</script></body></html>";
     let pdf = r.render(html).await.expect("renders");
-    if let Some(text) = common::poppler("pdftotext", &pdf) {
+    if let Some(text) = crate::common::poppler("pdftotext", &pdf) {
         assert!(text.contains("static"), "{text}");
         for ran in ["SCRIPTRAN", "HANDLERRAN", "TIMERRAN"] {
             assert!(

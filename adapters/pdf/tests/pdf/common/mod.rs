@@ -46,10 +46,12 @@ pub fn poppler(tool: &str, pdf: &[u8]) -> Option<String> {
         Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
         Ok(out) => panic!("{tool} failed: {}", String::from_utf8_lossy(&out.stderr)),
         Err(e) => {
-            if std::env::var("REPORTER_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+            if reporter_contract::services::required() {
                 panic!("{tool} is required (REPORTER_REQUIRE_SERVICES=1): {e}");
             }
-            eprintln!("SKIPPED text check: {tool} not available ({e}); install poppler-utils");
+            reporter_contract::services::skipped(&format!(
+                "{tool} (poppler-utils), for a text check"
+            ));
             None
         }
     }
