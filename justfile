@@ -38,7 +38,7 @@ test-mongo:
     eval "$services_env"
     bash scripts/mongo-standin.sh stop || true
     bash scripts/mongo-standin.sh start >/dev/null
-    REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter --test api
+    REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter --test suite -- api::
 
 # Speed and memory figures, each a ratio to a baseline measured in the same run (release
 # build, a private RabbitMQ node, load from wrk, a scratch PostgreSQL database on 127.0.0.1:5432);

@@ -32,6 +32,35 @@ pub fn require(what: &str, available: bool) -> bool {
     false
 }
 
+/// The chaos families (broker, processes, scale-out) share one test binary: a family's
+/// scenarios run side by side, as they were written to, but never beside another family's,
+/// whose load and faults would perturb their timing. Held for the whole scenario.
+pub struct FamilyGuard;
+
+static FAMILY: std::sync::Mutex<(Option<&'static str>, usize)> = std::sync::Mutex::new((None, 0));
+static FAMILY_FREE: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Waits until no scenario of another family runs, then enters `name`'s.
+pub fn family(name: &'static str) -> FamilyGuard {
+    let mut state = FAMILY.lock().unwrap_or_else(|p| p.into_inner());
+    while state.0.is_some_and(|running| running != name) {
+        state = FAMILY_FREE.wait(state).unwrap_or_else(|p| p.into_inner());
+    }
+    *state = (Some(name), state.1 + 1);
+    FamilyGuard
+}
+
+impl Drop for FamilyGuard {
+    fn drop(&mut self) {
+        let mut state = FAMILY.lock().unwrap_or_else(|p| p.into_inner());
+        state.1 -= 1;
+        if state.1 == 0 {
+            state.0 = None;
+            FAMILY_FREE.notify_all();
+        }
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -17,7 +17,7 @@ const MAX_EXAMPLES: &str = "40";
 
 #[test]
 fn schemathesis_finds_no_failure() {
-    let _alone = crate::one_at_a_time();
+    let _alone = super::one_at_a_time();
     if !require_tool("st") {
         return;
     }

@@ -267,7 +267,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 #[test]
 fn hostile_templates_end_within_their_bounds_and_the_service_keeps_serving() {
-    let _alone = crate::one_at_a_time();
+    let _alone = super::one_at_a_time();
     let service = start();
     let pid = service.child.id();
     let addr = service.addr.clone();

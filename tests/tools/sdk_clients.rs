@@ -15,7 +15,7 @@ const STEP: Duration = Duration::from_secs(300);
 
 #[test]
 fn a_generated_python_client_runs_the_smoke_flow() {
-    let _alone = crate::one_at_a_time();
+    let _alone = super::one_at_a_time();
     if !require_tool("openapi-python-client") {
         return;
     }
@@ -57,7 +57,7 @@ fn a_generated_python_client_runs_the_smoke_flow() {
 
 #[test]
 fn a_generated_typescript_client_type_checks_strictly_and_runs_the_smoke_flow() {
-    let _alone = crate::one_at_a_time();
+    let _alone = super::one_at_a_time();
     if !require_tool("node") || !require_tool("npm") {
         return;
     }

@@ -352,16 +352,19 @@ fn check_oldest_age(samples: &[(f64, f64)], outage: Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rabbitmq_stopped_10s_under_load_loses_nothing() {
+    let _family = common::chaos::family("broker");
     broker_stopped_under_load(Duration::from_secs(10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rabbitmq_stopped_120s_under_load_loses_nothing() {
+    let _family = common::chaos::family("broker");
     broker_stopped_under_load(Duration::from_secs(120)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_alarm_times_publishes_out_opens_the_breaker_and_loses_nothing() {
+    let _family = common::chaos::family("broker");
     let Some(s) = scenario().await else { return };
     let (_, during) = under_load(&s, Fault::Alarm(Duration::from_secs(12))).await;
     assert!(during.saw_open, "the breaker opened during the alarm");

@@ -1,11 +1,4 @@
 //! End-to-end suites over HTTP, one module per resource or concern (in memory; on MongoDB with `REPORTER_E2E_BACKEND=mongo`).
-//!
-//! One test binary per area (linking the service once, not once per suite); the
-//! modules are the former per-suite binaries.
-#![recursion_limit = "256"]
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod builder;
 mod compat;

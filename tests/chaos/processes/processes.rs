@@ -150,6 +150,7 @@ const HELD_FOR_S: u64 = 15;
 /// leases end: a duplicate of each, with the same `ce-id`, and nothing lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_killed_mid_dispatch_loses_nothing_and_duplicates_share_their_ce_id() {
+    let _family = common::chaos::family("processes");
     let Some(s) = setup().await else { return };
     let started = Instant::now();
     let proxy = common::cut_proxy::CutProxy::start(amqp_addr(&s.rabbit)).await;
@@ -325,6 +326,7 @@ async fn serve_killed_mid_dispatch_loses_nothing_and_duplicates_share_their_ce_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mongodb_restart_under_load_answers_clean_503s_and_loses_nothing() {
+    let _family = common::chaos::family("processes");
     let Some(s) = setup().await else { return };
     let started = Instant::now();
     let addr = common::free_addr();
@@ -447,6 +449,7 @@ async fn blocking_restart(m: &PrivateMongo, down: Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_job_is_redelivered_and_ends_in_one_terminal_event() {
+    let _family = common::chaos::family("processes");
     let Some(s) = setup().await else { return };
     let Some(pg) = common::ScratchPostgres::create("chaos_slow").await else {
         return;
