@@ -80,7 +80,11 @@ pub fn summary() -> Option<String> {
         }
         _ => binary.as_str(),
     };
-    render(&skips, target)
+    // `cargo test` tells the binary its package; a binary run by hand has only its name.
+    match std::env::var("CARGO_PKG_NAME") {
+        Ok(package) => render(&skips, &format!("{package} ({target})")),
+        Err(_) => render(&skips, target),
+    }
 }
 
 /// The summary of `skips` (reason → count) for the test binary `binary`.
