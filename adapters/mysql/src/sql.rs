@@ -8,7 +8,8 @@ use crate::schema::{Column, ColumnKind, Flavor, Table, quote_ident};
 use mysql_async::Value as Param;
 use reporter_ports::ports::{DataSourceError, TableQuery};
 use reporter_sql_support::{
-    Bound, Dialect, Mapped, Moment, bind_all, is_decimal_text, parse_moment, select_from,
+    Bound, Dialect, Mapped, Moment, bind_all, invalid_filter, is_decimal_text, parse_moment,
+    select_from,
 };
 use serde_json::Value;
 use std::time::Duration;
@@ -50,10 +51,6 @@ pub(crate) fn build(
     backstop: Duration,
 ) -> Result<Statement, DataSourceError> {
     reporter_sql_support::build(&MySql { flavor, backstop }, query, table, fetch)
-}
-
-fn invalid(field: &str, op: &str, why: impl std::fmt::Display) -> DataSourceError {
-    DataSourceError::InvalidFilter(format!("{field}: {op} {why}"))
 }
 
 /// A JSON number as the narrowest parameter that keeps it exact.
@@ -104,7 +101,7 @@ impl Dialect for MySql {
         use ColumnKind as K;
         let kind = column.kind;
         let bound = match (kind, value) {
-            (K::Json, _) => return Err(invalid(field, op, "cannot compare a JSON column")),
+            (K::Json, _) => return Err(invalid_filter(field, op, "cannot compare a JSON column")),
             (_, Value::Null | Value::Array(_) | Value::Object(_)) => None,
             (K::Integer { .. } | K::Bit { .. } | K::Float, Value::Number(n)) => {
                 Some(Bound::plain(number(n)))
@@ -117,14 +114,18 @@ impl Dialect for MySql {
             }
             (K::Decimal, Value::String(s)) => {
                 if !is_decimal_text(s) {
-                    return Err(invalid(field, op, format!("{s:?} is not a decimal number")));
+                    return Err(invalid_filter(
+                        field,
+                        op,
+                        format!("{s:?} is not a decimal number"),
+                    ));
                 }
                 Some(Bound::cast("DECIMAL(65,30)", bytes(s.trim())))
             }
             (K::Text | K::Binary, Value::String(s)) => Some(Bound::plain(bytes(s.as_str()))),
             (K::Date | K::DateTime, Value::String(s)) => match (kind, parse_moment(s)) {
                 (_, None) => {
-                    return Err(invalid(
+                    return Err(invalid_filter(
                         field,
                         op,
                         format!("{s:?} is not a date or date-time"),

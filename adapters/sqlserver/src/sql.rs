@@ -7,7 +7,8 @@
 use crate::schema::{ColumnKind, Table, quote_ident};
 use reporter_ports::ports::{DataSourceError, TableQuery};
 use reporter_sql_support::{
-    Bound, Dialect, Mapped, Moment, bind_all, is_decimal_text, parse_moment, select_from,
+    Bound, Dialect, Mapped, Moment, bind_all, invalid_filter, is_decimal_text, parse_moment,
+    select_from,
 };
 use serde_json::Value;
 use tiberius::ColumnData;
@@ -41,10 +42,6 @@ pub(crate) fn build(
 ) -> Result<Statement, DataSourceError> {
     let fetch = u64::try_from(fetch).unwrap_or(0);
     reporter_sql_support::build(&SqlServer, query, table, fetch)
-}
-
-fn invalid(field: &str, op: &str, why: impl std::fmt::Display) -> DataSourceError {
-    DataSourceError::InvalidFilter(format!("{field}: {op} {why}"))
 }
 
 /// A JSON number as a `bigint` when it is one, else a `float`.
@@ -113,7 +110,11 @@ impl Dialect for SqlServer {
             (K::Decimal, Value::Number(n)) => Some(cast("DECIMAL(38,18)", n.to_string())),
             (K::Decimal, Value::String(s)) => {
                 if !is_decimal_text(s) {
-                    return Err(invalid(field, op, format!("{s:?} is not a decimal number")));
+                    return Err(invalid_filter(
+                        field,
+                        op,
+                        format!("{s:?} is not a decimal number"),
+                    ));
                 }
                 Some(cast("DECIMAL(38,18)", s.trim().to_owned()))
             }
@@ -122,7 +123,7 @@ impl Dialect for SqlServer {
                 match parse_moment(s) {
                     Some(moment) => Some(moment_param(kind, moment)),
                     None => {
-                        return Err(invalid(
+                        return Err(invalid_filter(
                             field,
                             op,
                             format!("{s:?} is not a date or date-time"),

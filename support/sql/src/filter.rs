@@ -13,7 +13,8 @@ use reporter_ports::ports::DataSourceError;
 use reporter_ports::report::FilterCondition;
 use serde_json::Value;
 
-pub(crate) fn invalid(field: &str, op: &str, why: impl std::fmt::Display) -> DataSourceError {
+/// `InvalidFilter("<field>: <op> <why>")`: how a condition is refused.
+pub fn invalid_filter(field: &str, op: &str, why: impl std::fmt::Display) -> DataSourceError {
     DataSourceError::InvalidFilter(format!("{field}: {op} {why}"))
 }
 
@@ -28,7 +29,7 @@ pub(crate) struct Filter<'d, D: Dialect> {
 fn ordered<'v>(field: &str, op: &str, value: &'v Value) -> Result<&'v Value, DataSourceError> {
     match value {
         Value::Number(_) | Value::String(_) => Ok(value),
-        _ => Err(invalid(field, op, "needs a number or a string")),
+        _ => Err(invalid_filter(field, op, "needs a number or a string")),
     }
 }
 
@@ -50,7 +51,7 @@ impl<'d, D: Dialect> Filter<'d, D> {
     ) -> Result<(), DataSourceError> {
         for (op, values) in cond.operators() {
             if values.iter().any(|v| v.is_array() || v.is_object()) {
-                return Err(invalid(field, op, "values must be scalars"));
+                return Err(invalid_filter(field, op, "values must be scalars"));
             }
         }
         let col = self.dialect.quote_ident(field);
@@ -89,7 +90,7 @@ impl<'d, D: Dialect> Filter<'d, D> {
                 let clause = self.between(field, &col, column, low, high)?;
                 self.clauses.push(clause);
             }
-            _ => return Err(invalid(field, "between", "takes exactly two values")),
+            _ => return Err(invalid_filter(field, "between", "takes exactly two values")),
         }
         Ok(())
     }
@@ -112,7 +113,11 @@ impl<'d, D: Dialect> Filter<'d, D> {
             ordered(field, "between", high)?,
         );
         if std::mem::discriminant(low) != std::mem::discriminant(high) {
-            return Err(invalid(field, "between", "bounds must have the same type"));
+            return Err(invalid_filter(
+                field,
+                "between",
+                "bounds must have the same type",
+            ));
         }
         let low = self.dialect.convert(field, "between", column, low)?;
         let high = self.dialect.convert(field, "between", column, high)?;

@@ -30,6 +30,7 @@ mod values;
 
 pub use cache::SchemaCache;
 pub use dialect::{Bound, Dialect, Mapped, bind_all, quote_with};
+pub use filter::invalid_filter;
 pub use guard::{Guard, is_outage};
 pub use moment::{Moment, parse_moment};
 pub use statement::{Statement, build, select_from};
