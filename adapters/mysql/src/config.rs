@@ -2,6 +2,7 @@
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::DataSourceError;
 use reporter_ports::source_breaker::BreakerConfig;
+use reporter_sql_support::settings::{check_common, form_decode, redacted, refused};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -115,7 +116,7 @@ impl fmt::Debug for MysqlConfig {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("password", &redacted(self.password.as_ref()))
             .field("database", &self.database)
             .field("sslmode", &self.sslmode)
             .field("ssl_root_cert", &self.ssl_root_cert)
@@ -199,30 +200,28 @@ impl MysqlConfig {
 
     /// Checks the settings that [`MysqlDataSource::new`](crate::MysqlDataSource::new) relies on.
     pub(crate) fn validate(&self) -> Result<(), DataSourceError> {
-        let bad = |why: String| Err(DataSourceError::Unavailable(format!("{}: {why}", self.id)));
-        if self.database.is_empty() {
-            return bad("database must not be empty".to_owned());
-        }
-        if self.schemas.is_empty() || self.schemas.iter().any(|s| s.is_empty()) {
-            return bad("schemas must be a non-empty list of non-empty names".to_owned());
-        }
-        if self.pool_size == 0 {
-            return bad("pool size must be at least 1".to_owned());
-        }
-        if self.query_timeout.is_zero()
-            || self.discovery_timeout.is_zero()
-            || self.connect_timeout.is_zero()
-        {
-            return bad("timeouts must be positive".to_owned());
-        }
+        check_common(
+            &self.id,
+            &self.database,
+            &self.schemas,
+            self.pool_size,
+            &[
+                self.query_timeout,
+                self.discovery_timeout,
+                self.connect_timeout,
+            ],
+        )?;
         if let Some(path) = &self.ssl_root_cert {
             if self.sslmode == SslMode::Disable {
-                return bad("sslrootcert is set but sslmode is disable".to_owned());
+                return Err(refused(
+                    &self.id,
+                    "sslrootcert is set but sslmode is disable",
+                ));
             }
             if !path.is_file() {
-                return bad(format!(
-                    "sslrootcert {} is not a readable file",
-                    path.display()
+                return Err(refused(
+                    &self.id,
+                    format!("sslrootcert {} is not a readable file", path.display()),
                 ));
             }
         }
@@ -238,33 +237,8 @@ fn query_pairs(url: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (percent_decode(k).to_ascii_lowercase(), percent_decode(v)))
+        .map(|(k, v)| (form_decode(k).to_ascii_lowercase(), form_decode(v)))
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                let v = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
-                out.push(u8::try_from(v).unwrap_or(b'?'));
-                i += 3;
-            }
-            (b'+', _, _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The URL without the query parameters this crate reads itself (the driver rejects unknown

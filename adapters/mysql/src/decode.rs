@@ -3,7 +3,7 @@ use crate::schema::ColumnKind;
 use base64::Engine as _;
 use mysql_async::Value as My;
 use mysql_async::consts::ColumnType as T;
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 /// The `binary` character set: the bytes are not text.
 const BINARY_CHARSET: u16 = 63;
@@ -26,10 +26,8 @@ impl ColumnInfo {
     }
 }
 
-/// A float as JSON: a number when finite, else its name (`NaN`, `inf`, `-inf`).
-fn float(value: f64) -> Value {
-    Number::from_f64(value).map_or_else(|| Value::String(value.to_string()), Value::Number)
-}
+// A float as JSON: a number when finite, else its name (`NaN`, `inf`, `-inf`).
+use reporter_sql_support::json_float as float;
 
 /// `.f` with trailing zeros dropped, empty for zero: how Go prints a time's fraction.
 fn fraction(micros: u32) -> String {

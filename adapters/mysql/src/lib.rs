@@ -1,5 +1,9 @@
 //! MySQL / MariaDB data source.
 //!
+//! The statement builder, filter semantics, table naming, schema cache and breaker guard are
+//! `reporter-sql-support`'s, shared with the other SQL sources; this crate brings the driver
+//! (pool, TLS, `KILL QUERY`, value decoding) and MySQL's `Dialect` (module `sql`).
+//!
 //! [`MysqlDataSource`] serves the tables and views of one database (and optionally more
 //! databases of the same server) through the [`DataSource`](reporter_ports::ports::DataSource)
 //! port, with a connection pool (mysql_async, rustls for TLS), a cached schema, per-query

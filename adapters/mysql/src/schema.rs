@@ -1,6 +1,6 @@
 //! Discovered tables and columns, and how their MySQL types are handled.
-use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
-use std::collections::BTreeMap;
+use reporter_ports::datasource::SourceSchema;
+use reporter_sql_support::{Tables, quote_with};
 
 /// How a column's values are filtered (which JSON filter values can match them) and, for the
 /// few types the wire does not tell apart, read.
@@ -65,14 +65,8 @@ pub(crate) struct Column {
     pub(crate) kind: ColumnKind,
 }
 
-/// One discovered table (or view).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Table {
-    /// The MySQL database ("schema") holding it.
-    pub(crate) schema: String,
-    pub(crate) name: String,
-    pub(crate) columns: BTreeMap<String, Column>,
-}
+/// One discovered table (or view); its `schema` is the MySQL database holding it.
+pub(crate) type Table = reporter_sql_support::Table<Column>;
 
 /// Which server answers: they differ in JSON columns and statement time limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +86,12 @@ impl Flavor {
     }
 }
 
-/// Everything discovered, by template-facing table name.
+/// Everything discovered, by template-facing table name (the default database's tables by
+/// their bare name), and the server's flavor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Discovered {
     pub(crate) flavor: Flavor,
-    /// The default database: its tables go by their bare name.
-    pub(crate) default_schema: String,
-    pub(crate) tables: BTreeMap<String, Table>,
+    pub(crate) tables: Tables<Column>,
 }
 
 /// One row of the discovery query.
@@ -113,18 +106,9 @@ pub(crate) struct ColumnRow {
     pub(crate) json_check: bool,
 }
 
-/// The template-facing name of `schema.table`: bare in the default database.
-pub(crate) fn exposed_name(default_schema: &str, schema: &str, table: &str) -> String {
-    if schema == default_schema {
-        table.to_owned()
-    } else {
-        format!("{schema}__{table}")
-    }
-}
-
 /// `` `ident` `` with embedded backticks doubled: safe for any identifier.
 pub(crate) fn quote_ident(ident: &str) -> String {
-    format!("`{}`", ident.replace('`', "``"))
+    quote_with(ident, '`', '`')
 }
 
 impl Discovered {
@@ -136,62 +120,31 @@ impl Discovered {
         default_schema: &str,
         rows: impl IntoIterator<Item = ColumnRow>,
     ) -> Self {
-        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
-        for row in rows {
-            let name = exposed_name(default_schema, &row.table_schema, &row.table_name);
-            let table = tables.entry(name.clone()).or_insert_with(|| Table {
-                schema: row.table_schema.clone(),
-                name: row.table_name.clone(),
-                columns: BTreeMap::new(),
-            });
-            if table.schema != row.table_schema || table.name != row.table_name {
-                let default_wins = row.table_schema != default_schema;
-                tracing::warn!(
-                    table = %name,
-                    kept = %if default_wins { &table.schema } else { &row.table_schema },
-                    "two tables share one template name; keeping the default database's"
-                );
-                if default_wins {
-                    continue;
-                }
-                *table = Table {
-                    schema: row.table_schema.clone(),
-                    name: row.table_name.clone(),
-                    columns: BTreeMap::new(),
-                };
-            }
-            let kind = ColumnKind::classify(&row.data_type, &row.column_type, row.json_check);
-            table.columns.insert(row.column_name, Column { kind });
-        }
-        Self {
-            flavor,
-            default_schema: default_schema.to_owned(),
-            tables,
-        }
+        let tables = Tables::from_columns(
+            default_schema,
+            rows.into_iter().map(|row| {
+                let kind = ColumnKind::classify(&row.data_type, &row.column_type, row.json_check);
+                (
+                    row.table_schema,
+                    row.table_name,
+                    row.column_name,
+                    Column { kind },
+                )
+            }),
+        );
+        Self { flavor, tables }
     }
 
     /// The table a query names: its listed name, or `db__table` for the default database's
     /// `table` (the template spelling of `ds:db.table`).
     pub(crate) fn table(&self, name: &str) -> Option<&Table> {
-        self.tables.get(name).or_else(|| {
-            default_schema_alias(name, &self.default_schema).and_then(|bare| self.tables.get(bare))
-        })
+        self.tables.table(name)
     }
 
     /// The port's view: tables sorted by name, fields sorted, the default database the
     /// default schema.
     pub(crate) fn source_schema(&self) -> SourceSchema {
-        SourceSchema {
-            tables: self
-                .tables
-                .iter()
-                .map(|(name, table)| TableSchema {
-                    name: name.clone(),
-                    fields: table.columns.keys().cloned().collect(),
-                })
-                .collect(),
-            default_schema: Some(self.default_schema.clone()),
-        }
+        self.tables.source_schema()
     }
 }
 

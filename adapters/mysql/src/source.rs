@@ -2,17 +2,18 @@
 use crate::config::MysqlConfig;
 use crate::decode::{self, ColumnInfo};
 use crate::schema::{ColumnKind, ColumnRow, Discovered, Flavor};
-use crate::sql::{self, Statement};
+use crate::sql::{self, MySql, Statement};
 use crate::tls;
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
-use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
+use reporter_ports::source_breaker::BreakerState;
+use reporter_sql_support::{Dialect, Guard, Mapped, SchemaCache};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Columns of the configured databases (tables and views), in a stable order.
 fn discovery_sql(schemas: usize) -> String {
@@ -32,18 +33,6 @@ fn json_checks_sql(schemas: usize) -> String {
          AND CHECK_CLAUSE LIKE 'json_valid(%'",
         vec!["?"; schemas].join(", ")
     )
-}
-
-/// MySQL error codes that mean the statement was stopped: KILL QUERY, MariaDB's
-/// `max_statement_time`, MySQL's `MAX_EXECUTION_TIME`.
-const INTERRUPTED: [u16; 3] = [1317, 1969, 3024];
-/// No such table / column: the cached schema is stale.
-const STALE: [u16; 2] = [1146, 1054];
-
-#[derive(Debug)]
-struct Cached {
-    at: Instant,
-    discovered: Arc<Discovered>,
 }
 
 /// A read-only [`DataSource`] over the tables and views of one MySQL or MariaDB database
@@ -69,8 +58,8 @@ pub struct MysqlDataSource {
     descriptor: DataSourceDescriptor,
     opts: Opts,
     pool: Pool,
-    breaker: CircuitBreaker,
-    cache: tokio::sync::Mutex<Option<Cached>>,
+    guard: Guard,
+    cache: SchemaCache<Discovered>,
 }
 
 impl std::fmt::Debug for MysqlDataSource {
@@ -79,35 +68,6 @@ impl std::fmt::Debug for MysqlDataSource {
             .field("config", &self.config)
             .field("breaker", &self.breaker_state())
             .finish_non_exhaustive()
-    }
-}
-
-/// Whether an error means the server could not be used (counts against the breaker).
-fn is_outage(error: &DataSourceError) -> bool {
-    matches!(
-        error,
-        DataSourceError::Unavailable(_) | DataSourceError::Timeout
-    )
-}
-
-/// Maps a driver error. The flag is true when the error shows the cached schema is stale.
-fn my_error(error: &mysql_async::Error) -> (DataSourceError, bool) {
-    match error {
-        mysql_async::Error::Server(e) if INTERRUPTED.contains(&e.code) => {
-            (DataSourceError::Timeout, false)
-        }
-        mysql_async::Error::Server(e) if STALE.contains(&e.code) => (
-            DataSourceError::Unavailable(format!(
-                "schema changed since discovery: {} ({})",
-                e.message, e.code
-            )),
-            true,
-        ),
-        mysql_async::Error::Server(e) => (
-            DataSourceError::Unavailable(format!("{} ({})", e.message, e.code)),
-            false,
-        ),
-        other => (DataSourceError::Unavailable(other.to_string()), false),
     }
 }
 
@@ -160,11 +120,11 @@ impl MysqlDataSource {
                 external_name: config.database.clone(),
                 kind: DataSourceKind::Mysql,
             },
-            breaker: CircuitBreaker::new(config.breaker),
+            guard: Guard::new(config.id.clone(), config.breaker),
+            cache: SchemaCache::new(config.schema_ttl),
             config,
             opts,
             pool,
-            cache: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -175,16 +135,17 @@ impl MysqlDataSource {
 
     /// The circuit breaker's current state (for readiness and metrics).
     pub fn breaker_state(&self) -> BreakerState {
-        self.breaker.state(Instant::now())
+        self.guard.state()
     }
 
     /// Drops the cached schema and discovers it again now (through the breaker).
     pub async fn refresh_schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async {
-            self.cache.lock().await.take();
-            Ok(self.discovered().await?.source_schema())
-        })
-        .await
+        self.guard
+            .run(async {
+                let discovered = self.cache.refresh(|| self.discover_in_time()).await?;
+                Ok(discovered.source_schema())
+            })
+            .await
     }
 
     /// Closes the pooled connections. Later calls open new ones.
@@ -194,36 +155,12 @@ impl MysqlDataSource {
         }
     }
 
-    /// Runs `op` under the breaker: fails fast when open, records outages.
-    async fn guarded<T>(
-        &self,
-        op: impl Future<Output = Result<T, DataSourceError>>,
-    ) -> Result<T, DataSourceError> {
-        let Some(permit) = self.breaker.acquire(Instant::now()) else {
-            return Err(DataSourceError::Unavailable(format!(
-                "{}: circuit breaker open",
-                self.descriptor.id
-            )));
-        };
-        let result = op.await;
-        let failed = result.as_ref().err().is_some_and(is_outage);
-        permit.record(failed, Instant::now());
-        if let Err(error) = &result {
-            if failed {
-                tracing::warn!(data_source = %self.descriptor.id, %error, "mysql data source failed");
-            } else {
-                tracing::debug!(data_source = %self.descriptor.id, %error, "mysql query refused");
-            }
-        }
-        result
-    }
-
     /// A pooled connection, opened within `deadline`.
     async fn connection(&self, deadline: tokio::time::Instant) -> Result<Conn, DataSourceError> {
         let connect_by = deadline.min(tokio::time::Instant::now() + self.config.connect_timeout);
         match tokio::time::timeout_at(connect_by, self.pool.get_conn()).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(my_error(&e).0),
+            Ok(Err(e)) => Err(MySql::map_error(&e).error),
             Err(_) if connect_by < deadline => Err(DataSourceError::Unavailable(format!(
                 "no connection within {:?}",
                 self.config.connect_timeout
@@ -234,28 +171,21 @@ impl MysqlDataSource {
 
     /// The cached schema, discovered again when older than the TTL.
     async fn discovered(&self) -> Result<Arc<Discovered>, DataSourceError> {
-        let mut cache = self.cache.lock().await;
-        if let Some(cached) = cache.as_ref()
-            && cached.at.elapsed() < self.config.schema_ttl
-        {
-            return Ok(Arc::clone(&cached.discovered));
-        }
+        self.cache.get(|| self.discover_in_time()).await
+    }
+
+    /// Discovery, bounded by `discovery_timeout`.
+    async fn discover_in_time(&self) -> Result<Discovered, DataSourceError> {
         let deadline = tokio::time::Instant::now() + self.config.discovery_timeout;
-        let discovered = Arc::new(
-            tokio::time::timeout_at(deadline, self.discover(deadline))
-                .await
-                .map_err(|_| DataSourceError::Timeout)??,
-        );
+        let discovered = tokio::time::timeout_at(deadline, self.discover(deadline))
+            .await
+            .map_err(|_| DataSourceError::Timeout)??;
         tracing::info!(
             data_source = %self.descriptor.id,
             tables = discovered.tables.len(),
             flavor = ?discovered.flavor,
             "mysql schema discovered"
         );
-        *cache = Some(Cached {
-            at: Instant::now(),
-            discovered: Arc::clone(&discovered),
-        });
         Ok(discovered)
     }
 
@@ -264,7 +194,7 @@ impl MysqlDataSource {
         deadline: tokio::time::Instant,
     ) -> Result<Discovered, DataSourceError> {
         let mut conn = self.connection(deadline).await?;
-        let fail = |e: mysql_async::Error| my_error(&e).0;
+        let fail = |e: mysql_async::Error| MySql::map_error(&e).error;
         let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(fail)?;
         let flavor = Flavor::from_version(version.as_deref().unwrap_or_default());
         let schemas: Vec<mysql_async::Value> = self
@@ -357,12 +287,7 @@ impl MysqlDataSource {
                 .await;
         match outcome {
             Ok(Ok(rows)) => Ok(rows),
-            Ok(Err((error, stale))) => {
-                if stale {
-                    self.cache.lock().await.take();
-                }
-                Err(error)
-            }
+            Ok(Err(mapped)) => Err(self.cache.failed(mapped).await),
             Err(_) => {
                 self.kill(connection_id);
                 drop(conn);
@@ -378,8 +303,8 @@ impl MysqlDataSource {
         statement: &Statement,
         kinds: &[ColumnKind],
         limit: usize,
-    ) -> Result<Vec<Row>, (DataSourceError, bool)> {
-        let fail = |e: mysql_async::Error| my_error(&e);
+    ) -> Result<Vec<Row>, Mapped> {
+        let fail = |e: mysql_async::Error| MySql::map_error(&e);
         let params = Params::Positional(statement.params.clone());
         let mut result = conn
             .exec_iter(statement.sql.as_str(), params)
@@ -395,7 +320,7 @@ impl MysqlDataSource {
         let mut bytes = 0usize;
         while let Some(row) = result.next().await.map_err(fail)? {
             if out.len() == limit {
-                return Err((DataSourceError::RowLimit(limit), false));
+                return Err(Mapped::error(DataSourceError::RowLimit(limit)));
             }
             let mut object = Row::new();
             for ((field, column), cell) in statement.fields.iter().zip(&columns).zip(row.unwrap()) {
@@ -403,7 +328,9 @@ impl MysqlDataSource {
                 object.insert(field.clone(), decode::value(column, cell));
             }
             if bytes > self.config.max_bytes {
-                return Err((DataSourceError::TooLarge(self.config.max_bytes), false));
+                return Err(Mapped::error(DataSourceError::TooLarge(
+                    self.config.max_bytes,
+                )));
             }
             out.push(object);
         }
@@ -443,12 +370,13 @@ impl DataSource for MysqlDataSource {
     }
 
     async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async { Ok(self.discovered().await?.source_schema()) })
+        self.guard
+            .run(async { Ok(self.discovered().await?.source_schema()) })
             .await
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
-        self.guarded(self.run_query(query)).await
+        self.guard.run(self.run_query(query)).await
     }
 }
 
@@ -470,6 +398,10 @@ mod tests {
         assert_eq!(json_checked_column("json_valid(`a`) and 1"), None);
         assert_eq!(json_checked_column("`x` > 0"), None);
         assert_eq!(quote_ident("a`b"), "`a``b`");
+    }
+
+    fn my_error(error: &mysql_async::Error) -> (DataSourceError, bool) {
+        MySql::map_error(error).pair()
     }
 
     #[test]

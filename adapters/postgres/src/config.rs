@@ -2,6 +2,7 @@
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::DataSourceError;
 use reporter_ports::source_breaker::BreakerConfig;
+use reporter_sql_support::settings::{check_common, percent_decode, redacted, refused};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -123,7 +124,7 @@ impl fmt::Debug for PostgresConfig {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("password", &redacted(self.password.as_ref()))
             .field("database", &self.database)
             .field("sslmode", &self.sslmode)
             .field("ssl_root_cert", &self.ssl_root_cert)
@@ -223,8 +224,7 @@ impl PostgresConfig {
                     })?;
                 }
                 "sslrootcert" => {
-                    let path = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
-                    config.ssl_root_cert = Some(path.into_owned().into());
+                    config.ssl_root_cert = Some(percent_decode(value).into());
                 }
                 _ => {}
             }
@@ -242,23 +242,19 @@ impl PostgresConfig {
 
     /// Checks the settings that [`PostgresDataSource::new`](crate::PostgresDataSource::new) relies on.
     pub(crate) fn validate(&self) -> Result<(), DataSourceError> {
-        let bad = |why: String| Err(DataSourceError::Unavailable(format!("{}: {why}", self.id)));
         if self.ssl_root_cert.is_some() && matches!(self.sslmode, SslMode::Disable) {
-            return bad("sslrootcert is set but sslmode is disable".to_owned());
+            return Err(refused(
+                &self.id,
+                "sslrootcert is set but sslmode is disable",
+            ));
         }
-        if self.schemas.is_empty() || self.schemas.iter().any(|s| s.is_empty()) {
-            return bad("schemas must be a non-empty list of non-empty names".to_owned());
-        }
-        if self.database.is_empty() {
-            return bad("database must not be empty".to_owned());
-        }
-        if self.pool_size == 0 {
-            return bad("pool size must be at least 1".to_owned());
-        }
-        if self.query_timeout.is_zero() || self.discovery_timeout.is_zero() {
-            return bad("timeouts must be positive".to_owned());
-        }
-        Ok(())
+        check_common(
+            &self.id,
+            &self.database,
+            &self.schemas,
+            self.pool_size,
+            &[self.query_timeout, self.discovery_timeout],
+        )
     }
 }
 

@@ -1,5 +1,9 @@
 //! PostgreSQL data source.
 //!
+//! The statement builder, filter semantics, table naming, schema cache and breaker guard are
+//! `reporter-sql-support`'s, shared with the other SQL sources; this crate brings the driver
+//! (pool, TLS, streaming, value decoding) and PostgreSQL's `Dialect` (module `sql`).
+//!
 //! [`PostgresDataSource`] serves the tables and views of the configured schemas of one
 //! database through the [`DataSource`](reporter_ports::ports::DataSource) port, with a
 //! connection pool (deadpool-postgres over tokio-postgres), a cached schema, per-query

@@ -1,6 +1,5 @@
 //! Discovered tables and columns, and how their PostgreSQL types are handled.
-use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
-use std::collections::BTreeMap;
+use reporter_sql_support::{Tables, quote_with};
 
 /// The schema whose tables keep their bare name.
 pub(crate) const DEFAULT_SCHEMA: &str = "public";
@@ -63,18 +62,10 @@ pub(crate) struct Column {
 }
 
 /// One discovered table (or view).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Table {
-    pub(crate) schema: String,
-    pub(crate) name: String,
-    pub(crate) columns: BTreeMap<String, Column>,
-}
+pub(crate) type Table = reporter_sql_support::Table<Column>;
 
-/// Everything discovered, by template-facing table name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Discovered {
-    pub(crate) tables: BTreeMap<String, Table>,
-}
+/// Everything discovered, by template-facing table name (`public` the default schema).
+pub(crate) type Discovered = Tables<Column>;
 
 /// One row of the discovery query.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,86 +78,28 @@ pub(crate) struct ColumnRow {
     pub(crate) udt_name: String,
 }
 
-/// The template-facing name of `schema.table`.
-pub(crate) fn exposed_name(schema: &str, table: &str) -> String {
-    if schema == DEFAULT_SCHEMA {
-        table.to_owned()
-    } else {
-        format!("{schema}__{table}")
-    }
-}
-
 /// `"ident"` with embedded double quotes doubled: safe for any identifier.
 pub(crate) fn quote_ident(ident: &str) -> String {
-    format!("\"{}\"", ident.replace('"', "\"\""))
+    quote_with(ident, '"', '"')
 }
 
-impl Discovered {
-    /// Groups discovery rows into tables. When a `public` table's name equals another
-    /// schema's `schema__table` name, the `public` table wins and the other is skipped with a
-    /// warning.
-    pub(crate) fn from_rows(rows: impl IntoIterator<Item = ColumnRow>) -> Self {
-        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
-        for row in rows {
-            let name = exposed_name(&row.table_schema, &row.table_name);
-            let table = tables.entry(name.clone()).or_insert_with(|| Table {
-                schema: row.table_schema.clone(),
-                name: row.table_name.clone(),
-                columns: BTreeMap::new(),
-            });
-            if table.schema != row.table_schema || table.name != row.table_name {
-                let public_wins = row.table_schema != DEFAULT_SCHEMA;
-                tracing::warn!(
-                    table = %name,
-                    kept = %if public_wins { &table.schema } else { &row.table_schema },
-                    "two tables share one template name; keeping the public one"
-                );
-                if public_wins {
-                    continue;
-                }
-                *table = Table {
-                    schema: row.table_schema.clone(),
-                    name: row.table_name.clone(),
-                    columns: BTreeMap::new(),
-                };
-            }
-            table.columns.insert(
-                row.column_name,
-                Column {
-                    kind: ColumnKind::from_data_type(&row.data_type),
-                    sql_type: format!(
-                        "{}.{}",
-                        quote_ident(&row.udt_schema),
-                        quote_ident(&row.udt_name)
-                    ),
-                },
-            );
-        }
-        Self { tables }
-    }
-
-    /// The table a query names: its listed name, or `public__table` for `public`'s `table`
-    /// (the template spelling of `ds:public.table`).
-    pub(crate) fn table(&self, name: &str) -> Option<&Table> {
-        self.tables.get(name).or_else(|| {
-            default_schema_alias(name, DEFAULT_SCHEMA).and_then(|bare| self.tables.get(bare))
-        })
-    }
-
-    /// The port's view: tables sorted by name, fields sorted, `public` the default schema.
-    pub(crate) fn source_schema(&self) -> SourceSchema {
-        SourceSchema {
-            tables: self
-                .tables
-                .iter()
-                .map(|(name, table)| TableSchema {
-                    name: name.clone(),
-                    fields: table.columns.keys().cloned().collect(),
-                })
-                .collect(),
-            default_schema: Some(DEFAULT_SCHEMA.to_owned()),
-        }
-    }
+/// Groups discovery rows into tables. When a `public` table's name equals another schema's
+/// `schema__table` name, the `public` table wins and the other is skipped with a warning.
+pub(crate) fn discovered(rows: impl IntoIterator<Item = ColumnRow>) -> Discovered {
+    Tables::from_columns(
+        DEFAULT_SCHEMA,
+        rows.into_iter().map(|row| {
+            let column = Column {
+                kind: ColumnKind::from_data_type(&row.data_type),
+                sql_type: format!(
+                    "{}.{}",
+                    quote_ident(&row.udt_schema),
+                    quote_ident(&row.udt_name)
+                ),
+            };
+            (row.table_schema, row.table_name, row.column_name, column)
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -186,7 +119,7 @@ mod tests {
 
     #[test]
     fn names_types_and_collisions() {
-        let d = Discovered::from_rows([
+        let d = discovered([
             row("other", "ledger", "amount", "numeric", "numeric"),
             row("public", "people", "name", "text", "text"),
             row("public", "people", "id", "integer", "int4"),
@@ -214,7 +147,7 @@ mod tests {
 
     #[test]
     fn the_default_schema_may_be_named() {
-        let d = Discovered::from_rows([
+        let d = discovered([
             row("public", "organization", "name", "text", "text"),
             row("other", "organization", "id", "integer", "int4"),
             row("public", "public__kept", "id", "integer", "int4"),

@@ -1,8 +1,8 @@
 //! [`PostgresDataSource`]: the [`DataSource`] over one PostgreSQL database.
 use crate::config::PostgresConfig;
 use crate::decode;
-use crate::schema::{ColumnRow, Discovered};
-use crate::sql::{self, Param};
+use crate::schema::{self, ColumnRow, Discovered};
+use crate::sql::{self, Param, Postgres};
 use crate::tls::{self, Tls};
 use async_trait::async_trait;
 use deadpool_postgres::{
@@ -11,11 +11,11 @@ use deadpool_postgres::{
 use futures_util::TryStreamExt;
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
-use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
+use reporter_ports::source_breaker::BreakerState;
+use reporter_sql_support::{Dialect, Guard, SchemaCache, is_outage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
 /// Columns of the configured schemas, in a stable order.
@@ -23,12 +23,6 @@ const DISCOVERY_SQL: &str = "SELECT table_schema::text, table_name::text, column
      data_type::text, udt_schema::text, udt_name::text \
      FROM information_schema.columns WHERE table_schema = ANY($1) \
      ORDER BY table_schema, table_name, ordinal_position";
-
-#[derive(Debug)]
-struct Cached {
-    at: Instant,
-    discovered: Arc<Discovered>,
-}
 
 /// A read-only [`DataSource`] over the tables and views of one PostgreSQL database.
 ///
@@ -51,8 +45,8 @@ pub struct PostgresDataSource {
     descriptor: DataSourceDescriptor,
     pool: Pool,
     tls: Tls,
-    breaker: CircuitBreaker,
-    cache: tokio::sync::Mutex<Option<Cached>>,
+    guard: Guard,
+    cache: SchemaCache<Discovered>,
 }
 
 impl std::fmt::Debug for PostgresDataSource {
@@ -64,43 +58,9 @@ impl std::fmt::Debug for PostgresDataSource {
     }
 }
 
-/// Whether an error means the server could not be used (counts against the breaker).
-fn is_outage(error: &DataSourceError) -> bool {
-    matches!(
-        error,
-        DataSourceError::Unavailable(_) | DataSourceError::Timeout
-    )
-}
-
-/// Maps a driver error. The flag is true when the error shows the cached schema is stale.
-fn pg_error(error: &tokio_postgres::Error) -> (DataSourceError, bool) {
-    let Some(db) = error.as_db_error() else {
-        return (DataSourceError::Unavailable(error.to_string()), false);
-    };
-    let code = db.code();
-    let text = format!("{} ({})", db.message(), code.code());
-    if *code == SqlState::QUERY_CANCELED {
-        (DataSourceError::Timeout, false)
-    } else if code.code().starts_with("22")
-        || *code == SqlState::UNDEFINED_FUNCTION
-        || *code == SqlState::DATATYPE_MISMATCH
-    {
-        // Data exceptions: a filter value the column type cannot take (bad date, out of
-        // range, ...); undefined function: no comparison operator for the column's type.
-        (DataSourceError::InvalidFilter(text), false)
-    } else if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN {
-        (
-            DataSourceError::Unavailable(format!("schema changed since discovery: {text}")),
-            true,
-        )
-    } else {
-        (DataSourceError::Unavailable(text), false)
-    }
-}
-
 fn pool_error(error: PoolError) -> DataSourceError {
     match error {
-        PoolError::Backend(e) => pg_error(&e).0,
+        PoolError::Backend(e) => Postgres::map_error(&e).error,
         other => DataSourceError::Unavailable(format!("connection pool: {other}")),
     }
 }
@@ -150,11 +110,11 @@ impl PostgresDataSource {
                 external_name: config.database.clone(),
                 kind: DataSourceKind::Postgresql,
             },
-            breaker: CircuitBreaker::new(config.breaker),
+            guard: Guard::new(config.id.clone(), config.breaker),
+            cache: SchemaCache::new(config.schema_ttl),
             config,
             pool,
             tls,
-            cache: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -165,73 +125,34 @@ impl PostgresDataSource {
 
     /// The circuit breaker's current state (for readiness and metrics).
     pub fn breaker_state(&self) -> BreakerState {
-        self.breaker.state(Instant::now())
+        self.guard.state()
     }
 
     /// Drops the cached schema and discovers it again now (through the breaker).
     pub async fn refresh_schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async {
-            self.cache.lock().await.take();
-            Ok(self.discovered().await?.source_schema())
-        })
-        .await
-    }
-
-    /// Runs `op` under the breaker: fails fast when open, records outages.
-    async fn guarded<T>(
-        &self,
-        op: impl Future<Output = Result<T, DataSourceError>>,
-    ) -> Result<T, DataSourceError> {
-        self.guarded_by(op, is_outage).await
-    }
-
-    /// [`Self::guarded`], with `outage` deciding which errors count against the source.
-    async fn guarded_by<T>(
-        &self,
-        op: impl Future<Output = Result<T, DataSourceError>>,
-        outage: impl FnOnce(&DataSourceError) -> bool,
-    ) -> Result<T, DataSourceError> {
-        let Some(permit) = self.breaker.acquire(Instant::now()) else {
-            return Err(DataSourceError::Unavailable(format!(
-                "{}: circuit breaker open",
-                self.descriptor.id
-            )));
-        };
-        let result = op.await;
-        let failed = result.as_ref().err().is_some_and(outage);
-        permit.record(failed, Instant::now());
-        if let Err(error) = &result {
-            if failed {
-                tracing::warn!(data_source = %self.descriptor.id, %error, "postgres data source failed");
-            } else {
-                tracing::debug!(data_source = %self.descriptor.id, %error, "postgres query refused");
-            }
-        }
-        result
+        self.guard
+            .run(async {
+                let discovered = self.cache.refresh(|| self.discover_in_time()).await?;
+                Ok(discovered.source_schema())
+            })
+            .await
     }
 
     /// The cached schema, discovered again when older than the TTL.
     async fn discovered(&self) -> Result<Arc<Discovered>, DataSourceError> {
-        let mut cache = self.cache.lock().await;
-        if let Some(cached) = cache.as_ref()
-            && cached.at.elapsed() < self.config.schema_ttl
-        {
-            return Ok(Arc::clone(&cached.discovered));
-        }
-        let discovered = Arc::new(
-            tokio::time::timeout(self.config.discovery_timeout, self.discover())
-                .await
-                .map_err(|_| DataSourceError::Timeout)??,
-        );
+        self.cache.get(|| self.discover_in_time()).await
+    }
+
+    /// Discovery, bounded by `discovery_timeout`.
+    async fn discover_in_time(&self) -> Result<Discovered, DataSourceError> {
+        let discovered = tokio::time::timeout(self.config.discovery_timeout, self.discover())
+            .await
+            .map_err(|_| DataSourceError::Timeout)??;
         tracing::info!(
             data_source = %self.descriptor.id,
-            tables = discovered.tables.len(),
+            tables = discovered.len(),
             "postgres schema discovered"
         );
-        *cache = Some(Cached {
-            at: Instant::now(),
-            discovered: Arc::clone(&discovered),
-        });
         Ok(discovered)
     }
 
@@ -240,7 +161,7 @@ impl PostgresDataSource {
         let rows = client
             .query_typed(DISCOVERY_SQL, &[(&self.config.schemas, Type::TEXT_ARRAY)])
             .await
-            .map_err(|e| pg_error(&e).0)?;
+            .map_err(|e| Postgres::map_error(&e).error)?;
         let text = |row: &tokio_postgres::Row, i: usize| {
             row.try_get::<_, String>(i)
                 .map_err(|e| DataSourceError::Unavailable(format!("schema discovery: {e}")))
@@ -256,7 +177,7 @@ impl PostgresDataSource {
                 udt_name: text(row, 5)?,
             });
         }
-        Ok(Discovered::from_rows(columns))
+        Ok(schema::discovered(columns))
     }
 
     /// Streams the rows of `query` into `sink` as they arrive from the server (the result is
@@ -286,13 +207,7 @@ impl PostgresDataSource {
         .await;
         match streamed {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(Stop::Server(e))) => {
-                let (error, stale) = pg_error(&e);
-                if stale {
-                    self.cache.lock().await.take();
-                }
-                Err(error)
-            }
+            Ok(Err(Stop::Server(e))) => Err(self.cache.failed(Postgres::map_error(&e)).await),
             Ok(Err(Stop::RowLimit)) => Err(DataSourceError::RowLimit(limit)),
             Ok(Err(Stop::Early(error))) => {
                 self.abandon(client);
@@ -327,13 +242,14 @@ impl DataSource for PostgresDataSource {
     }
 
     async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async { Ok(self.discovered().await?.source_schema()) })
+        self.guard
+            .run(async { Ok(self.discovered().await?.source_schema()) })
             .await
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
         let mut rows = CollectRows::default();
-        self.guarded(self.run_query(query, &mut rows)).await?;
+        self.guard.run(self.run_query(query, &mut rows)).await?;
         Ok(rows.0)
     }
 
@@ -355,7 +271,8 @@ impl DataSource for PostgresDataSource {
             is_outage(e)
                 && !(*e == DataSourceError::Timeout && held.load(Ordering::Relaxed) >= half)
         };
-        self.guarded_by(self.run_query(query, &mut sink), outage)
+        self.guard
+            .run_by(self.run_query(query, &mut sink), outage)
             .await
     }
 }

@@ -6,9 +6,8 @@
 //! "Filters", for the semantics.
 use crate::schema::{Column, ColumnKind, Table, quote_ident};
 use reporter_ports::ports::{DataSourceError, TableQuery};
-use reporter_ports::report::FilterCondition;
+use reporter_sql_support::{Dialect, Mapped, select_from};
 use serde_json::Value;
-use std::fmt::Write as _;
 
 /// A bound parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,9 +28,10 @@ pub(crate) struct Statement {
     pub(crate) json: Vec<bool>,
 }
 
-fn invalid(field: &str, op: &str, why: &str) -> DataSourceError {
-    DataSourceError::InvalidFilter(format!("{field}: {op} {why}"))
-}
+/// PostgreSQL's syntax: `"quoted"` identifiers, `$n` parameters sent as `text` and cast on
+/// the server, `= ANY` / `<> ALL` over one `text[]` parameter, `LIMIT $n::int8`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Postgres;
 
 /// Builds the statement for `query` on `table` returning at most `fetch` rows.
 ///
@@ -43,55 +43,24 @@ pub(crate) fn build(
     table: &Table,
     fetch: i64,
 ) -> Result<Statement, DataSourceError> {
-    let column = |field: &str| {
-        table
-            .columns
-            .get(field)
-            .ok_or_else(|| DataSourceError::UnknownField {
-                table: query.table.clone(),
-                field: field.to_owned(),
-            })
-    };
-    let mut projection = Vec::with_capacity(query.fields.len());
-    let mut json = Vec::with_capacity(query.fields.len());
-    for field in &query.fields {
-        let col = column(field)?;
-        json.push(col.kind == crate::schema::ColumnKind::Json);
-        let quoted = quote_ident(field);
-        projection.push(if col.kind.read_as_text() {
-            format!("{quoted}::text")
-        } else {
-            quoted
-        });
-    }
-    let mut builder = Builder::default();
-    for (field, condition) in &query.filters {
-        let col = column(field)?;
-        builder.condition(field, col, condition)?;
-    }
-    let mut sql = format!(
-        "SELECT {} FROM {}.{}",
-        projection.join(", "),
-        quote_ident(&table.schema),
-        quote_ident(&table.name)
-    );
-    if !builder.clauses.is_empty() {
-        let _ = write!(sql, " WHERE {}", builder.clauses.join(" AND "));
-    }
-    builder.params.push(Param::Int8(fetch));
-    let _ = write!(sql, " LIMIT ${}::int8", builder.params.len());
+    let fetch = u64::try_from(fetch).unwrap_or(0);
+    let statement = reporter_sql_support::build(&Postgres, query, table, fetch)?;
+    let json = statement
+        .fields
+        .iter()
+        .map(|f| {
+            table
+                .columns
+                .get(f)
+                .is_some_and(|c| c.kind == ColumnKind::Json)
+        })
+        .collect();
     Ok(Statement {
-        sql,
-        params: builder.params,
-        fields: query.fields.clone(),
+        sql: statement.sql,
+        params: statement.params,
+        fields: statement.fields,
         json,
     })
-}
-
-#[derive(Debug, Default)]
-struct Builder {
-    clauses: Vec<String>,
-    params: Vec<Param>,
 }
 
 /// The text sent for a scalar, when it can ever match a column of `kind`; `None` when the
@@ -133,133 +102,112 @@ fn cast_type(column: &Column, texts: &[String]) -> String {
     }
 }
 
-/// Order operators need a number or a string.
-fn bound<'v>(field: &str, op: &str, value: &'v Value) -> Result<&'v Value, DataSourceError> {
-    match value {
-        Value::Number(_) | Value::String(_) => Ok(value),
-        _ => Err(invalid(field, op, "needs a number or a string")),
-    }
-}
+impl Dialect for Postgres {
+    type Column = Column;
+    /// The value's text, cast on the server to the column's type.
+    type Value = String;
+    type Param = Param;
+    type Error = tokio_postgres::Error;
 
-impl Builder {
-    fn bind(&mut self, param: Param) -> usize {
-        self.params.push(param);
-        self.params.len()
-    }
+    const NEVER: &'static str = "FALSE";
+    const EMPTY_SELECT: &'static str = "";
 
-    fn condition(
-        &mut self,
-        field: &str,
-        column: &Column,
-        cond: &FilterCondition,
-    ) -> Result<(), DataSourceError> {
-        let all = cond.operators();
-        for (op, values) in all {
-            if values.iter().any(|v| v.is_array() || v.is_object()) {
-                return Err(invalid(field, op, "values must be scalars"));
-            }
-        }
-        let col = quote_ident(field);
-        if !cond.eq.is_empty() {
-            let clause = self.any_of(&col, column, &cond.eq);
-            self.clauses.push(clause);
-        }
-        if !cond.in_.is_empty() {
-            let clause = self.any_of(&col, column, &cond.in_);
-            self.clauses.push(clause);
-        }
-        if !cond.nin.is_empty()
-            && let Some(clause) = self.none_of(&col, column, &cond.nin)
-        {
-            self.clauses.push(clause);
-        }
-        for (op, values, sql_op) in [
-            ("gt", &cond.gt, ">"),
-            ("gte", &cond.gte, ">="),
-            ("lt", &cond.lt, "<"),
-            ("lte", &cond.lte, "<="),
-        ] {
-            if let Some(first) = values.first() {
-                let value = bound(field, op, first)?;
-                let clause = match compatible(column.kind, value) {
-                    Some(text) => {
-                        let ty = cast_type(column, std::slice::from_ref(&text));
-                        let n = self.bind(Param::Text(text));
-                        format!("{col} {sql_op} ${n}::text::{ty}")
-                    }
-                    None => "FALSE".to_owned(),
-                };
-                self.clauses.push(clause);
-            }
-        }
-        match cond.between.as_slice() {
-            [] => {}
-            [low, high] => {
-                let (low, high) = (
-                    bound(field, "between", low)?,
-                    bound(field, "between", high)?,
-                );
-                if std::mem::discriminant(low) != std::mem::discriminant(high) {
-                    return Err(invalid(field, "between", "bounds must have the same type"));
-                }
-                let clause = match (compatible(column.kind, low), compatible(column.kind, high)) {
-                    (Some(low), Some(high)) => {
-                        let ty = cast_type(column, &[low.clone(), high.clone()]);
-                        let a = self.bind(Param::Text(low));
-                        let b = self.bind(Param::Text(high));
-                        format!("({col} >= ${a}::text::{ty} AND {col} <= ${b}::text::{ty})")
-                    }
-                    _ => "FALSE".to_owned(),
-                };
-                self.clauses.push(clause);
-            }
-            _ => return Err(invalid(field, "between", "takes exactly two values")),
-        }
-        Ok(())
+    fn quote_ident(&self, ident: &str) -> String {
+        quote_ident(ident)
     }
 
-    /// The texts of the values that can match, and whether `null` is among the values.
-    fn partition(column: &Column, values: &[Value]) -> (Vec<String>, bool) {
-        let has_null = values.iter().any(Value::is_null);
-        let texts = values
-            .iter()
-            .filter_map(|v| compatible(column.kind, v))
-            .collect();
-        (texts, has_null)
-    }
-
-    /// Equal to any value; `null` matches a NULL column.
-    fn any_of(&mut self, col: &str, column: &Column, values: &[Value]) -> String {
-        let (texts, has_null) = Self::partition(column, values);
-        let mut parts = Vec::new();
-        if has_null {
-            parts.push(format!("{col} IS NULL"));
-        }
-        if !texts.is_empty() {
-            let ty = cast_type(column, &texts);
-            let n = self.bind(Param::TextArray(texts));
-            parts.push(format!("{col} = ANY(${n}::text[]::{ty}[])"));
-        }
-        if parts.is_empty() {
-            "FALSE".to_owned()
+    /// Types without an exact native decoding are read as their text.
+    fn project(&self, field: &str, column: &Column) -> String {
+        let quoted = quote_ident(field);
+        if column.kind.read_as_text() {
+            format!("{quoted}::text")
         } else {
-            format!("({})", parts.join(" OR "))
+            quoted
         }
     }
 
-    /// Equal to none of the values: a NULL column qualifies unless `null` is listed.
-    fn none_of(&mut self, col: &str, column: &Column, values: &[Value]) -> Option<String> {
-        let (texts, has_null) = Self::partition(column, values);
-        let differs = (!texts.is_empty()).then(|| {
-            let ty = cast_type(column, &texts);
-            let n = self.bind(Param::TextArray(texts));
+    fn convert(
+        &self,
+        _field: &str,
+        _op: &str,
+        column: &Column,
+        value: &Value,
+    ) -> Result<Option<String>, DataSourceError> {
+        Ok(compatible(column.kind, value))
+    }
+
+    fn operands(
+        &self,
+        params: &mut Vec<Param>,
+        column: &Column,
+        texts: Vec<String>,
+    ) -> Vec<String> {
+        let ty = cast_type(column, &texts);
+        texts
+            .into_iter()
+            .map(|text| {
+                params.push(Param::Text(text));
+                format!("${}::text::{ty}", params.len())
+            })
+            .collect()
+    }
+
+    fn membership(
+        &self,
+        params: &mut Vec<Param>,
+        col: &str,
+        column: &Column,
+        texts: Vec<String>,
+        negated: bool,
+    ) -> String {
+        let ty = cast_type(column, &texts);
+        params.push(Param::TextArray(texts));
+        let n = params.len();
+        if negated {
             format!("{col} <> ALL(${n}::text[]::{ty}[])")
-        });
-        match (differs, has_null) {
-            (None, false) => None,
-            (None, true) => Some(format!("{col} IS NOT NULL")),
-            (Some(d), false) => Some(format!("({col} IS NULL OR {d})")),
-            (Some(d), true) => Some(format!("({col} IS NOT NULL AND {d})")),
+        } else {
+            format!("{col} = ANY(${n}::text[]::{ty}[])")
+        }
+    }
+
+    fn select(
+        &self,
+        params: &mut Vec<Param>,
+        list: &str,
+        from: &str,
+        filter: Option<&str>,
+        fetch: u64,
+    ) -> String {
+        params.push(Param::Int8(i64::try_from(fetch).unwrap_or(i64::MAX)));
+        format!(
+            "{} LIMIT ${}::int8",
+            select_from(list, from, filter),
+            params.len()
+        )
+    }
+
+    /// Data exceptions (a filter value the column type cannot take: bad date, out of range,
+    /// …), an undefined function (no comparison operator for the column's type) and a
+    /// datatype mismatch are `InvalidFilter`; a cancelled statement is `Timeout`; an
+    /// undefined table or column shows the schema stale.
+    fn map_error(error: &tokio_postgres::Error) -> Mapped {
+        use tokio_postgres::error::SqlState;
+        let Some(db) = error.as_db_error() else {
+            return Mapped::error(DataSourceError::Unavailable(error.to_string()));
+        };
+        let code = db.code();
+        let text = format!("{} ({})", db.message(), code.code());
+        if *code == SqlState::QUERY_CANCELED {
+            Mapped::error(DataSourceError::Timeout)
+        } else if code.code().starts_with("22")
+            || *code == SqlState::UNDEFINED_FUNCTION
+            || *code == SqlState::DATATYPE_MISMATCH
+        {
+            Mapped::error(DataSourceError::InvalidFilter(text))
+        } else if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN {
+            Mapped::stale(text)
+        } else {
+            Mapped::error(DataSourceError::Unavailable(text))
         }
     }
 }

@@ -2,6 +2,7 @@
 use reporter_ports::datasource::DataSourceId;
 use reporter_ports::ports::DataSourceError;
 use reporter_ports::source_breaker::BreakerConfig;
+use reporter_sql_support::settings::{check_common, percent_decode as decode, redacted, refused};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -95,7 +96,7 @@ impl fmt::Debug for SqlServerConfig {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("password", &redacted(self.password.as_ref()))
             .field("database", &self.database)
             .field("sslmode", &self.sslmode)
             .field("ssl_root_cert", &self.ssl_root_cert)
@@ -178,54 +179,24 @@ impl SqlServerConfig {
 
     /// Checks the settings the source relies on.
     pub(crate) fn validate(&self) -> Result<(), DataSourceError> {
-        let bad = |why: &str| Err(DataSourceError::Unavailable(format!("{}: {why}", self.id)));
-        if self.database.is_empty() {
-            return bad("database must not be empty");
-        }
-        if self.schemas.is_empty() || self.schemas.iter().any(String::is_empty) {
-            return bad("schemas must be a non-empty list of non-empty names");
-        }
-        if self.pool_size == 0 {
-            return bad("pool size must be at least 1");
-        }
-        if self.query_timeout.is_zero()
-            || self.discovery_timeout.is_zero()
-            || self.connect_timeout.is_zero()
-        {
-            return bad("timeouts must be positive");
-        }
-        if let Some(path) = &self.ssl_root_cert
-            && !path.is_file()
-        {
-            return bad("sslrootcert is not a readable file");
-        }
-        Ok(())
-    }
-}
-
-fn decode(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len());
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |j: usize| {
-            bytes
-                .get(j)
-                .and_then(|b| (*b as char).to_digit(16))
-                .and_then(|d| u8::try_from(d).ok())
-        };
-        match (bytes[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(h * 16 + l);
-                i += 3;
+        check_common(
+            &self.id,
+            &self.database,
+            &self.schemas,
+            self.pool_size,
+            &[
+                self.query_timeout,
+                self.discovery_timeout,
+                self.connect_timeout,
+            ],
+        )?;
+        match &self.ssl_root_cert {
+            Some(path) if !path.is_file() => {
+                Err(refused(&self.id, "sslrootcert is not a readable file"))
             }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
+            _ => Ok(()),
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

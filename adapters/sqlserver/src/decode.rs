@@ -1,12 +1,11 @@
 //! SQL Server values → JSON (crate docs, "Values").
 use base64::Engine as _;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
-use serde_json::{Number, Value};
+use serde_json::Value;
 use tiberius::{ColumnData, FromSql};
 
-fn float(value: f64) -> Value {
-    Number::from_f64(value).map_or_else(|| Value::String(value.to_string()), Value::Number)
-}
+// A float as JSON: a number when finite, else its name (`NaN`, `inf`, `-inf`).
+use reporter_sql_support::json_float as float;
 
 /// Go's printing of a UTC time (`2025-06-01 10:00:00.5 +0000 UTC`), as the original prints
 /// timestamps.

@@ -1,5 +1,9 @@
 //! SQL Server data source (tiberius, rustls).
 //!
+//! The statement builder, filter semantics, table naming, schema cache and breaker guard are
+//! `reporter-sql-support`'s, shared with the other SQL sources; this crate brings the driver
+//! (connections, TLS, value decoding) and SQL Server's `Dialect` (module `sql`).
+//!
 //! **Untested against a server on our machines** (none can run here): the unit tests cover
 //! configuration, SQL building and value mapping, and the integration tests (the data-source
 //! contract suite, injection, timeouts, an unreachable server) run only when

@@ -1,6 +1,5 @@
 //! Discovered tables and columns, and how their SQL Server types are filtered.
-use reporter_ports::datasource::{SourceSchema, TableSchema, default_schema_alias};
-use std::collections::BTreeMap;
+use reporter_sql_support::{Tables, quote_with};
 
 /// The schema whose tables keep their bare name.
 pub(crate) const DEFAULT_SCHEMA: &str = "dbo";
@@ -47,85 +46,31 @@ impl ColumnKind {
 }
 
 /// One discovered table (or view).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Table {
-    pub(crate) schema: String,
-    pub(crate) name: String,
-    pub(crate) columns: BTreeMap<String, ColumnKind>,
-}
+pub(crate) type Table = reporter_sql_support::Table<ColumnKind>;
 
-/// Everything discovered, by template-facing table name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Discovered {
-    pub(crate) tables: BTreeMap<String, Table>,
-}
+/// Everything discovered, by template-facing table name (`dbo` the default schema).
+pub(crate) type Discovered = Tables<ColumnKind>;
 
 /// `[ident]` with embedded `]` doubled: safe for any identifier.
 pub(crate) fn quote_ident(ident: &str) -> String {
-    format!("[{}]", ident.replace(']', "]]"))
+    quote_with(ident, '[', ']')
 }
 
-impl Discovered {
-    /// Groups `(schema, table, column, data_type)` rows; a `dbo` table wins a name clash
-    /// with another schema's `schema__table`.
-    pub(crate) fn from_rows(rows: impl IntoIterator<Item = [String; 4]>) -> Self {
-        let mut tables: BTreeMap<String, Table> = BTreeMap::new();
-        for [schema, table, column, data_type] in rows {
-            let name = if schema == DEFAULT_SCHEMA {
-                table.clone()
-            } else {
-                format!("{schema}__{table}")
-            };
-            let entry = tables.entry(name.clone()).or_insert_with(|| Table {
-                schema: schema.clone(),
-                name: table.clone(),
-                columns: BTreeMap::new(),
-            });
-            if entry.schema != schema || entry.name != table {
-                tracing::warn!(table = %name, "two tables share one template name; keeping dbo's");
-                if schema != DEFAULT_SCHEMA {
-                    continue;
-                }
-                *entry = Table {
-                    schema,
-                    name: table,
-                    columns: BTreeMap::new(),
-                };
-            }
-            entry
-                .columns
-                .insert(column, ColumnKind::classify(&data_type));
-        }
-        Self { tables }
-    }
-
-    /// The table a query names: its listed name, or `dbo__table` for `dbo`'s `table` (the
-    /// template spelling of `ds:dbo.table`).
-    pub(crate) fn table(&self, name: &str) -> Option<&Table> {
-        self.tables.get(name).or_else(|| {
-            default_schema_alias(name, DEFAULT_SCHEMA).and_then(|bare| self.tables.get(bare))
-        })
-    }
-
-    /// The port's view: tables sorted by name, fields sorted, `dbo` the default schema.
-    pub(crate) fn source_schema(&self) -> SourceSchema {
-        SourceSchema {
-            tables: self
-                .tables
-                .iter()
-                .map(|(name, t)| TableSchema {
-                    name: name.clone(),
-                    fields: t.columns.keys().cloned().collect(),
-                })
-                .collect(),
-            default_schema: Some(DEFAULT_SCHEMA.to_owned()),
-        }
-    }
+/// Groups `(schema, table, column, data_type)` rows; a `dbo` table wins a name clash with
+/// another schema's `schema__table`.
+pub(crate) fn discovered(rows: impl IntoIterator<Item = [String; 4]>) -> Discovered {
+    Tables::from_columns(
+        DEFAULT_SCHEMA,
+        rows.into_iter().map(|[schema, table, column, data_type]| {
+            (schema, table, column, ColumnKind::classify(&data_type))
+        }),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn row(s: &str, t: &str, c: &str, ty: &str) -> [String; 4] {
         [s.into(), t.into(), c.into(), ty.into()]
@@ -133,7 +78,7 @@ mod tests {
 
     #[test]
     fn names_kinds_and_quoting() {
-        let d = Discovered::from_rows([
+        let d = discovered([
             row("audit", "events", "at", "datetimeoffset"),
             row("dbo", "people", "id", "int"),
             row("dbo", "people", "amount", "money"),
@@ -157,7 +102,7 @@ mod tests {
     /// schema-qualified.
     #[test]
     fn dbo_and_other_schemas_may_be_named() {
-        let d = Discovered::from_rows([
+        let d = discovered([
             row("audit", "events", "at", "datetimeoffset"),
             row("dbo", "people", "id", "int"),
         ]);

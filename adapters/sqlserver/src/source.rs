@@ -1,15 +1,15 @@
 //! [`SqlServerDataSource`]: the [`DataSource`] over one SQL Server database.
 use crate::config::{SqlServerConfig, SslMode};
 use crate::decode;
-use crate::schema::{DEFAULT_SCHEMA, Discovered};
-use crate::sql::{self, Statement};
+use crate::schema::{self, Discovered};
+use crate::sql::{self, SqlServer, Statement};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use reporter_ports::datasource::{DataSourceDescriptor, DataSourceKind, SourceSchema};
 use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
-use reporter_ports::source_breaker::{BreakerState, CircuitBreaker};
+use reporter_ports::source_breaker::BreakerState;
+use reporter_sql_support::{Dialect, Guard, Mapped, SchemaCache};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 use tiberius::{AuthMethod, Client, ColumnData, Config, EncryptionLevel, Query, QueryItem};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -22,15 +22,6 @@ const DISCOVERY_SQL: &str = "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_
      FROM INFORMATION_SCHEMA.COLUMNS \
      WHERE TABLE_SCHEMA IN (SELECT value FROM STRING_SPLIT(@P1, NCHAR(31))) \
      ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION";
-
-/// Invalid object name / invalid column name: the cached schema is stale.
-const STALE: [u32; 2] = [208, 207];
-
-#[derive(Debug)]
-struct Cached {
-    at: Instant,
-    discovered: Arc<Discovered>,
-}
 
 /// At most `pool_size` open connections; idle ones are reused, broken ones dropped.
 struct ConnPool {
@@ -54,8 +45,8 @@ pub struct SqlServerDataSource {
     descriptor: DataSourceDescriptor,
     tiberius: Config,
     pool: ConnPool,
-    breaker: CircuitBreaker,
-    cache: tokio::sync::Mutex<Option<Cached>>,
+    guard: Guard,
+    cache: SchemaCache<Discovered>,
 }
 
 impl std::fmt::Debug for SqlServerDataSource {
@@ -67,26 +58,9 @@ impl std::fmt::Debug for SqlServerDataSource {
     }
 }
 
-fn is_outage(error: &DataSourceError) -> bool {
-    matches!(
-        error,
-        DataSourceError::Unavailable(_) | DataSourceError::Timeout
-    )
-}
-
-/// Maps a driver error. The flag is true when the error shows the cached schema is stale.
-fn ms_error(error: &tiberius::error::Error) -> (DataSourceError, bool) {
-    match error {
-        tiberius::error::Error::Server(e) if STALE.contains(&e.code()) => (
-            DataSourceError::Unavailable(format!(
-                "schema changed since discovery: {} ({})",
-                e.message(),
-                e.code()
-            )),
-            true,
-        ),
-        other => (DataSourceError::Unavailable(other.to_string()), false),
-    }
+/// A driver error as the port's error (see [`SqlServer::map_error`]).
+fn ms_error(error: &tiberius::error::Error) -> DataSourceError {
+    SqlServer::map_error(error).error
 }
 
 /// The tiberius configuration for `config`.
@@ -141,45 +115,25 @@ impl SqlServerDataSource {
                 permits: Arc::new(Semaphore::new(config.pool_size)),
                 idle: Mutex::new(Vec::new()),
             },
-            breaker: CircuitBreaker::new(config.breaker),
+            guard: Guard::new(config.id.clone(), config.breaker),
+            cache: SchemaCache::new(config.schema_ttl),
             config,
-            cache: tokio::sync::Mutex::new(None),
         })
     }
 
     /// The circuit breaker's current state.
     pub fn breaker_state(&self) -> BreakerState {
-        self.breaker.state(Instant::now())
+        self.guard.state()
     }
 
     /// Drops the cached schema and discovers it again now (through the breaker).
     pub async fn refresh_schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async {
-            self.cache.lock().await.take();
-            Ok(self.discovered().await?.source_schema())
-        })
-        .await
-    }
-
-    async fn guarded<T>(
-        &self,
-        op: impl Future<Output = Result<T, DataSourceError>>,
-    ) -> Result<T, DataSourceError> {
-        let Some(permit) = self.breaker.acquire(Instant::now()) else {
-            return Err(DataSourceError::Unavailable(format!(
-                "{}: circuit breaker open",
-                self.descriptor.id
-            )));
-        };
-        let result = op.await;
-        let failed = result.as_ref().err().is_some_and(is_outage);
-        permit.record(failed, Instant::now());
-        if let Err(error) = &result
-            && failed
-        {
-            tracing::warn!(data_source = %self.descriptor.id, %error, "sqlserver data source failed");
-        }
-        result
+        self.guard
+            .run(async {
+                let discovered = self.cache.refresh(|| self.discover_in_time()).await?;
+                Ok(discovered.source_schema())
+            })
+            .await
     }
 
     /// A connection: an idle one, or a new one opened within `connect_timeout`.
@@ -209,7 +163,7 @@ impl SqlServerDataSource {
                 .map_err(|e| DataSourceError::Unavailable(e.to_string()))?;
             Client::connect(self.tiberius.clone(), tcp.compat_write())
                 .await
-                .map_err(|e| ms_error(&e).0)
+                .map_err(|e| ms_error(&e))
         };
         let conn = tokio::time::timeout(self.config.connect_timeout, connect)
             .await
@@ -233,24 +187,17 @@ impl SqlServerDataSource {
             .push(loan.conn);
     }
 
+    /// The cached schema, discovered again when older than the TTL.
     async fn discovered(&self) -> Result<Arc<Discovered>, DataSourceError> {
-        let mut cache = self.cache.lock().await;
-        if let Some(cached) = cache.as_ref()
-            && cached.at.elapsed() < self.config.schema_ttl
-        {
-            return Ok(Arc::clone(&cached.discovered));
-        }
+        self.cache.get(|| self.discover_in_time()).await
+    }
+
+    /// Discovery, bounded by `discovery_timeout`.
+    async fn discover_in_time(&self) -> Result<Discovered, DataSourceError> {
         let deadline = tokio::time::Instant::now() + self.config.discovery_timeout;
-        let discovered = Arc::new(
-            tokio::time::timeout_at(deadline, self.discover(deadline))
-                .await
-                .map_err(|_| DataSourceError::Timeout)??,
-        );
-        *cache = Some(Cached {
-            at: Instant::now(),
-            discovered: Arc::clone(&discovered),
-        });
-        Ok(discovered)
+        tokio::time::timeout_at(deadline, self.discover(deadline))
+            .await
+            .map_err(|_| DataSourceError::Timeout)?
     }
 
     async fn discover(
@@ -263,10 +210,10 @@ impl SqlServerDataSource {
         let rows = query
             .query(&mut loan.conn)
             .await
-            .map_err(|e| ms_error(&e).0)?
+            .map_err(|e| ms_error(&e))?
             .into_first_result()
             .await
-            .map_err(|e| ms_error(&e).0)?;
+            .map_err(|e| ms_error(&e))?;
         let text = |row: &tiberius::Row, i: usize| {
             row.try_get::<&str, _>(i)
                 .ok()
@@ -274,12 +221,11 @@ impl SqlServerDataSource {
                 .unwrap_or_default()
                 .to_owned()
         };
-        let discovered = Discovered::from_rows(
+        let discovered = schema::discovered(
             rows.iter()
                 .map(|r| [text(r, 0), text(r, 1), text(r, 2), text(r, 3)]),
         );
         self.give_back(loan);
-        debug_assert!(DEFAULT_SCHEMA == "dbo");
         Ok(discovered)
     }
 
@@ -299,13 +245,8 @@ impl SqlServerDataSource {
                 self.give_back(loan);
                 Ok(rows)
             }
-            Ok(Err((error, stale))) => {
-                if stale {
-                    self.cache.lock().await.take();
-                }
-                // A refused result may leave rows unread: the connection is not reused.
-                Err(error)
-            }
+            // A refused result may leave rows unread: the connection is not reused.
+            Ok(Err(mapped)) => Err(self.cache.failed(mapped).await),
             // Dropping the connection closes it; SQL Server abandons the request.
             Err(_) => Err(DataSourceError::Timeout),
         }
@@ -316,8 +257,8 @@ impl SqlServerDataSource {
         conn: &mut Conn,
         statement: &Statement,
         limit: usize,
-    ) -> Result<Vec<Row>, (DataSourceError, bool)> {
-        let fail = |e: tiberius::error::Error| ms_error(&e);
+    ) -> Result<Vec<Row>, Mapped> {
+        let fail = |e: tiberius::error::Error| SqlServer::map_error(&e);
         let mut query = Query::new(statement.sql.as_str());
         for param in &statement.params {
             query.bind(param.clone());
@@ -330,7 +271,7 @@ impl SqlServerDataSource {
                 continue;
             };
             if out.len() == limit {
-                return Err((DataSourceError::RowLimit(limit), false));
+                return Err(Mapped::error(DataSourceError::RowLimit(limit)));
             }
             let mut object = Row::new();
             let cells: Vec<ColumnData<'static>> = row.into_iter().collect();
@@ -339,7 +280,9 @@ impl SqlServerDataSource {
                 object.insert(field.clone(), decode::value(cell));
             }
             if bytes > self.config.max_bytes {
-                return Err((DataSourceError::TooLarge(self.config.max_bytes), false));
+                return Err(Mapped::error(DataSourceError::TooLarge(
+                    self.config.max_bytes,
+                )));
             }
             out.push(object);
         }
@@ -354,11 +297,12 @@ impl DataSource for SqlServerDataSource {
     }
 
     async fn schema(&self) -> Result<SourceSchema, DataSourceError> {
-        self.guarded(async { Ok(self.discovered().await?.source_schema()) })
+        self.guard
+            .run(async { Ok(self.discovered().await?.source_schema()) })
             .await
     }
 
     async fn query(&self, query: &TableQuery) -> Result<Vec<Row>, DataSourceError> {
-        self.guarded(self.run_query(query)).await
+        self.guard.run(self.run_query(query)).await
     }
 }

@@ -26,6 +26,7 @@ pub mod jobs;
 pub mod outbox;
 pub mod rate_limit;
 pub mod services;
+pub mod sql;
 pub mod storage;
 pub mod store;
 

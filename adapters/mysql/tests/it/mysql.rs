@@ -146,6 +146,26 @@ reporter_contract::data_source_contract!(mod contract, |check| with_db(|db| asyn
     check(&db.source()).await;
 }));
 
+impl reporter_contract::sql::SqlFixture for TestDb {
+    type Source = MysqlDataSource;
+
+    fn source(&self) -> MysqlDataSource {
+        TestDb::source(self)
+    }
+
+    async fn execute(&self, sql: &str) {
+        self.exec(sql).await;
+    }
+
+    fn quote(&self, ident: &str) -> String {
+        format!("`{}`", ident.replace('`', "``"))
+    }
+}
+
+reporter_contract::sql_data_source_contract!(mod sql_contract, |check| with_db(
+    |db| async move { check(&db).await }
+));
+
 #[tokio::test]
 async fn descriptor_names_the_database() {
     with_db(|db| async move {

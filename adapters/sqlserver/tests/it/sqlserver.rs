@@ -118,6 +118,43 @@ reporter_contract::data_source_contract!(mod contract, |check| async {
     drop_db(&url, &name).await;
 });
 
+/// A fresh database of the server (the people fixture in it too) for the SQL contract.
+struct MsFixture {
+    url: String,
+    name: String,
+    config: SqlServerConfig,
+}
+
+impl reporter_contract::sql::SqlFixture for MsFixture {
+    type Source = SqlServerDataSource;
+
+    fn source(&self) -> SqlServerDataSource {
+        SqlServerDataSource::new(self.config.clone()).expect("source")
+    }
+
+    async fn execute(&self, sql: &str) {
+        exec(&self.url, Some(&self.name), sql).await;
+    }
+
+    fn quote(&self, ident: &str) -> String {
+        format!("[{}]", ident.replace(']', "]]"))
+    }
+}
+
+reporter_contract::sql_data_source_contract!(mod sql_contract, |check| async {
+    let Some(url) = server_url() else {
+        return;
+    };
+    let (name, config) = people_db(&url).await;
+    let fixture = MsFixture {
+        url: url.clone(),
+        name: name.clone(),
+        config,
+    };
+    check(&fixture).await;
+    drop_db(&url, &name).await;
+});
+
 #[tokio::test]
 async fn injection_types_and_timeouts() {
     let Some(url) = server_url() else {
