@@ -4,7 +4,7 @@
 run:
     cargo run --release
 
-# Run every test (the README's test command).
+# Run every test (the README's second command).
 test:
     cargo test --workspace
 

@@ -9,7 +9,7 @@
 #   scripts/services.sh stop    # stop what `start` launched itself (MongoDB stand-in, moto), by PID;
 #                               # the machine's own PostgreSQL, MariaDB, RabbitMQ and Redis keep running
 #
-# Services (see README "Testing" and /work/.library/env/machines/rust-svc.md):
+# Services (see docs/src/contributing/testing.md and /work/.library/env/machines/rust-svc.md):
 #   PostgreSQL   127.0.0.1:5432   machine service; started with pg_ctlcluster if it does not answer
 #   MariaDB      127.0.0.1:3306   machine service (root, empty password, database test); started
 #                                 with start-stop-daemon … /usr/sbin/mariadbd if it does not answer

@@ -31,7 +31,7 @@ pub enum Command {
     Serve,
     /// Run only the HTTP API.
     Api,
-    /// Run only the report worker (needs a shared job queue; see the README).
+    /// Run only the report worker (needs a shared job queue; see docs/src/operations/deployment.md).
     Worker,
     /// Print the AsyncAPI 3.0 document of the events channel.
     Asyncapi,

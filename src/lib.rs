@@ -13,6 +13,8 @@ mod architecture_check;
 mod build_info;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod docs_check;
 pub mod heap;
 pub mod http;
 mod sandbox_warm_up;

@@ -20,8 +20,8 @@ fn main() -> ExitCode {
     // the process default for every client that asks rustls for it (mysql_async, mongodb,
     // lapin), which would otherwise panic.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // Failpoints for the crash tests (`FAILPOINTS=idempotency-after-commit=return`, README
-    // "Testing"); without the variable nothing is configured and every failpoint is inert.
+    // Failpoints for the crash tests (`FAILPOINTS=idempotency-after-commit=return`,
+    // docs/src/contributing/testing.md); without the variable nothing is configured and every failpoint is inert.
     let _failpoints = std::env::var_os("FAILPOINTS").map(|_| fail::FailScenario::setup());
     match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime.block_on(reporter::cli::run(cli)),

@@ -265,7 +265,7 @@ fn source_spec(
             problems.push(problem(
                 &var("TYPE"),
                 "'oracle' is not built: the Rust Oracle drivers need Oracle's client \
-                     libraries (README, Data sources)",
+                     libraries (docs/src/templates/data-sources.md)",
                 SUPPORTED_TYPES,
             ));
             return None;

@@ -220,7 +220,7 @@ pub struct RawConfig {
     pub streaming_unroutable_max_length: String,
     /// The original's per-event policy overrides (lib-streaming's
     /// `<definitionKey>.<attr>=<value>,…`). Reporter's delivery policies are fixed per event
-    /// class (README, "Write path and events"), so only the empty value (Helm's default) is
+    /// class (docs/src/events/write-path.md), so only the empty value (Helm's default) is
     /// accepted; any override stops start-up with a message rather than being ignored.
     #[arg(long, env = "STREAMING_EVENT_POLICIES", hide_env_values = true)]
     pub streaming_event_policies: Option<String>,
@@ -868,7 +868,7 @@ fn event_policies_problem(value: Option<&str>) -> Option<ConfigProblem> {
         format!(
             "per-event policy overrides ('{shown}') are not supported: Reporter's delivery \
              policies are fixed per event class (important: direct with the outbox as fallback; \
-             critical: outbox only), see README \"Write path and events\""
+             critical: outbox only), see docs/src/events/write-path.md"
         ),
         "unset or empty",
     ))

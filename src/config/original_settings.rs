@@ -402,8 +402,8 @@ pub fn markdown() -> String {
          Every setting the original Reporter's Helm chart allows (its `schema-keys.txt`), and \
          what Reporter does with it. Generated from `src/config/original_settings.rs` by \
          `reporter config original-settings`; a test keeps this file equal to it.\n\n\
-         - **honoured**: read under this name with the original's meaning (see the README's \
-         configuration table);\n\
+         - **honoured**: read under this name with the original's meaning (see the \
+         configuration table, [docs/src/operations/configuration.md](src/operations/configuration.md));\n\
          - **mapped**: read and applied to Reporter's setting named;\n\
          - **restricted**: read with the original's meaning, but only the values named are \
          accepted: another stops start-up;\n\

@@ -313,7 +313,7 @@ fn variable(block_id: &str, path: &str) -> TemplateBlockDto {
     }
 }
 
-/// The README's worked example: EUR transactions of the bundled `bank` data.
+/// The book's worked example (docs/src/templates/builder.md): EUR transactions of `bank`.
 fn example_blocks() -> Vec<TemplateBlockDto> {
     vec![
         text("title", "<h1>EUR transactions</h1>", false),
@@ -354,7 +354,7 @@ fn example_blocks() -> Vec<TemplateBlockDto> {
 }
 
 impl Example for TemplateBlockDto {
-    /// The loop of the README's worked example.
+    /// The loop of the book's worked example (docs/src/templates/builder.md).
     fn example() -> Self {
         example_blocks()
             .into_iter()

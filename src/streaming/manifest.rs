@@ -82,7 +82,7 @@ pub struct EventDefinitionDto {
     pub delivery_profile: DeliveryProfileDto,
     /// Default delivery policy of the profile.
     pub default_policy: PolicyDto,
-    /// True when `ce-id` is derived deterministically (see the README).
+    /// True when `ce-id` is derived deterministically (see docs/src/events/consumers.md).
     pub deterministic_id: bool,
     /// JSON Schema of the payload.
     pub payload_schema: serde_json::Value,
@@ -209,7 +209,7 @@ pub fn asyncapi() -> serde_json::Value {
             "required": ["ce-specversion", "ce-id", "ce-source", "ce-type", "ce-time", "ce-subject", "ce-resourcetype", "ce-eventtype", "ce-schemaversion", "ce-tenantid"],
             "properties": {
                 "ce-specversion": { "type": "string", "const": "1.0" },
-                "ce-id": { "type": "string", "description": if k.has_deterministic_id() { "Deterministic: UUIDv5 (see README, 'Event ids')" } else { "Opaque UUIDv7" } },
+                "ce-id": { "type": "string", "description": if k.has_deterministic_id() { "Deterministic: UUIDv5 (see docs/src/events/consumers.md, 'Deduplicate on (ce-source, ce-id)')" } else { "Opaque UUIDv7" } },
                 "ce-source": { "type": "string", "const": "reporter" },
                 "ce-type": { "type": "string", "const": k.ce_type() },
                 "ce-time": { "type": "string", "format": "date-time" },

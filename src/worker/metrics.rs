@@ -4,7 +4,7 @@ use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, R
 use reporter_ports::report::ReportStatus;
 use std::time::Duration;
 
-/// Job outcome labels, in the order the README lists them.
+/// Job outcome labels, in the order docs/src/operations/deployment.md lists them.
 pub const OUTCOMES: [&str; 5] = [
     "succeeded",
     "failed",

@@ -217,17 +217,19 @@ fn cells(row: &str) -> Vec<String> {
         .collect()
 }
 
-/// The README's table of examples is the golden case `readme_examples`, line for line: every
-/// example in the README is what the engine prints.
+/// The book's table of examples (docs/src/templates/constructs.md, between the
+/// `golden:readme_examples` markers) is the golden case `readme_examples`, line for line: every
+/// example there is what the engine prints.
 #[test]
-fn the_readme_examples_are_the_golden_case() {
+fn the_book_examples_are_the_golden_case() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
-    let section = readme
+    let page_path = "docs/src/templates/constructs.md";
+    let page = std::fs::read_to_string(root.join(page_path)).expect(page_path);
+    let section = page
         .split("<!-- golden:readme_examples -->")
         .nth(1)
         .and_then(|s| s.split("<!-- /golden:readme_examples -->").next())
-        .expect("the README's marked table of examples");
+        .expect("the book's marked table of examples");
     let rows: Vec<Vec<String>> = section
         .lines()
         .filter(|l| l.starts_with('|'))
@@ -238,13 +240,17 @@ fn the_readme_examples_are_the_golden_case() {
     let template = std::fs::read_to_string(case.join("template.tpl")).expect("template");
     let expected = std::fs::read_to_string(case.join("expected.txt")).expect("expected");
     let lines: Vec<(&str, &str)> = template.lines().zip(expected.lines()).collect();
-    assert_eq!(rows.len(), lines.len(), "README rows and case lines");
+    assert_eq!(
+        rows.len(),
+        lines.len(),
+        "the book's rows and the case's lines"
+    );
     for (row, (t, e)) in rows.iter().zip(lines) {
         assert_eq!(row.len(), 3, "{row:?}");
         assert_eq!(
             (row[1].as_str(), row[2].as_str()),
             (t, e),
-            "README row {}",
+            "the book's row {}",
             row[0]
         );
     }

@@ -7,7 +7,7 @@
 //! **Untested against a server on our machines** (none can run here): the unit tests cover
 //! configuration, SQL building and value mapping, and the integration tests (the data-source
 //! contract suite, injection, timeouts, an unreachable server) run only when
-//! `SQLSERVER_URL` names a server (README, Data sources).
+//! `SQLSERVER_URL` names a server (docs/src/templates/data-sources.md).
 //!
 //! [`SqlServerDataSource`] behaves like the PostgreSQL and MySQL sources:
 //!
