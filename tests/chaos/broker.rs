@@ -1,8 +1,11 @@
 //! Chaos: the event broker fails under a steady write load, and nothing is lost.
 //!
+//! Its scenarios run side by side, as they were written to, and never beside another family's
+//! (each takes [`crate::common::chaos::family`] first). Shared helpers are in `tests/common`.
+//!
 //! Every scenario runs against a PRIVATE RabbitMQ node the test starts on free ports
 //! (`scripts/chaos-broker.sh`) and removes afterwards — never the shared broker — so the
-//! scenarios run in parallel with each other and with every other test:
+//! scenarios run in parallel with each other (and with tests of other crates):
 //! 1. `rabbitmqctl stop_app` for 10 s, and for 120 s, then `start_app`;
 //! 2. a memory alarm (`set_vm_memory_high_watermark` near zero, restored after).
 //!

@@ -5,6 +5,9 @@
 //! SIGKILL of one worker and one API, each replaced by a new process on a new port. A request
 //! that failed at the transport level is retried on the other API with the same key.
 //!
+//! Its scenarios run side by side, as they were written to, and never beside another family's
+//! (each takes [`crate::common::chaos::family`] first). Shared helpers are in `tests/common`.
+//!
 //! Then every report is terminal (`Finished`), generated once (one terminal event, one distinct
 //! `ce-id`), nothing is left `Processing`, every 2xx write has its event, and no critical event
 //! (dispatcher path: `deadline.delivered`, the terminal report events) arrives before its

@@ -1,6 +1,9 @@
 //! Chaos on real processes: the released binary is killed, and its database is restarted,
 //! and nothing is lost.
 //!
+//! Its scenarios run side by side, as they were written to, and never beside another family's
+//! (each takes [`crate::common::chaos::family`] first). Shared helpers are in `tests/common`.
+//!
 //! 3. `kill -9` of `reporter serve` on MongoDB while twenty rows are leased (ten by the direct
 //!    path, ten by the dispatcher) and their events were routed but not confirmed (a proxy
 //!    holds the broker's replies), then a restart: the new process publishes exactly those
