@@ -5,6 +5,7 @@
 //! depends on no other Reporter crate.
 
 pub mod active_content;
+pub mod backoff;
 pub mod clock;
 pub mod datasource;
 pub mod deadline;
@@ -23,6 +24,7 @@ pub mod tenant;
 pub mod text;
 pub mod trace;
 
+pub use backoff::Backoff;
 pub use clock::Clock;
 pub use error::StoreError;
 pub use ids::{DeadlineId, ReportId, TemplateId};

@@ -9,7 +9,7 @@ use reporter_ports::deadline::{
     Color, Deadline, DeadlineRuleError, DeadlineStatus, DeadlineType, Frequency,
     MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_NOTIFY_DAYS_BEFORE, start_of_today, validate_months,
 };
-use reporter_ports::events::EventKey;
+use reporter_ports::events::Event;
 use reporter_ports::events::payloads::{
     DeadlineChanged, DeadlineDeleted, DeadlineDelivered, DeadlineDeliveryReverted,
 };
@@ -261,7 +261,7 @@ fn ts(t: DateTime<Utc>) -> String {
 impl App {
     fn deadline_changed(
         &self,
-        key: EventKey,
+        event: fn(DeadlineChanged) -> Event,
         d: &Deadline,
         now: DateTime<Utc>,
     ) -> Option<OutboxRecord> {
@@ -282,10 +282,9 @@ impl App {
             updated_at: d.updated_at,
         };
         self.emitter.row(
-            key,
+            event(payload),
             EventSubject::new(&d.tenant, &d.id.to_string(), d.version),
             EventIdentity::Fresh,
-            &payload,
             now,
         )
     }
@@ -368,7 +367,7 @@ impl App {
                 record: deadline.clone(),
                 expected_version: None,
             })
-            .with_outbox(self.deadline_changed(EventKey::DeadlineCreated, &deadline, now));
+            .with_outbox(self.deadline_changed(Event::DeadlineCreated, &deadline, now));
         self.commit(&caller.tenant, uow)
             .await
             .map_err(duplicate_or_store)?;
@@ -421,7 +420,7 @@ impl App {
             let now = self.now();
             let mut next = current.next_revision(now);
             changes.apply(&mut next, now)?;
-            let row = self.deadline_changed(EventKey::DeadlineUpdated, &next, now);
+            let row = self.deadline_changed(Event::DeadlineUpdated, &next, now);
             let uow = UnitOfWork::new()
                 .change(current.update(next.clone()))
                 .with_outbox(row);
@@ -506,10 +505,9 @@ impl App {
                 cascaded: false,
             };
             let row = self.emitter.row(
-                EventKey::DeadlineDeleted,
+                Event::DeadlineDeleted(payload),
                 EventSubject::new(&caller.tenant, &id.to_string(), next.version),
                 EventIdentity::Fresh,
-                &payload,
                 now,
             );
             let uow = UnitOfWork::new()
@@ -557,10 +555,9 @@ impl App {
                 };
                 let disc = format!("{}|{}", ts(view.due_date), ts(now));
                 self.emitter.row(
-                    EventKey::DeadlineDelivered,
+                    Event::DeadlineDelivered(payload),
                     EventSubject::new(&caller.tenant, &id.to_string(), next.version),
                     EventIdentity::Deterministic(disc),
-                    &payload,
                     now,
                 )
             } else {
@@ -582,10 +579,9 @@ impl App {
                 };
                 let disc = format!("{}|{}", ts(current.due_date), ts(now));
                 self.emitter.row(
-                    EventKey::DeadlineDeliveryReverted,
+                    Event::DeadlineDeliveryReverted(payload),
                     EventSubject::new(&caller.tenant, &id.to_string(), next.version),
                     EventIdentity::Deterministic(disc),
-                    &payload,
                     now,
                 )
             };

@@ -4,9 +4,8 @@
 //! a [`DeliveryHook`].
 use chrono::{DateTime, Utc};
 use reporter_ports::TenantId;
-use reporter_ports::events::{EventEnvelope, EventKey, Payload, deterministic_event_id};
+use reporter_ports::events::{Event, EventEnvelope, EventKey, Payload, deterministic_event_id};
 use reporter_ports::ports::OutboxRecord;
-use serde::Serialize;
 use std::sync::Arc;
 
 /// What the delivery side does around a commit.
@@ -80,17 +79,31 @@ impl Emitter {
         self.hook.is_some()
     }
 
-    /// An outbox row for one event, or `None` when publication is off.
-    pub fn row<P: Serialize>(
+    /// An outbox row for `event` (its key and the payload the key fixes), or `None` when
+    /// publication is off.
+    pub fn row(
         &self,
-        key: EventKey,
+        event: Event,
         subject: EventSubject<'_>,
         identity: EventIdentity,
-        payload: &P,
+        now: DateTime<Utc>,
+    ) -> Option<OutboxRecord> {
+        self.hook.as_ref()?;
+        self.row_of(event.key(), event.payload(), subject, identity, now)
+    }
+
+    /// The row of an event whose payload serialized to `payload` (the hook reports it lost
+    /// when it did not).
+    fn row_of(
+        &self,
+        key: EventKey,
+        payload: Result<Payload, serde_json::Error>,
+        subject: EventSubject<'_>,
+        identity: EventIdentity,
         now: DateTime<Utc>,
     ) -> Option<OutboxRecord> {
         let hook = self.hook.as_ref()?;
-        let payload = match Payload::of(payload) {
+        let payload = match payload {
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, event = %key.key(), "event payload did not serialize; event lost");
@@ -143,6 +156,7 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reporter_ports::events::payloads::DeadlineDeleted;
     use std::sync::Mutex;
 
     /// Records what the emitter reports.
@@ -167,11 +181,11 @@ mod tests {
         let tenant = TenantId::default_tenant();
         // JSON object keys must be strings: this map cannot become a payload.
         let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
-        let row = emitter.row(
+        let row = emitter.row_of(
             EventKey::DeadlineCreated,
+            Payload::of(&bad),
             EventSubject::new(&tenant, "d1", 1),
             EventIdentity::Fresh,
-            &bad,
             Utc::now(),
         );
         assert!(row.is_none());
@@ -180,13 +194,24 @@ mod tests {
             [EventKey::DeadlineCreated]
         );
         let good = emitter.row(
-            EventKey::DeadlineCreated,
+            Event::DeadlineDeleted(DeadlineDeleted {
+                deadline_id: "d1".into(),
+                template_id: None,
+                deleted_at: Utc::now(),
+                cascaded: false,
+            }),
             EventSubject::new(&tenant, "d1", 1),
             EventIdentity::Fresh,
-            &serde_json::json!({"ok": true}),
             Utc::now(),
         );
         assert!(good.is_some(), "a serializable payload gets its row");
         assert_eq!(hook.lost.lock().expect("lost").len(), 1);
+        let good = good.expect("a row");
+        assert_eq!(
+            good.event.key,
+            EventKey::DeadlineDeleted,
+            "the variant is the key"
+        );
+        assert_eq!(good.event.payload.value()["deadline_id"], "d1");
     }
 }

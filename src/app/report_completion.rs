@@ -3,7 +3,7 @@ use super::App;
 use super::emission::{EventIdentity, EventSubject};
 use super::optimistic::Attempt;
 use bytes::Bytes;
-use reporter_ports::events::EventKey;
+use reporter_ports::events::Event;
 use reporter_ports::events::payloads::{
     ReportErrored, ReportFinished, ReportPartial, SectionFailure,
 };
@@ -252,7 +252,7 @@ impl App {
         if next.status == ReportStatus::Finished {
             return self
                 .emitter
-                .row(EventKey::ReportFinished, subject, identity, &finished, now);
+                .row(Event::ReportFinished(finished), subject, identity, now);
         }
         let partial = ReportPartial {
             report_id: finished.report_id,
@@ -268,7 +268,7 @@ impl App {
             section_failures: failures,
         };
         self.emitter
-            .row(EventKey::ReportPartial, subject, identity, &partial, now)
+            .row(Event::ReportPartial(partial), subject, identity, now)
     }
 
     /// Records `report` as `Error` with `code`, why its render failed (when it did) and the
@@ -340,10 +340,9 @@ impl App {
         };
         let id = next.id.to_string();
         self.emitter.row(
-            EventKey::ReportErrored,
+            Event::ReportErrored(payload),
             EventSubject::new(&next.tenant, &id, next.version),
             EventIdentity::Deterministic(String::new()),
-            &payload,
             now,
         )
     }

@@ -2,7 +2,7 @@
 use super::emission::{EventIdentity, EventSubject};
 use super::error::{AppError, AppResult, Code};
 use super::{App, Caller};
-use reporter_ports::events::EventKey;
+use reporter_ports::events::Event;
 use reporter_ports::events::payloads::ReportRequested;
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{Change, ReportJob, ReportQuery, StoredObject, UnitOfWork};
@@ -97,10 +97,9 @@ impl App {
                 expected_version: None,
             })
             .with_outbox(self.emitter.row(
-                EventKey::ReportRequested,
+                Event::ReportRequested(payload),
                 EventSubject::new(&caller.tenant, &report.id.to_string(), report.version),
                 EventIdentity::Fresh,
-                &payload,
                 now,
             ))
             .with_idempotency(cmd.idempotency.map(|i| i.completion(&report)));

@@ -6,7 +6,7 @@ use super::optimistic::Attempt;
 use super::{App, Caller};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use reporter_ports::events::EventKey;
+use reporter_ports::events::Event;
 use reporter_ports::events::payloads::{DeadlineDeleted, TemplateChanged, TemplateDeleted};
 use reporter_ports::page::{Page, PageRequest};
 use reporter_ports::ports::{
@@ -209,7 +209,7 @@ impl App {
 
     fn template_event(
         &self,
-        key: EventKey,
+        event: fn(TemplateChanged) -> Event,
         t: &Template,
         now: DateTime<Utc>,
     ) -> Option<OutboxRecord> {
@@ -222,10 +222,9 @@ impl App {
             updated_at: t.updated_at,
         };
         self.emitter.row(
-            key,
+            event(payload),
             EventSubject::new(&t.tenant, &t.id.to_string(), t.version),
             EventIdentity::Fresh,
-            &payload,
             now,
         )
     }
@@ -274,7 +273,7 @@ impl App {
                 record: created.template.clone(),
                 expected_version: None,
             })
-            .with_outbox(self.template_event(EventKey::TemplateCreated, &created.template, now))
+            .with_outbox(self.template_event(Event::TemplateCreated, &created.template, now))
             .with_idempotency(cmd.idempotency.map(|i| i.completion(&created)));
         if let Err(e) = self.commit(&caller.tenant, uow).await {
             if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
@@ -366,7 +365,7 @@ impl App {
                         next.size_bytes = c.size;
                         next.object_key = k.clone();
                     }
-                    let row = self.template_event(EventKey::TemplateUpdated, &next, now);
+                    let row = self.template_event(Event::TemplateUpdated, &next, now);
                     let uow = UnitOfWork::new()
                         .change(base.update(next.clone()))
                         .with_outbox(row);
@@ -455,10 +454,9 @@ impl App {
                         cascaded: true,
                     };
                     let row = self.emitter.row(
-                        EventKey::DeadlineDeleted,
+                        Event::DeadlineDeleted(payload),
                         EventSubject::new(&caller.tenant, &d.id.to_string(), next.version),
                         EventIdentity::Fresh,
-                        &payload,
                         now,
                     );
                     uow = uow.change(d.update(next)).with_outbox(row);
@@ -474,10 +472,9 @@ impl App {
                     cascaded_deadline_count: cascaded,
                 };
                 let row = self.emitter.row(
-                    EventKey::TemplateDeleted,
+                    Event::TemplateDeleted(payload),
                     EventSubject::new(&caller.tenant, &id.to_string(), version),
                     EventIdentity::Fresh,
-                    &payload,
                     now,
                 );
                 uow = uow.change(template.update(deleted)).with_outbox(row);

@@ -1,6 +1,6 @@
 //! Bearer-token authentication, scopes and tenant resolution.
 //!
-//! [`authenticate`] (run by `gate`) verifies the `Authorization` header of every request once
+//! [`authenticate`] (run by `request_checks`) verifies the `Authorization` header of every request once
 //! and stores the outcome in the request; the [`Auth`] extractor (declared in the spec as the `bearerAuth`
 //! security scheme) turns a failed outcome into 401, and [`Auth::require`] checks a scope (403).
 use crate::app::{AppError, Caller, Code};
@@ -92,7 +92,7 @@ impl Scope {
 }
 
 /// An operation declares its scope beside it (`#[oai(scope = "Scope::…")]` on its [`Auth`]
-/// parameter): the generated document lists it, and the gate reads it from there to refuse a
+/// parameter): the generated document lists it, and `request_checks` reads it from there to refuse a
 /// caller without it (403) before the body is read.
 impl poem_openapi::OAuthScopes for Scope {
     fn meta() -> Vec<poem_openapi::registry::MetaOAuthScope> {

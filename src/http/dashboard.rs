@@ -1,6 +1,6 @@
 //! `/v1/metrics`: dashboard counters.
 use super::auth::{Auth, Scope};
-use super::error::ApiResult;
+use super::error::{AUTH, ApiResult, UNAVAILABLE};
 use super::tags::ApiTags;
 use crate::app::{App, AppError, Code};
 use poem::web::Data;
@@ -34,6 +34,7 @@ pub struct DashboardDto {
 }
 
 /// Dashboard operations.
+#[derive(Default)]
 pub struct DashboardApi;
 
 #[OpenApi(tag = "ApiTags::Metrics")]
@@ -54,7 +55,7 @@ impl DashboardApi {
         /// 1-365, default 7.
         #[oai(name = "errorPeriodDays")]
         period: Query<Option<i64>>,
-    ) -> ApiResult<Json<DashboardDto>> {
+    ) -> ApiResult<Json<DashboardDto>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::MetricsRead)?;
         let days = period.0.unwrap_or(7);
         if !(1..=365).contains(&days) {

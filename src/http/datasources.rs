@@ -1,6 +1,6 @@
 //! `/v1/data-sources` operations.
 use super::auth::{Auth, Scope};
-use super::error::ApiResult;
+use super::error::{AUTH, ApiResult, NOT_FOUND, UNAVAILABLE};
 use super::tags::ApiTags;
 use crate::app::App;
 use poem::web::Data;
@@ -85,6 +85,7 @@ impl From<&DataSourceDescriptor> for DataSourceDto {
 }
 
 /// Data source operations.
+#[derive(Default)]
 pub struct DataSourcesApi;
 
 #[OpenApi(tag = "ApiTags::DataSources")]
@@ -101,7 +102,7 @@ impl DataSourcesApi {
         &self,
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::DataSourcesRead")] auth: Auth,
-    ) -> ApiResult<Json<Vec<DataSourceDto>>> {
+    ) -> ApiResult<Json<Vec<DataSourceDto>>, AUTH> {
         let caller = auth.require(Scope::DataSourcesRead)?;
         Ok(Json(
             app.list_data_sources(&caller)
@@ -128,7 +129,7 @@ impl DataSourcesApi {
         /// Data source id.
         #[oai(name = "dataSourceId")]
         id: Path<String>,
-    ) -> ApiResult<Json<DataSourceDetailsDto>> {
+    ) -> ApiResult<Json<DataSourceDetailsDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.require(Scope::DataSourcesRead)?;
         let d = app.get_data_source(&caller, &id.0).await?;
         Ok(Json(DataSourceDetailsDto {

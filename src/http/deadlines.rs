@@ -1,7 +1,9 @@
 //! `/v1/deadlines` operations.
 use super::auth::{Auth, Scope};
 use super::dto::{either, instant_or_day, list_paging, path_uuid};
-use super::error::ApiResult;
+use super::error::{
+    AUTH, ApiResult, CONFLICT, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE, UNPROCESSABLE,
+};
 use super::tags::ApiTags;
 use super::text::Text;
 use crate::app::{App, AppError, Code, CreateDeadline, Severity, UpdateDeadline};
@@ -373,6 +375,7 @@ pub enum Deleted {
 }
 
 /// Deadline operations.
+#[derive(Default)]
 pub struct DeadlinesApi;
 
 #[OpenApi(tag = "ApiTags::Deadlines")]
@@ -393,7 +396,10 @@ impl DeadlinesApi {
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         body: Json<CreateDeadlineInput>,
-    ) -> ApiResult<CreatedDeadline> {
+    ) -> ApiResult<
+        CreatedDeadline,
+        { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
+    > {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let b = body.0;
         let d = app
@@ -462,7 +468,7 @@ impl DeadlinesApi {
         /// Alias of `end_date`.
         #[oai(name = "endDate")]
         end_date_alias: Query<Option<String>>,
-    ) -> ApiResult<Json<DeadlinePage>> {
+    ) -> ApiResult<Json<DeadlinePage>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let req = list_paging(
             page.0,
@@ -506,7 +512,7 @@ impl DeadlinesApi {
         #[oai(scope = "Scope::DeadlinesRead")] auth: Auth,
         /// 1-100, default 10.
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<NotificationsDto>> {
+    ) -> ApiResult<Json<NotificationsDto>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let limit = limit.0.unwrap_or(10);
         if !(1..=100).contains(&limit) {
@@ -559,7 +565,7 @@ impl DeadlinesApi {
         #[oai(scope = "Scope::DeadlinesRead")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
-    ) -> ApiResult<Json<DeadlineDto>> {
+    ) -> ApiResult<Json<DeadlineDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.require(Scope::DeadlinesRead)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let d = app.get_deadline(&caller, id).await?;
@@ -581,7 +587,10 @@ impl DeadlinesApi {
         /// Deadline id.
         id: Path<String>,
         body: Json<UpdateDeadlineInput>,
-    ) -> ApiResult<Json<DeadlineDto>> {
+    ) -> ApiResult<
+        Json<DeadlineDto>,
+        { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
+    > {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let b = body.0;
@@ -620,7 +629,7 @@ impl DeadlinesApi {
         #[oai(scope = "Scope::DeadlinesWrite")] auth: Auth,
         /// Deadline id.
         id: Path<String>,
-    ) -> ApiResult<Deleted> {
+    ) -> ApiResult<Deleted, { AUTH | NOT_FOUND | CONFLICT | UNAVAILABLE }> {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         app.delete_deadline(&caller, id).await?;
@@ -645,7 +654,10 @@ impl DeadlinesApi {
         /// Deadline id.
         id: Path<String>,
         body: Json<DeliverInput>,
-    ) -> ApiResult<Json<DeadlineDto>> {
+    ) -> ApiResult<
+        Json<DeadlineDto>,
+        { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
+    > {
         let caller = auth.require(Scope::DeadlinesWrite)?;
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let delivered = body.0.delivered.ok_or_else(|| {

@@ -3,6 +3,7 @@ use crate::app::{AppError, Code, ErrorKind};
 use poem::Response;
 use poem::http::StatusCode;
 use poem_openapi::payload::Json;
+use poem_openapi::registry::{MetaResponses, Registry};
 use poem_openapi::{ApiResponse, Object};
 use std::collections::BTreeMap;
 
@@ -53,9 +54,11 @@ impl From<&AppError> for ErrorBody {
     }
 }
 
-/// Every error response an operation can give, documented in the spec.
+/// Every error response the API gives, with the description the spec shows for it. Not an
+/// operation's error type: an operation answers a [`Refusal`], which lists only what the
+/// operation declares.
 #[derive(Debug, ApiResponse)]
-pub enum ApiError {
+enum Answer {
     /// The request is malformed or breaks a validation rule.
     #[oai(status = 400)]
     BadRequest(Json<ErrorBody>),
@@ -99,29 +102,145 @@ pub enum ApiError {
     Internal(Json<ErrorBody>),
 }
 
+/// An application error as the response it becomes (status, body, headers). Helpers return
+/// it; an operation answers it as its [`Refusal`] (`?` converts).
+#[derive(Debug)]
+pub struct ApiError(Answer);
+
 impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
         let body = Json(ErrorBody::from(&e));
-        match e.code.kind() {
-            ErrorKind::Validation => Self::BadRequest(body),
-            ErrorKind::Unauthorized => Self::Unauthorized(body, "Bearer".into()),
-            ErrorKind::Forbidden => Self::Forbidden(body),
-            ErrorKind::NotFound | ErrorKind::MethodNotAllowed => Self::NotFound(body),
-            ErrorKind::Conflict => Self::Conflict(body),
-            ErrorKind::RequestTimeout => Self::RequestTimeout(body),
-            ErrorKind::PayloadTooLarge => Self::PayloadTooLarge(body),
-            ErrorKind::UriTooLong => Self::UriTooLong(body),
-            ErrorKind::HeadersTooLarge => Self::HeadersTooLarge(body),
-            ErrorKind::TooManyRequests => Self::TooManyRequests(body, 60),
-            ErrorKind::Unprocessable => Self::Unprocessable(body),
-            ErrorKind::Unavailable => Self::Unavailable(body),
-            ErrorKind::Internal => Self::Internal(body),
-        }
+        Self(match e.code.kind() {
+            ErrorKind::Validation => Answer::BadRequest(body),
+            ErrorKind::Unauthorized => Answer::Unauthorized(body, "Bearer".into()),
+            ErrorKind::Forbidden => Answer::Forbidden(body),
+            ErrorKind::NotFound | ErrorKind::MethodNotAllowed => Answer::NotFound(body),
+            ErrorKind::Conflict => Answer::Conflict(body),
+            ErrorKind::RequestTimeout => Answer::RequestTimeout(body),
+            ErrorKind::PayloadTooLarge => Answer::PayloadTooLarge(body),
+            ErrorKind::UriTooLong => Answer::UriTooLong(body),
+            ErrorKind::HeadersTooLarge => Answer::HeadersTooLarge(body),
+            ErrorKind::TooManyRequests => Answer::TooManyRequests(body, 60),
+            ErrorKind::Unprocessable => Answer::Unprocessable(body),
+            ErrorKind::Unavailable => Answer::Unavailable(body),
+            ErrorKind::Internal => Answer::Internal(body),
+        })
     }
 }
 
-/// Result alias of operations.
-pub type ApiResult<T> = Result<T, ApiError>;
+impl From<ApiError> for poem::Error {
+    fn from(e: ApiError) -> Self {
+        e.0.into()
+    }
+}
+
+// The error statuses an operation declares in its [`ApiResult`], one bit each:
+// `ApiResult<T, { AUTH | NOT_FOUND | UNAVAILABLE }>`. The ones every operation may answer are
+// added by [`Refusal`] (see [`possible_statuses`]).
+
+/// 401: the operation needs a bearer token.
+pub const UNAUTHORIZED: u32 = 1 << 0;
+/// 403: the operation needs a scope.
+pub const FORBIDDEN: u32 = 1 << 1;
+/// 401 and 403: every `/v1` operation (a token with the operation's scope).
+pub const AUTH: u32 = UNAUTHORIZED | FORBIDDEN;
+/// 404: the entity (or one the request names) may not exist.
+pub const NOT_FOUND: u32 = 1 << 2;
+/// 409: a duplicate, a concurrent change or an idempotent request in flight.
+pub const CONFLICT: u32 = 1 << 3;
+/// 413: the operation reads a body (which also makes it answer 408 when the body is slow).
+pub const PAYLOAD_TOO_LARGE: u32 = 1 << 4;
+/// 422: the request does not apply to the entity's current state.
+pub const UNPROCESSABLE: u32 = 1 << 5;
+/// 503: a dependency (storage, a data source, the sandbox) may be unavailable.
+pub const UNAVAILABLE: u32 = 1 << 6;
+
+/// The status of each declarable bit.
+const DECLARABLE: [(u32, u16); 7] = [
+    (UNAUTHORIZED, 401),
+    (FORBIDDEN, 403),
+    (NOT_FOUND, 404),
+    (CONFLICT, 409),
+    (PAYLOAD_TOO_LARGE, 413),
+    (UNPROCESSABLE, 422),
+    (UNAVAILABLE, 503),
+];
+
+/// Every operation may answer 400 (an unknown query parameter, `TPL-0019`), 414 and 431 (a
+/// request head over its bounds, `http::head_limit`) and 500 (a bug, `TPL-0018`).
+const ANY: [u16; 4] = [400, 414, 431, 500];
+/// With rate limiting on, every operation answering a [`Refusal`] may answer 429
+/// (`TPL-0429`) and, when the limiter's Redis does not answer and it fails closed, 503.
+const RATE_LIMITED: [u16; 2] = [429, 503];
+
+/// The error statuses an operation declaring `declared` can answer: [`ANY`], the declared
+/// ones, 408 with 413 (an operation that reads a body bounds the time it takes), and
+/// [`RATE_LIMITED`].
+pub fn possible_statuses(declared: u32) -> Vec<u16> {
+    let own = DECLARABLE
+        .iter()
+        .filter(|(bit, _)| declared & bit != 0)
+        .map(|(_, status)| *status);
+    let slow_body = (declared & PAYLOAD_TOO_LARGE != 0).then_some(408);
+    let mut all: Vec<u16> = ANY
+        .into_iter()
+        .chain(own)
+        .chain(slow_body)
+        .chain(RATE_LIMITED)
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// The error an operation answers: an [`ApiError`] whose documented statuses are the ones the
+/// operation declares (`ERRORS`, bits such as [`AUTH`] | [`NOT_FOUND`]) and the ones every
+/// operation may answer ([`possible_statuses`]). Schemathesis (CI,
+/// `status_code_conformance`) fails on a status the document does not list.
+#[derive(Debug)]
+pub struct Refusal<const ERRORS: u32>(ApiError);
+
+impl<const ERRORS: u32> From<ApiError> for Refusal<ERRORS> {
+    fn from(e: ApiError) -> Self {
+        Self(e)
+    }
+}
+
+impl<const ERRORS: u32> From<AppError> for Refusal<ERRORS> {
+    fn from(e: AppError) -> Self {
+        Self(e.into())
+    }
+}
+
+impl<const ERRORS: u32> From<Refusal<ERRORS>> for poem::Error {
+    fn from(r: Refusal<ERRORS>) -> Self {
+        r.0.into()
+    }
+}
+
+impl<const ERRORS: u32> poem::IntoResponse for Refusal<ERRORS> {
+    fn into_response(self) -> Response {
+        self.0.0.into_response()
+    }
+}
+
+impl<const ERRORS: u32> ApiResponse for Refusal<ERRORS> {
+    fn meta() -> MetaResponses {
+        let possible = possible_statuses(ERRORS);
+        let mut meta = Answer::meta();
+        meta.responses
+            .retain(|r| r.status.is_some_and(|s| possible.contains(&s)));
+        meta
+    }
+
+    fn register(registry: &mut Registry) {
+        Answer::register(registry);
+    }
+}
+
+/// The result of an operation that declares the error statuses `ERRORS` (see [`Refusal`]).
+/// There is no default: an operation MUST declare its errors beside it, in its signature.
+pub type ApiResult<T, const ERRORS: u32> = Result<T, Refusal<ERRORS>>;
 
 /// The HTTP status of an error kind.
 pub fn status_of(kind: ErrorKind) -> StatusCode {

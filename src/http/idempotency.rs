@@ -10,9 +10,10 @@
 use super::auth::AuthOutcome;
 use super::error::error_response;
 use super::headers::{IdempotencyHeader, idempotency_key};
+use super::query::QueryContract;
 use crate::app::{AppError, Code, Idempotent};
 use chrono::{DateTime, Utc};
-use poem::http::{HeaderValue, Method, StatusCode};
+use poem::http::{HeaderValue, StatusCode};
 use poem::{Request, Response};
 use reporter_ports::Clock;
 use reporter_ports::ports::{
@@ -67,8 +68,9 @@ pub struct Idempotency {
     pub store: Arc<dyn IdempotencyStore>,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// Paths it applies to (POST only).
-    pub paths: Vec<&'static str>,
+    /// The operations, read from the spec: the layer applies to those that declare the
+    /// `X-Idempotency` header ([`QueryContract::idempotent`]).
+    pub contract: Arc<QueryContract>,
     /// Replay window.
     pub ttl: chrono::Duration,
     /// Lease of a reservation.
@@ -125,7 +127,7 @@ impl Idempotency {
     /// for a header that breaks the rule.
     pub fn scope_of(&self, req: &Request) -> Result<Option<IdempotencyScope>, Response> {
         let path = req.uri().path().trim_end_matches('/');
-        let applies = req.method() == Method::POST && self.paths.contains(&path);
+        let applies = self.contract.idempotent(req.method(), path);
         let tenant = match req.extensions().get::<AuthOutcome>() {
             Some(AuthOutcome(Ok(p))) if applies => p.tenant.clone(),
             _ => return Ok(None),
@@ -134,7 +136,7 @@ impl Idempotency {
             IdempotencyHeader::Absent => Ok(None),
             IdempotencyHeader::Key(key) => Ok(Some(IdempotencyScope {
                 tenant,
-                operation: format!("POST {path}"),
+                operation: format!("{} {path}", req.method()),
                 key,
             })),
             IdempotencyHeader::Invalid => Err(error_response(

@@ -80,7 +80,7 @@ pub fn route_label<'a>(contract: &'a QueryContract, path: &str) -> &'a str {
         "/metrics" => "/metrics",
         "/openapi.json" => "/openapi.json",
         "/openapi.yaml" => "/openapi.yaml",
-        _ if super::front::is_swagger(path) => "/swagger",
+        _ if super::ops_or_api::is_swagger(path) => "/swagger",
         _ if super::console::is_console(path) => "/console",
         _ => UNMATCHED,
     }

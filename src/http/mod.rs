@@ -6,7 +6,6 @@
 #![allow(clippy::result_large_err)]
 pub mod auth;
 pub mod body_limit;
-mod builder;
 pub mod client_ip;
 pub mod console;
 mod dashboard;
@@ -15,8 +14,6 @@ mod deadlines;
 mod deep_json;
 pub mod dto;
 pub mod error;
-mod front;
-pub mod gate;
 pub mod head_limit;
 pub mod headers;
 pub mod idempotency;
@@ -24,16 +21,19 @@ pub mod json_body;
 pub mod methods;
 pub mod middleware;
 pub mod ops;
+mod ops_or_api;
 mod pipeline;
 mod preview;
 pub mod query;
 pub mod rate_limit;
 mod reports;
+pub mod request_checks;
+mod request_data;
 pub mod server;
-mod shared;
 pub mod spec;
 pub mod streaming;
 mod tags;
+mod template_builder;
 mod template_source;
 mod templates;
 pub mod text;
@@ -44,7 +44,6 @@ pub use ops::{Probe, Readiness};
 use crate::app::App;
 use crate::telemetry::{HttpMetrics, render};
 use auth::Authenticator;
-use gate::Gate;
 use idempotency::Idempotency;
 use middleware::Edge;
 use poem::endpoint::{EitherEndpoint, make_sync};
@@ -59,7 +58,7 @@ pub type Apis = (
     templates::TemplatesApi,
     template_source::TemplateSourceApi,
     preview::PreviewApi,
-    builder::BuilderApi,
+    template_builder::TemplateBuilderApi,
     reports::ReportsApi,
     deadlines::DeadlinesApi,
     datasources::DataSourcesApi,
@@ -68,25 +67,10 @@ pub type Apis = (
     ops::OpsApi,
 );
 
-/// The OpenAPI service (routes + spec).
+/// The OpenAPI service (routes + spec): the groups of [`Apis`], each built by its `Default`.
 pub fn api_service() -> OpenApiService<Apis, ()> {
-    OpenApiService::new(
-        (
-            templates::TemplatesApi,
-            template_source::TemplateSourceApi,
-            preview::PreviewApi,
-            builder::BuilderApi,
-            reports::ReportsApi,
-            deadlines::DeadlinesApi,
-            datasources::DataSourcesApi,
-            dashboard::DashboardApi,
-            streaming::StreamingApi,
-            ops::OpsApi,
-        ),
-        "Reporter API",
-        env!("CARGO_PKG_VERSION"),
-    )
-    .description(spec::DESCRIPTION)
+    OpenApiService::new(Apis::default(), "Reporter API", env!("CARGO_PKG_VERSION"))
+        .description(spec::DESCRIPTION)
 }
 
 /// What the HTTP layer needs besides the application.
@@ -209,11 +193,11 @@ pub fn endpoint(
     let limits = spec::ParamLimits {
         max_page_limit: app.settings().max_page_limit,
     };
-    let front = front::Front {
+    let ops_or_api = ops_or_api::OpsOrApi {
         api: service.into_endpoint(),
         ops: ops_routes(limits, setup.original.swagger_enabled, &setup.console),
     };
-    let shared = shared::Shared {
+    let request_data = request_data::RequestData {
         app: app.clone(),
         readiness: Arc::new(setup.readiness),
         streaming: Arc::new(setup.streaming),
@@ -222,21 +206,21 @@ pub fn endpoint(
     let idempotency = Arc::new(Idempotency {
         store: app.ports().idempotency.clone(),
         clock: app.ports().clock.clone(),
-        paths: vec!["/v1/templates", "/v1/reports"],
+        contract: query_contract.clone(),
         ttl: setup.idempotency_ttl,
         lease: setup.idempotency_in_flight,
     });
-    let gate = Gate {
+    let checks = request_checks::RequestChecks {
         contract: query_contract.clone(),
         authenticator: setup.authenticator,
         max_body_bytes: setup.max_body_bytes,
         body_read_timeout: setup.body_read_timeout,
     };
     let core = pipeline::Pipeline {
-        gate,
+        checks,
         idempotency,
-        shared,
-        front,
+        request_data,
+        ops_or_api,
     };
     // Before authentication (as the original), inside CORS so a refusal carries its headers.
     // Either, not a boxed endpoint: a box costs every request an allocation and a copy of

@@ -308,6 +308,7 @@ pub fn version_info() -> VersionInfo {
 }
 
 /// Ops operations.
+#[derive(Default)]
 pub struct OpsApi;
 
 #[OpenApi(tag = "ApiTags::Ops")]

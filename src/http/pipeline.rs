@@ -1,6 +1,7 @@
 //! Everything between the edge (`middleware::Edge`, CORS, rate limiting) and the operation,
-//! in one endpoint: the checks (`gate`), `X-Idempotency` (`idempotency`), the shared values
-//! (`shared`), the choice of ops routes or API (`front`), and the error body of whatever
+//! in one endpoint: the checks (`request_checks`), `X-Idempotency` (`idempotency`), the
+//! values every operation reads (`request_data`), the choice of ops routes or API
+//! (`ops_or_api`), and the error body of whatever
 //! fails on the way (`error::normalize_error`), in that order.
 //!
 //! One endpoint instead of a middleware per step: each layer's future held its own copy of the
@@ -10,31 +11,31 @@
 //! body read, a request holding an idempotency key, the ops router) is boxed where it runs,
 //! so every other request's future stays small.
 use super::error::normalize_error;
-use super::front::Front;
-use super::gate::Gate;
 use super::idempotency::Idempotency;
-use super::shared::Shared;
+use super::ops_or_api::OpsOrApi;
+use super::request_checks::RequestChecks;
+use super::request_data::RequestData;
 use poem::{Endpoint, Request, Response};
 use std::sync::Arc;
 
 /// The endpoint (see the module docs); `api` is the operations' endpoint.
 pub(super) struct Pipeline<A> {
-    pub(super) gate: Gate,
+    pub(super) checks: RequestChecks,
     pub(super) idempotency: Arc<Idempotency>,
-    pub(super) shared: Shared,
-    pub(super) front: Front<A>,
+    pub(super) request_data: RequestData,
+    pub(super) ops_or_api: OpsOrApi<A>,
 }
 
 impl<A: Endpoint> Pipeline<A> {
-    /// The operation (or ops route) with the shared values in its request.
+    /// The operation (or ops route) with the request data (`request_data`) in its request.
     async fn operate(&self, mut req: Request) -> poem::Result<Response> {
-        self.shared.put(&mut req);
-        self.front.call(req).await
+        self.request_data.put(&mut req);
+        self.ops_or_api.call(req).await
     }
 
     /// The answer of `req`, or the error an operation or poem raised.
     async fn answer(&self, mut req: Request) -> poem::Result<Response> {
-        if let Some(refusal) = self.gate.refusal(&mut req).await {
+        if let Some(refusal) = self.checks.refusal(&mut req).await {
             return Ok(refusal);
         }
         match self.idempotency.scope_of(&req) {

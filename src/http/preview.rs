@@ -1,6 +1,6 @@
 //! `POST /v1/templates/preview`: a template rendered from a few rows, writing nothing.
 use super::auth::{Auth, Scope};
-use super::error::ApiResult;
+use super::error::{AUTH, ApiResult, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE};
 use super::reports::{FilterConditionDto, FiltersDto, RenderErrorDto, to_domain};
 use super::tags::ApiTags;
 use crate::app::{App, Preview, PreviewOutput, PreviewRequest};
@@ -205,6 +205,7 @@ pub enum PreviewAnswer {
 }
 
 /// The template preview.
+#[derive(Default)]
 pub struct PreviewApi;
 
 #[OpenApi(tag = "ApiTags::Templates")]
@@ -230,7 +231,9 @@ impl PreviewApi {
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         body: Json<PreviewInput>,
-    ) -> ApiResult<PreviewAnswer> {
+        // 404: a templateId of no template of the tenant; 413: a source over 1 MiB (TPL-0063);
+        // 503: the sandbox, a data source schema or the object storage unavailable.
+    ) -> ApiResult<PreviewAnswer, { AUTH | NOT_FOUND | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let b = body.0;
         let preview = app

@@ -9,7 +9,7 @@
 //! (whose handlers read an empty string as "not set"): it is removed before the operation
 //! parses its parameters, so `limit=` takes the default.
 //!
-//! Runs after authentication (`gate`): a request whose token failed goes on to its operation
+//! Runs after authentication (`request_checks`): a request whose token failed goes on to its operation
 //! untouched and gets the 401.
 use super::auth::{AuthOutcome, Scope};
 use super::error::error_response;
@@ -83,6 +83,8 @@ struct Operation {
     known: BTreeSet<String>,
     /// The scope its `bearerAuth` requirement names (`None` for a public operation).
     scope: Option<Scope>,
+    /// Whether it declares the `X-Idempotency` header (`idempotency` then applies).
+    idempotent: bool,
 }
 
 /// Every operation's declared query parameters, read from the OpenAPI document.
@@ -137,6 +139,7 @@ impl QueryContract {
                     path: index,
                     known,
                     scope: required_scope(op),
+                    idempotent: declares_header(op, IDEMPOTENCY_HEADER),
                 });
             }
         }
@@ -156,6 +159,13 @@ impl QueryContract {
     /// and when no operation matches.
     pub fn scope(&self, method: &Method, path: &str) -> Option<Scope> {
         self.resolve(method, path).and_then(|o| o.scope)
+    }
+
+    /// Whether the operation at `method` + `path` declares the `X-Idempotency` header (its
+    /// `#[oai(name = "X-Idempotency")]` parameter): the one declaration the spec shows and
+    /// `idempotency` applies. False when no operation matches.
+    pub fn idempotent(&self, method: &Method, path: &str) -> bool {
+        self.resolve(method, path).is_some_and(|o| o.idempotent)
     }
 
     /// The route `path` resolves to, as the document spells it (`/v1/templates/{id}`), or
@@ -233,6 +243,20 @@ fn required_scope(op: &serde_json::Value) -> Option<Scope> {
         .filter_map(|r| r.get("bearerAuth")?.as_array())
         .flatten()
         .find_map(|s| Scope::parse(s.as_str()?))
+}
+
+/// The header an idempotent operation declares.
+pub const IDEMPOTENCY_HEADER: &str = "X-Idempotency";
+
+/// Whether `op` declares the header parameter `name` (case-insensitive, as headers are).
+fn declares_header(op: &serde_json::Value, name: &str) -> bool {
+    op.get("parameters")
+        .and_then(|p| p.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("in").and_then(|i| i.as_str()) == Some("header"))
+        .filter_map(|p| p.get("name").and_then(|n| n.as_str()))
+        .any(|n| n.eq_ignore_ascii_case(name))
 }
 
 fn segments(path: &str) -> Vec<Segment> {
@@ -432,6 +456,41 @@ mod tests {
         assert!(!c.allows(&Method::DELETE, "/v1/deadlines/notifications"));
         assert!(c.allows(&Method::DELETE, "/v1/deadlines/0190"));
         assert!(!c.allows(&Method::POST, "/v1/deadlines/0190"));
+    }
+
+    #[test]
+    fn an_operation_is_idempotent_when_it_declares_the_header() {
+        let spec = serde_json::json!({"paths": {
+            "/v1/things": {"post": {"parameters": [{"in": "header", "name": "x-idempotency"}]},
+                           "get": {"parameters": [{"in": "query", "name": "X-Idempotency"}]}},
+            "/v1/things/{id}": {"patch": {"parameters": [{"in": "header", "name": "X-Other"}]}}
+        }});
+        let c = QueryContract::from_spec(&spec);
+        assert!(c.idempotent(&Method::POST, "/v1/things"));
+        assert!(c.idempotent(&Method::POST, "/v1/things/"));
+        assert!(
+            !c.idempotent(&Method::GET, "/v1/things"),
+            "a query parameter is not it"
+        );
+        assert!(!c.idempotent(&Method::PATCH, "/v1/things/1"));
+        assert!(!c.idempotent(&Method::POST, "/v1/nothing"));
+    }
+
+    /// The API's idempotent operations are the two creates that declare `X-Idempotency`.
+    #[test]
+    fn the_api_idempotent_operations_are_the_ones_declaring_the_header() {
+        let spec: serde_json::Value =
+            serde_json::from_str(&crate::http::api_service().spec()).expect("the spec");
+        let c = QueryContract::from_spec(&spec);
+        let idempotent: Vec<String> = c
+            .operations
+            .iter()
+            .filter(|o| o.idempotent)
+            .map(|o| format!("{} {}", o.method, c.paths[o.path].template))
+            .collect();
+        assert_eq!(idempotent.len(), 2, "{idempotent:?}");
+        assert!(idempotent.contains(&"POST /v1/templates".to_owned()));
+        assert!(idempotent.contains(&"POST /v1/reports".to_owned()));
     }
 
     #[test]

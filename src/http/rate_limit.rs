@@ -72,7 +72,7 @@ pub fn tier_of(method: &Method, path: &str) -> Option<Tier> {
             | "/metrics"
             | "/openapi.json"
             | "/openapi.yaml"
-    ) || super::front::is_swagger(path);
+    ) || super::ops_or_api::is_swagger(path);
     if exempt {
         None
     } else if path.ends_with("/download") {

@@ -3,7 +3,9 @@ use super::auth::{Auth, Scope};
 use super::dto::{
     day_window, either, instant_or_day, list_paging, output_format_filter, path_uuid, same_bound,
 };
-use super::error::ApiResult;
+use super::error::{
+    AUTH, ApiResult, CONFLICT, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE, UNPROCESSABLE,
+};
 use super::tags::ApiTags;
 use super::templates::OutputFormatDto;
 use crate::app::{App, AppError, Code, CreateReport};
@@ -368,6 +370,7 @@ style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; form-
 frame-ancestors 'none'; sandbox";
 
 /// Report operations.
+#[derive(Default)]
 pub struct ReportsApi;
 
 #[OpenApi(tag = "ApiTags::Reports")]
@@ -393,7 +396,8 @@ impl ReportsApi {
         _request_id: poem_openapi::param::Header<Option<String>>,
         req: &poem::Request,
         body: Json<CreateReportInput>,
-    ) -> ApiResult<CreatedReport> {
+    ) -> ApiResult<CreatedReport, { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNAVAILABLE }>
+    {
         let request_id = req
             .extensions()
             .get::<super::middleware::RequestId>()
@@ -499,7 +503,7 @@ impl ReportsApi {
         /// Same as `end_date` (earlier name).
         #[oai(name = "createdTo")]
         created_to: Query<Option<String>>,
-    ) -> ApiResult<Json<ReportPage>> {
+    ) -> ApiResult<Json<ReportPage>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::ReportsRead)?;
         let req = list_paging(
             page.0,
@@ -553,7 +557,7 @@ impl ReportsApi {
         #[oai(scope = "Scope::ReportsRead")] auth: Auth,
         /// Report id.
         id: Path<String>,
-    ) -> ApiResult<Json<ReportDto>> {
+    ) -> ApiResult<Json<ReportDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.require(Scope::ReportsRead)?;
         let id: ReportId = path_uuid(&id.0, "id")?;
         Ok(Json(ReportDto::from(&app.get_report(&caller, id).await?)))
@@ -576,7 +580,7 @@ impl ReportsApi {
         #[oai(scope = "Scope::ReportsRead")] auth: Auth,
         /// Report id.
         id: Path<String>,
-    ) -> ApiResult<Download> {
+    ) -> ApiResult<Download, { AUTH | NOT_FOUND | UNPROCESSABLE | UNAVAILABLE }> {
         let caller = auth.require(Scope::ReportsRead)?;
         let id: ReportId = path_uuid(&id.0, "id")?;
         let a = app.download_report(&caller, id).await?;

@@ -2,7 +2,7 @@
 //! (`HttpLimits`): a request head must arrive within `HTTP_HEADER_READ_TIMEOUT_SECONDS` or
 //! the connection is closed (hyper's `header_read_timeout`), at most `HTTP_MAX_CONNECTIONS`
 //! connections are served at once (more wait in the listen backlog until one closes), and
-//! replies are sent without Nagle's delay. The body's time bound is the gate's (`body_limit`).
+//! replies are sent without Nagle's delay. The body's time bound is `request_checks`' (`body_limit`).
 //!
 //! poem's own `Server` exposes neither bound; this is its connection loop with them.
 use crate::config::HttpLimits;

@@ -1,7 +1,7 @@
 //! `/v1/streaming/*`: the event manifest, the in-memory broker's deliveries, the parked
 //! events and the outbox redrive.
 use super::auth::{Auth, Scope};
-use super::error::ApiResult;
+use super::error::{AUTH, ApiResult, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE};
 use super::tags::ApiTags;
 use crate::app::App;
 use crate::streaming::manifest::{ManifestDto, manifest};
@@ -115,14 +115,15 @@ pub struct RedriveDto {
 }
 
 /// Streaming operations.
+#[derive(Default)]
 pub struct StreamingApi;
 
 #[OpenApi(tag = "ApiTags::Streaming")]
 impl StreamingApi {
     /// Streaming events manifest
     ///
-    /// The static event catalog: the twelve event definitions with their keys, CloudEvents
-    /// types, delivery profiles, default policies and payload JSON Schemas. Answers
+    /// The static event catalog: every event definition with its key, CloudEvents
+    /// type, delivery profile, default policy and payload JSON Schema. Answers
     /// `Cache-Control: no-store`, the same whether or not this deployment publishes events.
     /// Scope `streaming:read`.
     #[oai(
@@ -133,7 +134,8 @@ impl StreamingApi {
     async fn manifest(
         &self,
         #[oai(scope = "Scope::StreamingRead")] auth: Auth,
-    ) -> ApiResult<ManifestResponse> {
+        // A static manifest: it touches no storage.
+    ) -> ApiResult<ManifestResponse, AUTH> {
         auth.require(Scope::StreamingRead)?;
         Ok(ManifestResponse::Ok(Json(manifest()), "no-store".into()))
     }
@@ -155,7 +157,8 @@ impl StreamingApi {
         #[oai(scope = "Scope::StreamingRead")] auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<DeliveriesDto>> {
+        // 404 unless the in-memory broker records deliveries.
+    ) -> ApiResult<Json<DeliveriesDto>, { AUTH | NOT_FOUND }> {
         let caller = auth.require(Scope::StreamingRead)?;
         let items = app
             .recent_deliveries(&caller, limit.0)?
@@ -194,7 +197,8 @@ impl StreamingApi {
         #[oai(scope = "Scope::StreamingAdmin")] auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<ParkedEventsDto>> {
+        // 400 (a limit outside 1-1000, TPL-0024) is one every operation may answer.
+    ) -> ApiResult<Json<ParkedEventsDto>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::StreamingAdmin)?;
         let items = app
             .parked_events(&caller, limit.0)
@@ -219,7 +223,7 @@ impl StreamingApi {
         &self,
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::StreamingAdmin")] auth: Auth,
-    ) -> ApiResult<Json<RedriveDto>> {
+    ) -> ApiResult<Json<RedriveDto>, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
         let caller = auth.require(Scope::StreamingAdmin)?;
         let redriven = app.redrive_outbox(&caller).await?;
         Ok(Json(RedriveDto { redriven }))

@@ -1,7 +1,7 @@
 //! `GET /v1/templates/{id}/source`: a stored template's file, as text.
 use super::auth::{Auth, Scope};
 use super::dto::path_uuid;
-use super::error::ApiResult;
+use super::error::{AUTH, ApiResult, NOT_FOUND, UNAVAILABLE};
 use super::tags::ApiTags;
 use crate::app::App;
 use poem::web::Data;
@@ -20,6 +20,7 @@ pub enum SourceResponse {
 }
 
 /// The template source operation.
+#[derive(Default)]
 pub struct TemplateSourceApi;
 
 #[OpenApi(tag = "ApiTags::Templates")]
@@ -41,7 +42,7 @@ impl TemplateSourceApi {
         #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// Template id.
         id: Path<String>,
-    ) -> ApiResult<SourceResponse> {
+    ) -> ApiResult<SourceResponse, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let text = app.template_source(&caller, id).await?;

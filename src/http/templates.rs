@@ -1,7 +1,9 @@
 //! `/v1/templates` operations.
 use super::auth::{Auth, Scope};
 use super::dto::{WarningDto, day_window, either, list_paging, output_format_filter, path_uuid};
-use super::error::{ApiError, ApiResult};
+use super::error::{
+    AUTH, ApiError, ApiResult, CONFLICT, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE,
+};
 use super::idempotency::{IdempotencyReservation, json_answer};
 use super::json_body::{JsonBody, as_openapi};
 use super::tags::ApiTags;
@@ -236,6 +238,7 @@ async fn read_upload(upload: Upload) -> Result<TemplateFile, ApiError> {
 }
 
 /// Template operations.
+#[derive(Default)]
 pub struct TemplatesApi;
 
 #[OpenApi(tag = "ApiTags::Templates")]
@@ -261,7 +264,7 @@ impl TemplatesApi {
         _idempotency: poem_openapi::param::Header<Option<String>>,
         req: &poem::Request,
         form: CreateTemplateForm,
-    ) -> ApiResult<CreatedTemplate> {
+    ) -> ApiResult<CreatedTemplate, { AUTH | CONFLICT | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let file = read_upload(form.template).await?;
         let idempotency = IdempotencyReservation::of(req).map(|r| {
@@ -320,7 +323,7 @@ impl TemplatesApi {
         /// Alias of `created_at`.
         #[oai(name = "createdAt")]
         created_at_alias: Query<Option<String>>,
-    ) -> ApiResult<Json<TemplatePage>> {
+    ) -> ApiResult<Json<TemplatePage>, { AUTH | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let req = list_paging(
             page.0,
@@ -366,7 +369,7 @@ impl TemplatesApi {
         #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// Template id.
         id: Path<String>,
-    ) -> ApiResult<JsonBody<TemplateDto>> {
+    ) -> ApiResult<JsonBody<TemplateDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         Ok(JsonBody(TemplateDto::from(
@@ -391,7 +394,10 @@ impl TemplatesApi {
         /// Template id.
         id: Path<String>,
         form: UpdateTemplateForm,
-    ) -> ApiResult<Json<TemplateDto>> {
+    ) -> ApiResult<
+        Json<TemplateDto>,
+        { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNAVAILABLE },
+    > {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let file = match form.template {
@@ -428,7 +434,7 @@ impl TemplatesApi {
         #[oai(scope = "Scope::TemplatesWrite")] auth: Auth,
         /// Template id.
         id: Path<String>,
-    ) -> ApiResult<Json<TemplateDeletionDto>> {
+    ) -> ApiResult<Json<TemplateDeletionDto>, { AUTH | NOT_FOUND | CONFLICT | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let d = app.delete_template(&caller, id).await?;

@@ -23,7 +23,7 @@ use super::delivery::DirectLane;
 use super::metrics::{Outcome, StreamingMetrics};
 use chrono::{DateTime, Utc};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use rand::Rng;
+use reporter_ports::Backoff;
 use reporter_ports::clock::Clock;
 use reporter_ports::ports::{EventPublisher, Outbox, OutboxRecord, PublishError};
 use std::collections::{HashSet, VecDeque};
@@ -58,20 +58,6 @@ pub struct DispatcherSettings {
     pub backoff_cap: Duration,
     /// Largest pause while the broker is unreachable, slow or nacking.
     pub transient_backoff_cap: Duration,
-}
-
-/// Retry delay after `attempts` failures: exponential from the base, capped, with jitter in
-/// `[delay/2, delay]`.
-pub fn backoff(attempts: u32, base: Duration, cap: Duration) -> Duration {
-    let exp = base.saturating_mul(2u32.saturating_pow(attempts.saturating_sub(1).min(30)));
-    let delay = exp.min(cap);
-    let half = delay / 2;
-    let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(0);
-    half + Duration::from_millis(if jitter_ms == 0 {
-        0
-    } else {
-        rand::rng().random_range(0..=jitter_ms)
-    })
 }
 
 /// The dispatcher.
@@ -150,7 +136,9 @@ impl Pause {
             self.clear();
         } else {
             self.failures = self.failures.saturating_add(1);
-            let delay = backoff(self.failures, s.backoff_base, s.transient_backoff_cap);
+            // The first pause is `backoff_base`: `failures` counts from 1.
+            let delay = Backoff::new(s.backoff_base, s.transient_backoff_cap)
+                .equal_jitter(self.failures.saturating_sub(1));
             tracing::debug!(
                 pause_ms = delay.as_millis() as u64,
                 "broker trouble: dispatcher pauses"
@@ -410,11 +398,8 @@ impl Dispatcher {
             return None;
         }
         let retry_at = if row_specific {
-            let delay = backoff(
-                attempts,
-                self.settings.backoff_base,
-                self.settings.backoff_cap,
-            );
+            let delay = Backoff::new(self.settings.backoff_base, self.settings.backoff_cap)
+                .equal_jitter(attempts.saturating_sub(1));
             tracing::warn!(event = %key, ce_id = %row.event.id, attempts, retry_in_ms = delay.as_millis() as u64, reason = %reason, "event refused by the broker; will retry");
             now + chrono::Duration::from_std(delay).unwrap_or_else(|_| chrono::Duration::seconds(1))
         } else {
@@ -429,28 +414,6 @@ impl Dispatcher {
             tracing::warn!(error = %e, "could not record a failed publish; the lease will expire");
         }
         row_specific.then_some(retry_at)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_and_is_capped_with_jitter() {
-        let base = Duration::from_millis(100);
-        let cap = Duration::from_secs(5);
-        for attempt in 1..20 {
-            let d = backoff(attempt, base, cap);
-            let full = base
-                .saturating_mul(2u32.saturating_pow(attempt - 1))
-                .min(cap);
-            assert!(
-                d >= full / 2 && d <= full,
-                "attempt {attempt}: {d:?} vs {full:?}"
-            );
-        }
-        assert!(backoff(100, base, cap) <= cap);
     }
 }
 

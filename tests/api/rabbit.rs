@@ -1,5 +1,5 @@
 //! Event publication to a real RabbitMQ (`RABBITMQ_URI`), end to end: real API calls and real
-//! report runs emit all twelve event keys, each seen on the wire by a tail queue bound before
+//! report runs emit every event key, each seen on the wire by a tail queue bound before
 //! the actions, with the seed's routing key, AMQP properties, `ce-*` header table and a
 //! schema-valid payload the CloudEvents SDK decodes. Unroutable events land in the alternate
 //! exchange's durable queue, and the manifest does not change with publication on.
@@ -163,7 +163,7 @@ fn check_wire(e: &TailedEvent) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
+async fn every_event_key_reaches_rabbitmq_with_the_seed_envelope() {
     let Some(uri) = rabbit() else { return };
     let started = std::time::Instant::now();
     let exchange = unique_name("reporter_e2e_events");
@@ -334,7 +334,7 @@ async fn all_twelve_event_keys_reach_rabbitmq_with_the_seed_envelope() {
     // Everything was routed to the tail: the alternate exchange's queue stays empty.
     assert_eq!(rabbit_queue_depth(&alternate), Some(0));
     reporter_contract::figure!(
-        "twelve keys over RabbitMQ: {} messages ({} distinct, {duplicates} duplicates); actions {:?}, total {:?}",
+        "every key over RabbitMQ: {} messages ({} distinct, {duplicates} duplicates); actions {:?}, total {:?}",
         got.len(),
         by_id.len(),
         actions_done,
@@ -447,7 +447,10 @@ async fn the_manifest_answers_identically_with_publication_to_rabbitmq() {
     }
     assert_eq!(bodies[0], bodies[1], "publication on vs off");
     assert_eq!(bodies[0], bodies[2], "RabbitMQ vs in-memory broker");
-    assert_eq!(bodies[0]["events"].as_array().unwrap().len(), 12);
+    assert_eq!(
+        bodies[0]["events"].as_array().unwrap().len(),
+        EventKey::COUNT
+    );
     assert!(bodies[0].get("routes").is_none(), "no broker topology");
     assert!(
         !bodies[0].to_string().contains(&exchange),

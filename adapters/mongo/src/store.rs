@@ -19,7 +19,7 @@ use reporter_ports::ports::{
 };
 use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::Template;
-use reporter_ports::{DeadlineId, ReportId, StoreError, TemplateId, TenantId};
+use reporter_ports::{Backoff, DeadlineId, ReportId, StoreError, TemplateId, TenantId};
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::sync::Arc;
@@ -607,12 +607,12 @@ impl MongoStore {
     }
 }
 
-async fn backoff(attempt: u32) {
-    let exp = 2u64.saturating_pow(attempt.min(6));
-    let cap = (2 * exp).min(100);
-    let ms = rand::random_range(1..=cap.max(2));
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-}
+/// The pause before a transaction's next attempt: full jitter from 2 ms doubling up to
+/// 100 ms, at least 1 ms.
+const TRANSACTION_BACKOFF: Backoff = Backoff {
+    base: Duration::from_millis(2),
+    cap: Duration::from_millis(100),
+};
 
 #[async_trait]
 impl UnitOfWorkPort for MongoStore {
@@ -677,7 +677,8 @@ impl UnitOfWorkPort for MongoStore {
                 )));
             }
             tracing::debug!(attempt, %reason, "retrying transaction");
-            backoff(attempt).await;
+            let pause = TRANSACTION_BACKOFF.full_jitter(attempt);
+            tokio::time::sleep(pause.max(Duration::from_millis(1))).await;
         }
     }
 }

@@ -32,7 +32,7 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{Acker, BasicProperties, Channel, Connection, ExchangeKind};
-use rand::Rng;
+use reporter_ports::Backoff;
 use reporter_ports::error::StoreError;
 use reporter_ports::ports::{JobConsumer, JobDelivery, JobQueue, ReportJob};
 use std::sync::Arc;
@@ -220,21 +220,6 @@ fn topology(names: &Names) -> Declare {
             Ok(())
         })
     })
-}
-
-/// The upper bound of the backoff before retry number `attempt + 1`:
-/// `min(max, base * 2^attempt)` (saturating).
-pub fn backoff_ceiling(attempt: u32, base: Duration, max: Duration) -> Duration {
-    let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
-    base.checked_mul(factor).unwrap_or(max).min(max)
-}
-
-/// Full-jitter backoff: uniform in `[0, backoff_ceiling(attempt, base, max)]`, in whole
-/// milliseconds.
-pub fn backoff_delay(attempt: u32, base: Duration, max: Duration) -> Duration {
-    let ceiling =
-        u64::try_from(backoff_ceiling(attempt, base, max).as_millis()).unwrap_or(u64::MAX);
-    Duration::from_millis(rand::rng().random_range(0..=ceiling))
 }
 
 /// `reason` without control characters, cut to [`MAX_REASON_CHARS`] characters.
@@ -712,7 +697,7 @@ impl JobDelivery for RabbitDelivery {
             );
             return self.move_to_dlq(reason, "max_retries_exceeded").await;
         }
-        let delay = backoff_delay(self.attempt, c.retry_base_delay, c.retry_max_delay);
+        let delay = Backoff::new(c.retry_base_delay, c.retry_max_delay).full_jitter(self.attempt);
         let props = copy_properties(&self.properties, self.attempt + 1, reason, None)
             .with_expiration(delay.as_millis().to_string().into());
         tracing::info!(
@@ -774,29 +759,6 @@ mod tests {
             None
         );
         assert_eq!(trace_of(&BasicProperties::default()), None);
-    }
-
-    #[test]
-    fn backoff_ceiling_doubles_and_caps() {
-        let (b, m) = (Duration::from_secs(1), Duration::from_secs(30));
-        let got: Vec<u64> = (0..8).map(|n| backoff_ceiling(n, b, m).as_secs()).collect();
-        assert_eq!(got, [1, 2, 4, 8, 16, 30, 30, 30]);
-        assert_eq!(backoff_ceiling(u32::MAX, b, m), m, "no overflow");
-    }
-
-    #[test]
-    fn backoff_delay_is_full_jitter_within_the_ceiling() {
-        let (b, m) = (Duration::from_millis(100), Duration::from_millis(1000));
-        let delays: Vec<Duration> = (0..500).map(|_| backoff_delay(3, b, m)).collect();
-        assert!(delays.iter().all(|d| *d <= Duration::from_millis(800)));
-        assert!(
-            delays.iter().any(|d| *d < Duration::from_millis(200)),
-            "reaches low values"
-        );
-        assert!(
-            delays.iter().any(|d| *d > Duration::from_millis(600)),
-            "reaches high values"
-        );
     }
 
     #[test]

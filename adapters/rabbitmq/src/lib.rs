@@ -19,7 +19,7 @@ pub mod tail;
 pub mod topology;
 
 pub use error::RabbitError;
-pub use jobs::{RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig, backoff_delay};
+pub use jobs::{RabbitJobConsumer, RabbitJobQueue, RabbitJobsConfig};
 pub use link::OnReady;
 pub use publisher::{RabbitPublisher, RabbitPublisherConfig};
 pub use topology::{AlternateExchange, EventsTopology, TopologyReport, ensure_events_topology};

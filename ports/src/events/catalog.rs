@@ -1,3 +1,5 @@
+use super::payload::Payload;
+use super::payloads::{self, DeadlineChanged, TemplateChanged};
 use serde::{Deserialize, Serialize};
 
 /// `ce-source` of every event.
@@ -20,77 +22,156 @@ pub enum DeliveryProfile {
     Critical,
 }
 
-/// The twelve event definitions, in the manifest's stable order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum EventKey {
-    /// A template is uploaded.
-    TemplateCreated,
-    /// A template's file or metadata changes.
-    TemplateUpdated,
-    /// A template is removed, with the count of deadlines that cascaded.
-    TemplateDeleted,
-    /// A report request is accepted and queued.
-    ReportRequested,
-    /// Every data section succeeded and the artifact is stored.
-    ReportFinished,
-    /// Some sections failed. An artifact exists.
-    ReportPartial,
-    /// The report ended in error.
-    ReportErrored,
-    /// A deadline is created.
-    DeadlineCreated,
-    /// A deadline changes.
-    DeadlineUpdated,
-    /// A deadline is removed.
-    DeadlineDeleted,
-    /// A deadline is marked delivered.
-    DeadlineDelivered,
-    /// A delivery mark is cleared.
-    DeadlineDeliveryReverted,
+/// The resource an event is about: `ce-resourcetype`, the first part of its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// A report template.
+    Template,
+    /// A report.
+    Report,
+    /// A filing deadline.
+    Deadline,
+}
+
+impl Resource {
+    /// `ce-resourcetype`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Template => "template",
+            Self::Report => "report",
+            Self::Deadline => "deadline",
+        }
+    }
+}
+
+/// Declares the catalogue from one row per event: its [`EventKey`] variant, its
+/// [`Resource`] and `ce-eventtype`, its [`DeliveryProfile`], its payload type and the seed's
+/// "emitted when" sentence. Everything an event is known by is generated from its row (the
+/// key, [`EventKey::ALL`] and [`EventKey::COUNT`], the matches of [`EventKey::resource`],
+/// [`EventKey::event_type`], [`EventKey::profile`] and [`EventKey::description`], the
+/// [`Event`] variant that binds the payload type to the key, and the payload's JSON
+/// Schema), so an event cannot be half-declared: a row missing a part does not compile.
+macro_rules! catalogue {
+    ($(
+        $key:ident => $resource:ident . $event:literal, $profile:ident, $payload:ty,
+            $description:literal;
+    )+) => {
+        /// The event definitions, in the manifest's stable order (the rows of the
+        /// catalogue).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum EventKey {
+            $(
+                #[doc = $description]
+                $key,
+            )+
+        }
+
+        impl EventKey {
+            /// Every definition, in a stable order.
+            pub const ALL: [EventKey; [$(stringify!($key)),+].len()] = [$(Self::$key),+];
+
+            /// How many definitions there are.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// The resource the event is about.
+            pub fn resource(&self) -> Resource {
+                match self {
+                    $(Self::$key => Resource::$resource,)+
+                }
+            }
+
+            /// `ce-eventtype`.
+            pub fn event_type(&self) -> &'static str {
+                match self {
+                    $(Self::$key => $event,)+
+                }
+            }
+
+            /// Default delivery profile (the seed's table).
+            pub fn profile(&self) -> DeliveryProfile {
+                match self {
+                    $(Self::$key => DeliveryProfile::$profile,)+
+                }
+            }
+
+            /// The seed's "emitted when" sentence.
+            pub fn description(&self) -> &'static str {
+                match self {
+                    $(Self::$key => $description,)+
+                }
+            }
+
+            /// The JSON Schema of the payload type of the event's [`Event`] variant.
+            pub(super) fn payload_root_schema(
+                &self,
+                generator: schemars::SchemaGenerator,
+            ) -> schemars::Schema {
+                match self {
+                    $(Self::$key => generator.into_root_schema_for::<$payload>(),)+
+                }
+            }
+        }
+
+        /// One event to emit: the variant is its key, and the key fixes the payload type, so
+        /// a payload cannot be emitted under another event's key.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            $(
+                #[doc = $description]
+                $key($payload),
+            )+
+        }
+
+        impl Event {
+            /// The event's key.
+            pub fn key(&self) -> EventKey {
+                match self {
+                    $(Self::$key(_) => EventKey::$key,)+
+                }
+            }
+
+            /// The payload, serialized once. MUST fail only when the payload does not
+            /// serialize (the payload types are plain structs: they always do).
+            pub fn payload(&self) -> Result<Payload, serde_json::Error> {
+                match self {
+                    $(Self::$key(p) => Payload::of(p),)+
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
+    TemplateCreated => Template."created", Important, TemplateChanged,
+        "A template is uploaded.";
+    TemplateUpdated => Template."updated", Important, TemplateChanged,
+        "A template's file or metadata changes.";
+    TemplateDeleted => Template."deleted", Important, payloads::TemplateDeleted,
+        "A template is removed, with the count of deadlines that cascaded.";
+    ReportRequested => Report."requested", Important, payloads::ReportRequested,
+        "A report request is accepted and queued.";
+    ReportFinished => Report."finished", Critical, payloads::ReportFinished,
+        "Every data section succeeded and the artifact is stored.";
+    ReportPartial => Report."partial", Critical, payloads::ReportPartial,
+        "Some sections failed. An artifact exists.";
+    ReportErrored => Report."errored", Critical, payloads::ReportErrored,
+        "The report ended in error.";
+    DeadlineCreated => Deadline."created", Important, DeadlineChanged,
+        "A deadline is created.";
+    DeadlineUpdated => Deadline."updated", Important, DeadlineChanged,
+        "A deadline changes.";
+    DeadlineDeleted => Deadline."deleted", Important, payloads::DeadlineDeleted,
+        "A deadline is removed.";
+    DeadlineDelivered => Deadline."delivered", Critical, payloads::DeadlineDelivered,
+        "A deadline is marked delivered.";
+    DeadlineDeliveryReverted => Deadline."delivery_reverted", Critical,
+        payloads::DeadlineDeliveryReverted, "A delivery mark is cleared.";
 }
 
 impl EventKey {
-    /// Every definition, in a stable order.
-    pub const ALL: [EventKey; 12] = [
-        Self::TemplateCreated,
-        Self::TemplateUpdated,
-        Self::TemplateDeleted,
-        Self::ReportRequested,
-        Self::ReportFinished,
-        Self::ReportPartial,
-        Self::ReportErrored,
-        Self::DeadlineCreated,
-        Self::DeadlineUpdated,
-        Self::DeadlineDeleted,
-        Self::DeadlineDelivered,
-        Self::DeadlineDeliveryReverted,
-    ];
-
     /// `ce-resourcetype`.
     pub fn resource_type(&self) -> &'static str {
-        match self {
-            Self::TemplateCreated | Self::TemplateUpdated | Self::TemplateDeleted => "template",
-            Self::ReportRequested
-            | Self::ReportFinished
-            | Self::ReportPartial
-            | Self::ReportErrored => "report",
-            _ => "deadline",
-        }
-    }
-
-    /// `ce-eventtype`.
-    pub fn event_type(&self) -> &'static str {
-        match self {
-            Self::TemplateCreated | Self::DeadlineCreated => "created",
-            Self::TemplateUpdated | Self::DeadlineUpdated => "updated",
-            Self::TemplateDeleted | Self::DeadlineDeleted => "deleted",
-            Self::ReportRequested => "requested",
-            Self::ReportFinished => "finished",
-            Self::ReportPartial => "partial",
-            Self::ReportErrored => "errored",
-            Self::DeadlineDelivered => "delivered",
-            Self::DeadlineDeliveryReverted => "delivery_reverted",
-        }
+        self.resource().as_str()
     }
 
     /// The definition key, also the AMQP routing key verbatim: `<resource>.<event>`.
@@ -108,41 +189,9 @@ impl EventKey {
         Self::ALL.into_iter().find(|k| k.key() == key)
     }
 
-    /// Default delivery profile (the seed's table).
-    pub fn profile(&self) -> DeliveryProfile {
-        match self {
-            Self::ReportFinished
-            | Self::ReportPartial
-            | Self::ReportErrored
-            | Self::DeadlineDelivered
-            | Self::DeadlineDeliveryReverted => DeliveryProfile::Critical,
-            _ => DeliveryProfile::Important,
-        }
-    }
-
     /// True for the events whose `ce-id` is derived deterministically.
     pub fn has_deterministic_id(&self) -> bool {
         self.profile() == DeliveryProfile::Critical
-    }
-
-    /// The seed's "emitted when" sentence.
-    pub fn description(&self) -> &'static str {
-        match self {
-            Self::TemplateCreated => "A template is uploaded.",
-            Self::TemplateUpdated => "A template's file or metadata changes.",
-            Self::TemplateDeleted => {
-                "A template is removed, with the count of deadlines that cascaded."
-            }
-            Self::ReportRequested => "A report request is accepted and queued.",
-            Self::ReportFinished => "Every data section succeeded and the artifact is stored.",
-            Self::ReportPartial => "Some sections failed. An artifact exists.",
-            Self::ReportErrored => "The report ended in error.",
-            Self::DeadlineCreated => "A deadline is created.",
-            Self::DeadlineUpdated => "A deadline changes.",
-            Self::DeadlineDeleted => "A deadline is removed.",
-            Self::DeadlineDelivered => "A deadline is marked delivered.",
-            Self::DeadlineDeliveryReverted => "A delivery mark is cleared.",
-        }
     }
 }
 
@@ -152,7 +201,7 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
-    fn twelve_unique_keys_as_the_seed_spells_them() {
+    fn unique_keys_as_the_seed_spells_them() {
         let keys: Vec<String> = EventKey::ALL.iter().map(|k| k.key()).collect();
         assert_eq!(
             keys,
@@ -171,7 +220,7 @@ mod tests {
                 "deadline.delivery_reverted"
             ]
         );
-        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 12);
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), EventKey::COUNT);
         for k in EventKey::ALL {
             assert_eq!(EventKey::parse(&k.key()), Some(k));
         }

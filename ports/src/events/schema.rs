@@ -1,6 +1,5 @@
 //! JSON Schemas of the payloads, generated from the payload types (one source of truth).
 use super::catalog::EventKey;
-use super::payloads::*;
 
 impl EventKey {
     /// JSON Schema (draft 2020-12) of this event's payload. Unknown properties are refused.
@@ -10,24 +9,7 @@ impl EventKey {
         let generator = schemars::generate::SchemaSettings::draft2020_12()
             .with(|s| s.inline_subschemas = true)
             .into_generator();
-        let schema = match self {
-            Self::TemplateCreated | Self::TemplateUpdated => {
-                generator.into_root_schema_for::<TemplateChanged>()
-            }
-            Self::TemplateDeleted => generator.into_root_schema_for::<TemplateDeleted>(),
-            Self::ReportRequested => generator.into_root_schema_for::<ReportRequested>(),
-            Self::ReportFinished => generator.into_root_schema_for::<ReportFinished>(),
-            Self::ReportPartial => generator.into_root_schema_for::<ReportPartial>(),
-            Self::ReportErrored => generator.into_root_schema_for::<ReportErrored>(),
-            Self::DeadlineCreated | Self::DeadlineUpdated => {
-                generator.into_root_schema_for::<DeadlineChanged>()
-            }
-            Self::DeadlineDeleted => generator.into_root_schema_for::<DeadlineDeleted>(),
-            Self::DeadlineDelivered => generator.into_root_schema_for::<DeadlineDelivered>(),
-            Self::DeadlineDeliveryReverted => {
-                generator.into_root_schema_for::<DeadlineDeliveryReverted>()
-            }
-        };
+        let schema = self.payload_root_schema(generator);
         let mut v = schema.to_value();
         if let Some(obj) = v.as_object_mut() {
             obj.insert(

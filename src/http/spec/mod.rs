@@ -88,7 +88,6 @@ pub fn value(limits: ParamLimits) -> Value {
         });
     }
     params::refine(paths, limits);
-    responses::keep_possible_errors(paths);
     responses::download_media_types(paths);
     responses::links(paths);
     responses::builder_error_examples(paths);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The checks before the operation (see the module docs).
 #[derive(Clone)]
-pub struct Gate {
+pub struct RequestChecks {
     /// The operations' methods and query parameters, from the spec.
     pub contract: Arc<QueryContract>,
     /// Token verification.
@@ -25,7 +25,7 @@ pub struct Gate {
     pub body_read_timeout: std::time::Duration,
 }
 
-impl Gate {
+impl RequestChecks {
     /// The refusal of `req`, if a check refuses it; else `req` is authenticated, its body
     /// read (when its method has one) and its query cleaned.
     pub async fn refusal(&self, req: &mut Request) -> Option<Response> {

@@ -4,7 +4,7 @@
 use super::auth::{Auth, Scope};
 use super::deep_json::DeepJson;
 use super::dto::WarningDto;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{AUTH, ApiResult, ErrorBody, PAYLOAD_TOO_LARGE, UNAVAILABLE};
 use super::tags::ApiTags;
 use super::text::Text;
 use crate::app::App;
@@ -603,10 +603,11 @@ fn mapped_dto(m: &MappedFields) -> BTreeMap<String, BTreeMap<String, Vec<String>
 const VARY: &str = "Accept-Language";
 
 /// Template builder operations.
-pub struct BuilderApi;
+#[derive(Default)]
+pub struct TemplateBuilderApi;
 
 #[OpenApi(tag = "ApiTags::TemplateBuilder")]
-impl BuilderApi {
+impl TemplateBuilderApi {
     /// Block catalogue
     ///
     /// Every block type the builder offers, with its label, category, whether it takes
@@ -624,7 +625,8 @@ impl BuilderApi {
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
-    ) -> ApiResult<BlocksConfigResponse> {
+        // A pure catalogue: it touches no storage.
+    ) -> ApiResult<BlocksConfigResponse, AUTH> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let blocks = app.template_blocks_config(&caller, locale);
@@ -655,7 +657,8 @@ impl BuilderApi {
         /// `pt` (default) or `en`, with the usual quality values.
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
-    ) -> ApiResult<FiltersResponse> {
+        // A pure catalogue: it touches no storage.
+    ) -> ApiResult<FiltersResponse, AUTH> {
         let caller = auth.require(Scope::TemplatesRead)?;
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let filters = app.template_filters_config(&caller, locale);
@@ -700,7 +703,7 @@ impl BuilderApi {
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
         body: DeepJson<GenerateCodeInput>,
-    ) -> ApiResult<GenerateCodeAnswer> {
+    ) -> ApiResult<GenerateCodeAnswer, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let b = body.0;
@@ -743,7 +746,7 @@ impl BuilderApi {
         #[oai(name = "Accept-Language")]
         accept_language: Header<Option<String>>,
         body: DeepJson<ValidateBlocksInput>,
-    ) -> ApiResult<ValidateAnswer> {
+    ) -> ApiResult<ValidateAnswer, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
         let caller = auth.require(Scope::TemplatesWrite)?;
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let b = body.0;

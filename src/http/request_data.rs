@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// The values (see the module docs).
 #[derive(Clone)]
-pub struct Shared {
+pub struct RequestData {
     /// The application (`Data<&Arc<App>>`).
     pub app: Arc<App>,
     /// `/readyz`'s probes (`Data<&Arc<Readiness>>`).
@@ -20,7 +20,7 @@ pub struct Shared {
     pub registry: Arc<prometheus::Registry>,
 }
 
-impl Shared {
+impl RequestData {
     /// Puts the four values in `req`'s data.
     pub fn put(&self, req: &mut Request) {
         let data = req.extensions_mut();

@@ -6,12 +6,12 @@ use poem::{Endpoint, IntoResponse, Request, Response, Route};
 
 /// Routes `/openapi.json`, `/openapi.yaml`, `/metrics`, `/swagger…` and `/console…` to `ops`, every other
 /// path to `api` (which answers 404 for the paths it does not know).
-pub(super) struct Front<A> {
+pub(super) struct OpsOrApi<A> {
     pub(super) api: A,
     pub(super) ops: Route,
 }
 
-/// Whether `path` belongs to [`Front::ops`].
+/// Whether `path` belongs to [`OpsOrApi::ops`].
 fn is_ops(path: &str) -> bool {
     matches!(path, "/openapi.json" | "/openapi.yaml" | "/metrics")
         || is_swagger(path)
@@ -23,7 +23,7 @@ pub(crate) fn is_swagger(path: &str) -> bool {
     path == "/swagger" || path.starts_with("/swagger/")
 }
 
-impl<A: Endpoint> Endpoint for Front<A> {
+impl<A: Endpoint> Endpoint for OpsOrApi<A> {
     type Output = Response;
 
     async fn call(&self, req: Request) -> poem::Result<Response> {
