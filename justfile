@@ -17,6 +17,10 @@ test-tmp-clean *ARGS='-p reporter --lib':
 openapi:
     cargo run -q -- openapi --write openapi
 
+# Regenerate the configuration reference from the variables' declarations (src/config).
+config-reference:
+    cargo run -q -- config reference > docs/src/operations/configuration.md
+
 # Formatting and lints, exactly as CI runs them.
 lint:
     cargo fmt --all --check

@@ -86,6 +86,9 @@ pub enum ConfigAction {
     Check,
     /// Print what Reporter does with each setting of the original's Helm chart (markdown).
     OriginalSettings,
+    /// Print the configuration reference: every variable with its default, allowed values and
+    /// meaning (markdown; docs/src/operations/configuration.md).
+    Reference,
 }
 
 /// `reporter outbox …`.
@@ -269,6 +272,12 @@ pub async fn run(cli: Cli) -> ExitCode {
             action: ConfigAction::OriginalSettings,
         } => {
             print!("{}", original_settings::markdown());
+            ExitCode::SUCCESS
+        }
+        Command::Config {
+            action: ConfigAction::Reference,
+        } => {
+            print!("{}", crate::config::reference::markdown());
             ExitCode::SUCCESS
         }
         Command::Serve | Command::Api | Command::Worker => {

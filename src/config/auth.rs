@@ -15,26 +15,11 @@ impl RawConfig {
                 "AUTH_ENABLED must be true when ENV_NAME=production",
             ));
         }
-        let leeway_seconds = c.number(
-            "AUTH_JWT_LEEWAY_SECONDS",
-            &self.auth_jwt_leeway_seconds,
-            0u64,
-            300,
-            30,
-        );
-        let token_cache_size = c.number(
-            "AUTH_TOKEN_CACHE_SIZE",
-            &self.auth_token_cache_size,
-            0u64,
-            1_000_000,
-            4096,
-        );
-        let max_token_lifetime_seconds = c.number(
+        let leeway_seconds = c.int::<u64>("AUTH_JWT_LEEWAY_SECONDS", &self.auth_jwt_leeway_seconds);
+        let token_cache_size = c.int::<u64>("AUTH_TOKEN_CACHE_SIZE", &self.auth_token_cache_size);
+        let max_token_lifetime_seconds = c.int::<u64>(
             "AUTH_MAX_TOKEN_LIFETIME_SECONDS",
             &self.auth_max_token_lifetime_seconds,
-            300u64,
-            31_536_000,
-            86_400,
         );
         AuthSettings {
             enabled: auth_enabled,

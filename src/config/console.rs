@@ -11,13 +11,6 @@ pub struct ConsoleRaw {
 }
 
 impl ConsoleRaw {
-    /// Every default.
-    pub fn defaults() -> Self {
-        Self {
-            console_enabled: "true".into(),
-        }
-    }
-
     /// Whether the Console is served (a boolean, else a problem).
     pub(super) fn enabled(&self, c: &mut Checker) -> bool {
         c.boolean("CONSOLE_ENABLED", &self.console_enabled)

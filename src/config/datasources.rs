@@ -81,7 +81,7 @@ pub struct DataSourceConfig {
 
 const SUPPORTED_TYPES: &str = "file|postgresql|mysql|sqlserver|mongodb";
 
-const KNOWN_SUFFIXES: &[&str] = &[
+pub(super) const KNOWN_SUFFIXES: &[&str] = &[
     "CONFIG_NAME",
     "TYPE",
     "PATH",

@@ -3,19 +3,28 @@
 //! clap reads every variable (so `reporter --help` lists each with its default); values stay
 //! raw strings there and [`RawConfig::validate`] checks them all at once, so a bad deployment
 //! learns every problem in one start-up, each naming the variable, the problem and the rule.
+//!
+//! A variable is declared once: its `#[arg(long, env, default_value)]` attribute and doc
+//! comment (name, default, meaning) and, for a number, a boolean or a closed set of words,
+//! its row in [`allowed`]. Everything else is derived ([`declared`]): [`RawConfig::defaults`],
+//! the checker's bounds and fallbacks, and the configuration reference
+//! (`reporter config reference`, docs/src/operations/configuration.md, see [`reference`]).
+mod addresses;
+pub mod allowed;
 mod auth;
 mod console;
 mod crm;
 mod datasource_tls;
 mod datasources;
+pub mod declared;
 mod deployment;
 mod mongo;
-mod original;
 mod original_names;
 pub mod original_settings;
 mod preview;
 mod production;
 mod rate_limit;
+pub mod reference;
 mod server;
 mod storage;
 mod streaming;
@@ -902,7 +911,17 @@ struct Checker {
     problems: Vec<ConfigProblem>,
 }
 
+/// The integer types a variable is read into.
+trait Integer: std::str::FromStr + PartialOrd + fmt::Display + Copy + Default + TryFrom<u64> {}
+
+impl<T: std::str::FromStr + PartialOrd + fmt::Display + Copy + Default + TryFrom<u64>> Integer
+    for T
+{
+}
+
 impl Checker {
+    /// A boolean; when the value is not one, a problem, and the declared default (else
+    /// `false`) stands in.
     fn boolean(&mut self, var: &str, raw: &str) -> bool {
         parse_bool(raw).unwrap_or_else(|| {
             self.problems.push(problem(
@@ -910,8 +929,15 @@ impl Checker {
                 format!("'{raw}' is not a boolean"),
                 "true|false (also 1/0, yes/no, on/off)",
             ));
-            false
+            Self::boolean_fallback(var)
         })
+    }
+
+    /// What [`Self::boolean`] falls back to: `var`'s declared default, else `false`.
+    fn boolean_fallback(var: &str) -> bool {
+        declared::default_of(var)
+            .and_then(parse_bool)
+            .unwrap_or(false)
     }
 
     /// An escape hatch that is off unless set: blank (as Helm writes an unset value) is
@@ -934,6 +960,39 @@ impl Checker {
         }
     }
 
+    /// An integer within the bounds [`allowed`] declares for `var`; when it is not one, a
+    /// problem, and `var`'s declared default stands in (see [`Self::int_fallback`]).
+    fn int<T: Integer>(&mut self, var: &str, raw: &str) -> T {
+        let fallback = Self::int_fallback(var);
+        self.declared_int(var, raw, fallback)
+    }
+
+    /// What [`Self::int`] falls back to: `var`'s declared default, if it is an integer.
+    fn int_fallback<T: Integer>(var: &str) -> Option<T> {
+        declared::default_of(var).and_then(|d| d.trim().parse::<T>().ok())
+    }
+
+    /// [`Self::int`] for a variable whose default is not a number (`auto`) or which has
+    /// none: `fallback` stands in for a bad value.
+    fn int_or<T: Integer>(&mut self, var: &str, raw: &str, fallback: T) -> T {
+        self.declared_int(var, raw, Some(fallback))
+    }
+
+    fn declared_int<T: Integer>(&mut self, var: &str, raw: &str, fallback: Option<T>) -> T {
+        let bounds = allowed::bounds(var)
+            .and_then(|(min, max)| Some((T::try_from(min).ok()?, T::try_from(max).ok()?)));
+        let Some((min, max)) = bounds else {
+            self.problems.push(problem(
+                var,
+                "has no integer bounds of its type",
+                "a bug in Reporter: declare them in src/config/allowed.rs",
+            ));
+            return fallback.unwrap_or_default();
+        };
+        self.number(var, raw, min, max, fallback.unwrap_or(min))
+    }
+
+    /// An integer in `min..=max` (bounds computed from other settings), else `fallback`.
     fn number<T: std::str::FromStr + PartialOrd + fmt::Display + Copy>(
         &mut self,
         var: &str,
@@ -965,127 +1024,10 @@ impl Checker {
 }
 
 impl RawConfig {
-    /// The settings as if no variable were set (every default).
-    /// Mirrors the clap defaults above; a unit test keeps the two in step.
-    /// Long by design: one line per variable.
+    /// The settings as if no variable were set: every default as declared by its clap
+    /// attribute (derived by [`declared::defaults_of`], never written again).
     pub fn defaults() -> Self {
-        RawConfig {
-            original: OriginalNames::default(),
-            server_address: "127.0.0.1:4005".into(),
-            health_address: None,
-            health_port: None,
-            env_name: "development".into(),
-            deployment_mode: "local".into(),
-            shutdown_drain_seconds: "0".into(),
-            log_level: "info".into(),
-            log_format: "text".into(),
-            auth_enabled: "true".into(),
-            auth_jwt_secret: None,
-            auth_jwt_public_key: None,
-            auth_jwt_issuer: None,
-            auth_jwt_audience: None,
-            auth_jwt_leeway_seconds: "30".into(),
-            auth_token_cache_size: "4096".into(),
-            auth_max_token_lifetime_seconds: "86400".into(),
-            multi_tenant_enabled: "false".into(),
-            default_tenant_id: "default".into(),
-            max_pagination_limit: "100".into(),
-            idempotency_ttl_seconds: "86400".into(),
-            idempotency_in_flight_seconds: "10".into(),
-            object_storage_backend: "memory".into(),
-            object_storage_path: "./.data/objects".into(),
-            object_storage_abandoned_after_seconds: "3600".into(),
-            object_storage_sweep_interval_seconds: "600".into(),
-            object_storage_memory_max_bytes: "268435456".into(),
-            object_storage_memory_tenant_max_bytes: "auto".into(),
-            example_data_enabled: "auto".into(),
-            cors_allowed_origins: String::new(),
-            max_request_body_bytes: "2097152".into(),
-            http_header_read_timeout_seconds: "10".into(),
-            http_body_read_timeout_seconds: "60".into(),
-            http_max_connections: "1024".into(),
-            streaming_enabled: "false".into(),
-            events_exchange: None,
-            streaming_brokers: None,
-            streaming_source: None,
-            streaming_cb_failure_ratio: "0.5".into(),
-            streaming_cb_min_requests: "10".into(),
-            streaming_cb_timeout_s: "30".into(),
-            streaming_publish_timeout_ms: "5000".into(),
-            streaming_alternate_exchange: None,
-            streaming_event_policies: None,
-            streaming_unroutable_ttl_seconds: "604800".into(),
-            streaming_unroutable_max_length: "10000".into(),
-            streaming_outbox_max_attempts: "10".into(),
-            streaming_outbox_retention_hours: "24".into(),
-            streaming_dispatch_batch: "256".into(),
-            streaming_dispatch_poll_ms: "1000".into(),
-            streaming_outbox_lease_s: "30".into(),
-            streaming_outbox_memory_max_published: "10000".into(),
-            mongo_uri: None,
-            mongo_host: None,
-            mongo_port: None,
-            mongo_user: None,
-            mongo_password: None,
-            mongo_parameters: None,
-            mongo_max_pool_size: None,
-            mongo_min_pool_size: None,
-            mongo_max_conn_idle_time: None,
-            mongo_tls_ca_cert: None,
-            mongo_server_selection_timeout_ms: "5000".into(),
-            mongo_name: "reporter-db".into(),
-            mongo_tenant_prefix: "reporter".into(),
-            rabbitmq_uri: None,
-            rabbitmq_host: None,
-            rabbitmq_port_amqp: None,
-            rabbitmq_user: None,
-            rabbitmq_pass: None,
-            rabbitmq_tls: "false".into(),
-            rabbitmq_exchange: "reporter.generate-report.exchange".into(),
-            rabbitmq_queue: "reporter.generate-report.queue".into(),
-            rabbitmq_key: "reporter.generate-report.key".into(),
-            rabbitmq_dlq: "reporter.dlq".into(),
-            rabbitmq_prefetch: "auto".into(),
-            rabbitmq_dlx: "reporter.dlx".into(),
-            worker_max_attempts: "5".into(),
-            worker_concurrency: "4".into(),
-            worker_max_jobs_per_tenant: "auto".into(),
-            worker_drain_timeout_sec: "20".into(),
-            engine_timeout_sec: "300".into(),
-            report_requeue_after_sec: "900".into(),
-            engine_query_timeout_sec: "30".into(),
-            engine_max_concurrency: "4".into(),
-            engine_max_rows: "100000".into(),
-            engine_max_result_bytes: "104857600".into(),
-            engine_render_fuel: "50000000".into(),
-            engine_max_output_bytes: "67108864".into(),
-            report_html_allowed_origins: String::new(),
-            template_sandbox_exe: None,
-            template_sandbox_pool_size: "4".into(),
-            template_render_memory_mib: "1024".into(),
-            template_render_cpu_seconds: "120".into(),
-            template_render_timeout_sec: "120".into(),
-            template_parse_memory_mib: "256".into(),
-            template_parse_timeout_ms: "10000".into(),
-            pdf_renderer: "native".into(),
-            pdf_chromium_path: "/usr/bin/chromium".into(),
-            pdf_pool_workers: "2".into(),
-            pdf_timeout_seconds: "90".into(),
-            pdf_memory_mib: "1024".into(),
-            s3_bucket: "reporter-storage".into(),
-            s3_endpoint: None,
-            s3_region: "us-east-1".into(),
-            s3_access_key_id: None,
-            s3_secret_key: None,
-            s3_path_style: "true".into(),
-            s3_disable_ssl: "false".into(),
-
-            console: console::ConsoleRaw::defaults(),
-            preview_timeout_seconds: "10".into(),
-            preview_max_output_bytes: "1048576".into(),
-            telemetry: RawTelemetry::defaults(),
-            protection: ProtectionRaw::defaults(),
-        }
+        declared::defaults_of()
     }
 
     /// Validates every value and reports every problem. One call per section (each validates
@@ -1113,38 +1055,18 @@ impl RawConfig {
         let auth = self.auth(&mut c, production);
         let tenancy = self.tenancy(&mut c, auth.enabled);
         let original = self.original_extras(&mut c, auth.enabled);
-        let max_pagination_limit = c.number(
-            "MAX_PAGINATION_LIMIT",
-            &self.max_pagination_limit,
-            1u32,
-            1000,
-            100,
-        );
-        let ttl = c.number(
-            "IDEMPOTENCY_TTL_SECONDS",
-            &self.idempotency_ttl_seconds,
-            1i64,
-            30 * 86400,
-            86400,
-        );
-        let in_flight = c.number(
+        let max_pagination_limit = c.int::<u32>("MAX_PAGINATION_LIMIT", &self.max_pagination_limit);
+        let ttl = c.int::<i64>("IDEMPOTENCY_TTL_SECONDS", &self.idempotency_ttl_seconds);
+        let in_flight = c.int::<i64>(
             "IDEMPOTENCY_IN_FLIGHT_SECONDS",
             &self.idempotency_in_flight_seconds,
-            3i64,
-            3600,
-            10,
         );
         let object_storage = self.object_storage(&mut c, matches!(tenancy, Tenancy::Multi));
         let data_sources =
             DataSourceConfig::from_env(env, self.example_data(&mut c), &mut c.problems);
         let cors_origins = self.cors_origins(&mut c, production);
-        let max_request_body_bytes = c.number(
-            "MAX_REQUEST_BODY_BYTES",
-            &self.max_request_body_bytes,
-            4096usize,
-            64 * 1024 * 1024,
-            2 * 1024 * 1024,
-        );
+        let max_request_body_bytes =
+            c.int::<usize>("MAX_REQUEST_BODY_BYTES", &self.max_request_body_bytes);
         let http = self.http_limits(&mut c);
 
         let rabbitmq = self.rabbitmq_url(&mut c);
@@ -1162,13 +1084,9 @@ impl RawConfig {
             self.storage_sweep(&mut c, worker.settings.job_timeout, object_storage.label());
         let mongo = self.mongo(&mut c);
         let deployment_mode = self.deployment_mode(&mut c);
-        let shutdown_drain = std::time::Duration::from_secs(c.number(
-            "SHUTDOWN_DRAIN_SECONDS",
-            &self.shutdown_drain_seconds,
-            0u64,
-            300,
-            0,
-        ));
+        let shutdown_drain = std::time::Duration::from_secs(
+            c.int::<u64>("SHUTDOWN_DRAIN_SECONDS", &self.shutdown_drain_seconds),
+        );
         let rate_limit = self.protection.rate_limit(&mut c, production);
         let connections = deployment::Connections {
             mongo: mongo.as_ref(),
@@ -1311,48 +1229,28 @@ impl RawConfig {
         }
         SandboxSettings {
             exe,
-            pool_size: c.number(
+            pool_size: c.int::<usize>(
                 "TEMPLATE_SANDBOX_POOL_SIZE",
                 &self.template_sandbox_pool_size,
-                1usize,
-                64,
-                4,
             ),
-            render_memory_bytes: c.number(
+            render_memory_bytes: c.int::<u64>(
                 "TEMPLATE_RENDER_MEMORY_MIB",
                 &self.template_render_memory_mib,
-                64u64,
-                1024 * 1024,
-                1024,
             ) * MIB,
-            render_cpu_seconds: c.number(
+            render_cpu_seconds: c.int::<u64>(
                 "TEMPLATE_RENDER_CPU_SECONDS",
                 &self.template_render_cpu_seconds,
-                1u64,
-                86_400,
-                120,
             ),
-            render_timeout: std::time::Duration::from_secs(c.number(
+            render_timeout: std::time::Duration::from_secs(c.int::<u64>(
                 "TEMPLATE_RENDER_TIMEOUT_SEC",
                 &self.template_render_timeout_sec,
-                1u64,
-                86_400,
-                120,
             )),
-            parse_memory_bytes: c.number(
-                "TEMPLATE_PARSE_MEMORY_MIB",
-                &self.template_parse_memory_mib,
-                32u64,
-                1024 * 1024,
-                256,
-            ) * MIB,
-            parse_timeout: std::time::Duration::from_millis(c.number(
-                "TEMPLATE_PARSE_TIMEOUT_MS",
-                &self.template_parse_timeout_ms,
-                100u64,
-                600_000,
-                10_000,
-            )),
+            parse_memory_bytes: c
+                .int::<u64>("TEMPLATE_PARSE_MEMORY_MIB", &self.template_parse_memory_mib)
+                * MIB,
+            parse_timeout: std::time::Duration::from_millis(
+                c.int::<u64>("TEMPLATE_PARSE_TIMEOUT_MS", &self.template_parse_timeout_ms),
+            ),
             max_output_bytes: max_output_bytes as u64,
             html_allowed_origins: self.html_allowed_origins(c),
         }
@@ -1379,13 +1277,7 @@ impl RawConfig {
     /// `OBJECT_STORAGE_MEMORY_MAX_BYTES`: `None` when 0, else at least 1 MiB.
     fn memory_max_bytes(&self, c: &mut Checker) -> Option<u64> {
         let raw = self.object_storage_memory_max_bytes.trim();
-        let max = c.number(
-            "OBJECT_STORAGE_MEMORY_MAX_BYTES",
-            raw,
-            0u64,
-            1 << 50,
-            268_435_456,
-        );
+        let max = c.int::<u64>("OBJECT_STORAGE_MEMORY_MAX_BYTES", raw);
         if max == 0 {
             return None;
         }
@@ -1412,7 +1304,7 @@ impl RawConfig {
         if raw.eq_ignore_ascii_case("auto") {
             return total.filter(|_| multi_tenant).map(|t| t / 4);
         }
-        let share = c.number(VAR, raw, 0u64, 1 << 50, 0);
+        let share = c.int_or::<u64>(VAR, raw, 0);
         if share == 0 {
             return None;
         }

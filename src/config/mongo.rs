@@ -43,9 +43,9 @@ impl RawConfig {
         let uri = self.mongo_uri(c)?;
         let name = self.mongo_database(c);
         let max_pool = set(&self.mongo_max_pool_size)
-            .map(|raw| c.number("MONGO_MAX_POOL_SIZE", raw, 1u32, 100_000, 100));
+            .map(|raw| c.int_or::<u32>("MONGO_MAX_POOL_SIZE", raw, 100));
         let min_pool = set(&self.mongo_min_pool_size)
-            .map(|raw| c.number("MONGO_MIN_POOL_SIZE", raw, 0u32, 100_000, 0));
+            .map(|raw| c.int_or::<u32>("MONGO_MIN_POOL_SIZE", raw, 0));
         if let (Some(min), Some(max)) = (min_pool, max_pool)
             && min > max
         {
@@ -68,12 +68,9 @@ impl RawConfig {
             }
             path
         });
-        let selection_ms = c.number(
+        let selection_ms = c.int::<u64>(
             "MONGO_SERVER_SELECTION_TIMEOUT_MS",
             &self.mongo_server_selection_timeout_ms,
-            100u64,
-            300_000,
-            5_000,
         );
         Some(MongoSettings {
             connection: MongoConnection {
@@ -191,7 +188,7 @@ impl RawConfig {
                 "a host name or address (several as h1,h2 for a replica set)",
             ));
         }
-        let port = set(&self.mongo_port).map(|raw| c.number("MONGO_PORT", raw, 1u16, 65535, 27017));
+        let port = set(&self.mongo_port).map(|raw| c.int_or::<u16>("MONGO_PORT", raw, 27017));
         if port.is_some() && scheme == "mongodb+srv" {
             c.problems.push(problem(
                 "MONGO_PORT",

@@ -166,11 +166,11 @@ impl RawConfig {
     /// `SERVER_PORT` → the listen address: every interface on it when `SERVER_ADDRESS` is
     /// not set, else `SERVER_ADDRESS` after checking the two name the same port.
     fn mapped_server_port(&self, port: &str, env: &[(String, String)], c: &mut Checker) -> String {
-        let p = c.number("SERVER_PORT", port, 1u16, u16::MAX, 4005);
+        let p = c.int_or::<u16>("SERVER_PORT", port, 4005);
         if !is_set(env, "SERVER_ADDRESS") {
             return SocketAddr::from((Ipv4Addr::UNSPECIFIED, p)).to_string();
         }
-        let theirs = super::original::listen_address(&self.server_address).map(|a| a.port());
+        let theirs = super::addresses::listen_address(&self.server_address).map(|a| a.port());
         if theirs.is_some_and(|a| a != p) {
             c.problems.push(problem(
                 "SERVER_PORT",

@@ -6,21 +6,9 @@ use std::time::Duration;
 impl RawConfig {
     /// The preview section.
     pub(super) fn preview(&self, c: &mut Checker) -> PreviewSettings {
-        let defaults = PreviewSettings::default();
-        let timeout = c.number(
-            "PREVIEW_TIMEOUT_SECONDS",
-            &self.preview_timeout_seconds,
-            1u64,
-            300,
-            defaults.timeout.as_secs(),
-        );
-        let max_output_bytes = c.number(
-            "PREVIEW_MAX_OUTPUT_BYTES",
-            &self.preview_max_output_bytes,
-            1024usize,
-            64 * 1024 * 1024,
-            defaults.max_output_bytes,
-        );
+        let timeout = c.int::<u64>("PREVIEW_TIMEOUT_SECONDS", &self.preview_timeout_seconds);
+        let max_output_bytes =
+            c.int::<usize>("PREVIEW_MAX_OUTPUT_BYTES", &self.preview_max_output_bytes);
         PreviewSettings {
             timeout: Duration::from_secs(timeout),
             max_output_bytes,

@@ -109,42 +109,6 @@ pub struct ProtectionRaw {
     pub allow_insecure_otel: String,
 }
 
-impl ProtectionRaw {
-    /// Every default (mirrors the clap defaults).
-    pub fn defaults() -> Self {
-        Self {
-            rate_limit_enabled: "auto".into(),
-            rate_limit_global: None,
-            rate_limit_export: "10".into(),
-            rate_limit_dispatch: "50".into(),
-            rate_limit_window_seconds: None,
-            rate_limit_max: None,
-            rate_limit_window_sec: None,
-            aggressive_rate_limit_max: None,
-            aggressive_rate_limit_window_sec: None,
-            relaxed_rate_limit_max: None,
-            relaxed_rate_limit_window_sec: None,
-            rate_limit_redis_timeout_ms: "500".into(),
-            allow_ratelimit_fail_open: None,
-            allow_ratelimit_disabled: "false".into(),
-            trusted_proxies: String::new(),
-            redis_host: None,
-            redis_port: None,
-            redis_user: None,
-            redis_password: None,
-            redis_db: "0".into(),
-            redis_tls: "false".into(),
-            redis_ca_cert: None,
-            redis_master_name: None,
-            redis_protocol: None,
-            redis_use_gcp_iam: None,
-            redis_service_account: None,
-            allow_insecure_tls: "false".into(),
-            allow_insecure_otel: "false".into(),
-        }
-    }
-}
-
 /// The validated rate-limit settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimitSettings {
@@ -186,24 +150,18 @@ impl ProtectionRaw {
             v => c.boolean("RATE_LIMIT_ENABLED", v),
         };
         let global = match (set(&self.rate_limit_global), set(&self.rate_limit_max)) {
-            (Some(v), _) => c.number("RATE_LIMIT_GLOBAL", v, 1u32, 10_000, 100),
-            (None, Some(v)) => c.number("RATE_LIMIT_MAX", v, 1u32, 10_000, 100),
+            (Some(v), _) => c.int_or::<u32>("RATE_LIMIT_GLOBAL", v, 100),
+            (None, Some(v)) => c.int_or::<u32>("RATE_LIMIT_MAX", v, 100),
             (None, None) => 100,
         };
-        let export = c.number("RATE_LIMIT_EXPORT", &self.rate_limit_export, 1u32, 1000, 10);
-        let dispatch = c.number(
-            "RATE_LIMIT_DISPATCH",
-            &self.rate_limit_dispatch,
-            1u32,
-            5000,
-            50,
-        );
+        let export = c.int::<u32>("RATE_LIMIT_EXPORT", &self.rate_limit_export);
+        let dispatch = c.int::<u32>("RATE_LIMIT_DISPATCH", &self.rate_limit_dispatch);
         let window_secs = match (
             set(&self.rate_limit_window_seconds),
             set(&self.rate_limit_window_sec),
         ) {
-            (Some(v), _) => c.number("RATE_LIMIT_WINDOW_SECONDS", v, 1u64, 3600, 60),
-            (None, Some(v)) => c.number("RATE_LIMIT_WINDOW_SEC", v, 1u64, 3600, 60),
+            (Some(v), _) => c.int_or::<u64>("RATE_LIMIT_WINDOW_SECONDS", v, 60),
+            (None, Some(v)) => c.int_or::<u64>("RATE_LIMIT_WINDOW_SEC", v, 60),
             (None, None) => 60,
         };
         self.lib_commons_tiers(c, window_secs);
@@ -229,12 +187,9 @@ impl ProtectionRaw {
             trusted_proxies: self.trusted(c),
             fail_open,
             redis: self.redis(c),
-            redis_timeout: Duration::from_millis(c.number(
+            redis_timeout: Duration::from_millis(c.int::<u64>(
                 "RATE_LIMIT_REDIS_TIMEOUT_MS",
                 &self.rate_limit_redis_timeout_ms,
-                10u64,
-                10_000,
-                500,
             )),
         }
     }
@@ -349,7 +304,7 @@ impl ProtectionRaw {
             ));
         }
         let tls = c.boolean("REDIS_TLS", &self.redis_tls);
-        let db = c.number("REDIS_DB", &self.redis_db, 0u32, 15, 0);
+        let db = c.int::<u32>("REDIS_DB", &self.redis_db);
         let host = set(&self.redis_host)?;
         let (host, port) = self.redis_address(c, host);
         Some(RedisConnection {
@@ -368,7 +323,7 @@ impl ProtectionRaw {
         const RULE: &str =
             "one host, host:port or [ipv6]:port (a list means a cluster, which is not supported)";
         let default_port = match set(&self.redis_port) {
-            Some(p) => c.number("REDIS_PORT", p, 1u16, u16::MAX, 6379),
+            Some(p) => c.int_or::<u16>("REDIS_PORT", p, 6379),
             None => 6379,
         };
         if raw.contains([',', '/', '@', ' ']) {

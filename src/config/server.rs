@@ -58,27 +58,15 @@ impl RawConfig {
     /// `HTTP_HEADER_READ_TIMEOUT_SECONDS`, `HTTP_BODY_READ_TIMEOUT_SECONDS`,
     /// `HTTP_MAX_CONNECTIONS`.
     pub(super) fn http_limits(&self, c: &mut Checker) -> HttpLimits {
-        let header = c.number(
+        let header = c.int::<u64>(
             "HTTP_HEADER_READ_TIMEOUT_SECONDS",
             &self.http_header_read_timeout_seconds,
-            1u64,
-            300,
-            10,
         );
-        let body = c.number(
+        let body = c.int::<u64>(
             "HTTP_BODY_READ_TIMEOUT_SECONDS",
             &self.http_body_read_timeout_seconds,
-            1u64,
-            3600,
-            60,
         );
-        let max_connections = c.number(
-            "HTTP_MAX_CONNECTIONS",
-            &self.http_max_connections,
-            1usize,
-            1_000_000,
-            1024,
-        );
+        let max_connections = c.int::<usize>("HTTP_MAX_CONNECTIONS", &self.http_max_connections);
         HttpLimits {
             header_read_timeout: Duration::from_secs(header),
             body_read_timeout: Duration::from_secs(body),

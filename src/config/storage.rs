@@ -72,13 +72,10 @@ impl RawConfig {
     ) -> Option<StorageSweepSettings> {
         let var = "OBJECT_STORAGE_ABANDONED_AFTER_SECONDS";
         let raw = self.object_storage_abandoned_after_seconds.trim();
-        let after = c.number(var, raw, 0u64, 30 * 86_400, 3600);
-        let every = c.number(
+        let after = c.int::<u64>(var, raw);
+        let every = c.int::<u64>(
             "OBJECT_STORAGE_SWEEP_INTERVAL_SECONDS",
             self.object_storage_sweep_interval_seconds.trim(),
-            10u64,
-            86_400,
-            600,
         );
         let job = job_timeout.as_secs();
         if after != 0 && (after < 60 || after <= job) {

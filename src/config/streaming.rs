@@ -42,12 +42,9 @@ impl RawConfig {
             c.problems.push(p);
         }
         let breaker = self.breaker(c);
-        let publish_ms = c.number(
+        let publish_ms = c.int::<u64>(
             "STREAMING_PUBLISH_TIMEOUT_MS",
             &self.streaming_publish_timeout_ms,
-            100u64,
-            120_000,
-            5000,
         );
         let outbox = self.outbox(c);
         let alternate_exchange = self.alternate_exchange(&exchange);
@@ -87,20 +84,9 @@ impl RawConfig {
                 0.5
             }
         };
-        let min_requests = c.number(
-            "STREAMING_CB_MIN_REQUESTS",
-            &self.streaming_cb_min_requests,
-            1u32,
-            100_000,
-            10,
-        );
-        let open_s = c.number(
-            "STREAMING_CB_TIMEOUT_S",
-            &self.streaming_cb_timeout_s,
-            1u64,
-            3600,
-            30,
-        );
+        let min_requests =
+            c.int::<u32>("STREAMING_CB_MIN_REQUESTS", &self.streaming_cb_min_requests);
+        let open_s = c.int::<u64>("STREAMING_CB_TIMEOUT_S", &self.streaming_cb_timeout_s);
         Breaker {
             failure_ratio,
             min_requests,
@@ -111,47 +97,23 @@ impl RawConfig {
     /// The outbox: attempts before parking, retention, batch, poll, lease, and the memory
     /// outbox's published-row bound.
     fn outbox(&self, c: &mut Checker) -> OutboxNumbers {
-        let max_attempts = c.number(
+        let max_attempts = c.int::<u32>(
             "STREAMING_OUTBOX_MAX_ATTEMPTS",
             &self.streaming_outbox_max_attempts,
-            1u32,
-            1000,
-            10,
         );
-        let retention_h = c.number(
+        let retention_h = c.int::<i64>(
             "STREAMING_OUTBOX_RETENTION_HOURS",
             &self.streaming_outbox_retention_hours,
-            1i64,
-            24 * 365,
-            24,
         );
-        let batch = c.number(
-            "STREAMING_DISPATCH_BATCH",
-            &self.streaming_dispatch_batch,
-            1usize,
-            10_000,
-            256,
-        );
-        let poll_ms = c.number(
+        let batch = c.int::<usize>("STREAMING_DISPATCH_BATCH", &self.streaming_dispatch_batch);
+        let poll_ms = c.int::<u64>(
             "STREAMING_DISPATCH_POLL_MS",
             &self.streaming_dispatch_poll_ms,
-            10u64,
-            60_000,
-            1000,
         );
-        let lease_s = c.number(
-            "STREAMING_OUTBOX_LEASE_S",
-            &self.streaming_outbox_lease_s,
-            1i64,
-            3600,
-            30,
-        );
-        let memory_max_published = c.number(
+        let lease_s = c.int::<i64>("STREAMING_OUTBOX_LEASE_S", &self.streaming_outbox_lease_s);
+        let memory_max_published = c.int::<usize>(
             "STREAMING_OUTBOX_MEMORY_MAX_PUBLISHED",
             &self.streaming_outbox_memory_max_published,
-            1usize,
-            10_000_000,
-            10_000,
         );
         OutboxNumbers {
             max_attempts,
@@ -182,19 +144,13 @@ impl RawConfig {
 
     /// The unroutable queue's message TTL and length bound.
     fn unroutable(&self, c: &mut Checker) -> (Duration, u32) {
-        let ttl = Duration::from_secs(c.number(
+        let ttl = Duration::from_secs(c.int::<u64>(
             "STREAMING_UNROUTABLE_TTL_SECONDS",
             &self.streaming_unroutable_ttl_seconds,
-            1u64,
-            365 * 86_400,
-            604_800,
         ));
-        let max_length = c.number(
+        let max_length = c.int::<u32>(
             "STREAMING_UNROUTABLE_MAX_LENGTH",
             &self.streaming_unroutable_max_length,
-            1u32,
-            10_000_000,
-            10_000,
         );
         (ttl, max_length)
     }

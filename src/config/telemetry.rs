@@ -50,21 +50,9 @@ pub struct RawTelemetry {
 }
 
 impl RawTelemetry {
-    /// Every default (mirrors the clap defaults).
+    /// Every default, as its clap attribute declares it.
     pub fn defaults() -> Self {
-        Self {
-            enable_telemetry: "false".into(),
-            otel_service_name: "reporter".into(),
-            otel_library_name: "reporter".into(),
-            otel_service_version: None,
-            otel_deployment_environment: None,
-            otel_endpoint: None,
-            otel_endpoint_port: None,
-            otel_protocol: "grpc".into(),
-            otel_insecure: "false".into(),
-            otel_trust_incoming_traceparent: "true".into(),
-            otel_metric_export_interval: "60000".into(),
-        }
+        super::declared::defaults_of()
     }
 }
 
@@ -135,12 +123,9 @@ impl RawTelemetry {
             "OTEL_TRUST_INCOMING_TRACEPARENT",
             &self.otel_trust_incoming_traceparent,
         );
-        let interval_ms = c.number(
+        let interval_ms = c.int::<u64>(
             "OTEL_METRIC_EXPORT_INTERVAL",
             &self.otel_metric_export_interval,
-            1000u64,
-            3_600_000,
-            60_000,
         );
         let protocol = match self.otel_protocol.trim().to_ascii_lowercase().as_str() {
             "grpc" => OtlpProtocol::Grpc,
@@ -202,13 +187,7 @@ fn with_port(c: &mut Checker, url: String, port: Option<&str>) -> String {
     let Some(raw) = port else {
         return url;
     };
-    let port = c.number(
-        "OTEL_EXPORTER_OTLP_ENDPOINT_PORT",
-        raw,
-        1u16,
-        u16::MAX,
-        4317,
-    );
+    let port = c.int_or::<u16>("OTEL_EXPORTER_OTLP_ENDPOINT_PORT", raw, 4317);
     let Some((scheme, rest)) = url.split_once("://") else {
         return url;
     };

@@ -5,69 +5,30 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 impl RawConfig {
-    /// The worker section. Every value is read in the order the problems are reported. Over
-    /// 80 lines only because each of its thirteen variables takes a six-line call: it is the
-    /// section's table, kept in one place.
+    /// The worker section. Every value is read in the order the problems are reported; each
+    /// bound and default is its variable's declaration (`allowed.rs`, the clap attribute).
     pub(super) fn worker(&self, rabbitmq: Option<&str>, c: &mut Checker) -> WorkerConfig {
         let queue = self.job_queue(rabbitmq, c);
         let pdf = self.pdf_choice(c);
-        let job_timeout = secs(
-            c,
-            "ENGINE_TIMEOUT_SEC",
-            &self.engine_timeout_sec,
-            86_400,
-            300,
-        );
+        let job_timeout = secs(c, "ENGINE_TIMEOUT_SEC", &self.engine_timeout_sec);
         let requeue_after = self.requeue_after(c, job_timeout);
-        let max_attempts = c.number(
-            "WORKER_MAX_ATTEMPTS",
-            &self.worker_max_attempts,
-            1u32,
-            100,
-            5,
-        );
-        let concurrency = c.number(
-            "WORKER_CONCURRENCY",
-            &self.worker_concurrency,
-            1usize,
-            256,
-            4,
-        );
-        let section_concurrency = c.number(
-            "ENGINE_MAX_CONCURRENCY",
-            &self.engine_max_concurrency,
-            1usize,
-            64,
-            4,
-        );
+        let max_attempts = c.int::<u32>("WORKER_MAX_ATTEMPTS", &self.worker_max_attempts);
+        let concurrency = c.int::<usize>("WORKER_CONCURRENCY", &self.worker_concurrency);
+        let section_concurrency =
+            c.int::<usize>("ENGINE_MAX_CONCURRENCY", &self.engine_max_concurrency);
         let query_timeout = secs(
             c,
             "ENGINE_QUERY_TIMEOUT_SEC",
             &self.engine_query_timeout_sec,
-            3600,
-            30,
         );
-        let max_rows = c.number(
-            "ENGINE_MAX_ROWS",
-            &self.engine_max_rows,
-            1usize,
-            100_000_000,
-            100_000,
-        );
-        let max_section_bytes = c.number(
-            "ENGINE_MAX_RESULT_BYTES",
-            &self.engine_max_result_bytes,
-            1024usize,
-            16 * 1024 * 1024 * 1024,
-            104_857_600,
-        );
+        let max_rows = c.int::<usize>("ENGINE_MAX_ROWS", &self.engine_max_rows);
+        let max_section_bytes =
+            c.int::<usize>("ENGINE_MAX_RESULT_BYTES", &self.engine_max_result_bytes);
         let render = self.render_limits(c);
         let drain_timeout = secs(
             c,
             "WORKER_DRAIN_TIMEOUT_SEC",
             &self.worker_drain_timeout_sec,
-            3600,
-            20,
         );
         WorkerConfig {
             queue,
@@ -89,22 +50,9 @@ impl RawConfig {
                 storage_sweep: None,
             },
             pdf,
-            pdf_pool: c.number("PDF_POOL_WORKERS", &self.pdf_pool_workers, 1usize, 64, 2),
-            pdf_timeout: secs(
-                c,
-                "PDF_TIMEOUT_SECONDS",
-                &self.pdf_timeout_seconds,
-                3600,
-                90,
-            ),
-            pdf_memory_bytes: c.number(
-                "PDF_MEMORY_MIB",
-                &self.pdf_memory_mib,
-                32u64,
-                1024 * 1024,
-                1024,
-            ) * 1024
-                * 1024,
+            pdf_pool: c.int::<usize>("PDF_POOL_WORKERS", &self.pdf_pool_workers),
+            pdf_timeout: secs(c, "PDF_TIMEOUT_SECONDS", &self.pdf_timeout_seconds),
+            pdf_memory_bytes: c.int::<u64>("PDF_MEMORY_MIB", &self.pdf_memory_mib) * 1024 * 1024,
         }
     }
 
@@ -172,7 +120,7 @@ impl RawConfig {
                 prefetch: if self.prefetch_is_auto() {
                     4
                 } else {
-                    c.number("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 1u16, 1000, 4)
+                    c.int_or::<u16>("RABBITMQ_PREFETCH", &self.rabbitmq_prefetch, 4)
                 },
             },
         }
@@ -197,21 +145,10 @@ impl RawConfig {
     /// The engine's render bounds: fuel and output size (recursion fixed at 64).
     fn render_limits(&self, c: &mut Checker) -> RenderLimits {
         RenderLimits {
-            fuel: c.number(
-                "ENGINE_RENDER_FUEL",
-                &self.engine_render_fuel,
-                1000u64,
-                100_000_000_000,
-                50_000_000,
-            ),
+            fuel: c.int::<u64>("ENGINE_RENDER_FUEL", &self.engine_render_fuel),
             max_recursion: 64,
-            max_output_bytes: c.number(
-                "ENGINE_MAX_OUTPUT_BYTES",
-                &self.engine_max_output_bytes,
-                1024usize,
-                4 * 1024 * 1024 * 1024,
-                67_108_864,
-            ),
+            max_output_bytes: c
+                .int::<usize>("ENGINE_MAX_OUTPUT_BYTES", &self.engine_max_output_bytes),
             ..RenderLimits::default()
         }
     }
@@ -225,7 +162,7 @@ impl RawConfig {
         job_timeout: std::time::Duration,
     ) -> Option<std::time::Duration> {
         let raw = self.report_requeue_after_sec.trim();
-        let after = c.number("REPORT_REQUEUE_AFTER_SEC", raw, 0u64, 30 * 86_400, 900);
+        let after = c.int::<u64>("REPORT_REQUEUE_AFTER_SEC", raw);
         if after == 0 {
             return None;
         }
@@ -241,7 +178,7 @@ impl RawConfig {
     }
 }
 
-/// A number of seconds in `1..=max` (default `dflt`).
-fn secs(c: &mut Checker, var: &str, raw: &str, max: u64, dflt: u64) -> Duration {
-    Duration::from_secs(c.number(var, raw, 1u64, max, dflt))
+/// A number of seconds within the bounds `var` declares.
+fn secs(c: &mut Checker, var: &str, raw: &str) -> Duration {
+    Duration::from_secs(c.int::<u64>(var, raw))
 }

@@ -107,6 +107,21 @@ fn a_bad_value_stops_serve_naming_the_variable() {
 }
 
 #[test]
+fn config_reference_prints_the_committed_page() {
+    let out = reporter()
+        .args(["config", "reference"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            == include_str!("../../docs/src/operations/configuration.md"),
+        "docs/src/operations/configuration.md is stale: run \
+         `cargo run -q -- config reference > docs/src/operations/configuration.md`"
+    );
+}
+
+#[test]
 fn openapi_command_prints_the_committed_spec() {
     let out = reporter().arg("openapi").output().expect("runs");
     assert!(out.status.success());

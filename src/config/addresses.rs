@@ -1,5 +1,7 @@
-//! The original's ways of naming listen addresses and the RabbitMQ server, so its deployments
-//! (Helm values, `.env` files) start Reporter unchanged:
+//! Addresses: where Reporter listens (`SERVER_ADDRESS`, `HEALTH_ADDRESS`, `HEALTH_PORT`) and
+//! where its RabbitMQ server is (`RABBITMQ_URI` and the variables it is composed from), read
+//! in the original's forms too, so its deployments (Helm values, `.env` files) start Reporter
+//! unchanged:
 //! - `SERVER_ADDRESS=:4005` (Go's form: every interface) next to `127.0.0.1:4005`;
 //!   `HEALTH_PORT=4006` for the worker's health endpoints when `HEALTH_ADDRESS` is not set;
 //! - `RABBITMQ_URI` either a complete `amqp(s)://…` URI, or only the scheme (`amqp`, `amqps`)
@@ -54,7 +56,7 @@ impl RawConfig {
         }
         match set(&self.health_port) {
             Some(port) => {
-                let p = c.number("HEALTH_PORT", port, 1u16, u16::MAX, 4006);
+                let p = c.int_or::<u16>("HEALTH_PORT", port, 4006);
                 SocketAddr::from((Ipv4Addr::UNSPECIFIED, p))
             }
             None => SocketAddr::from(([127, 0, 0, 1], 4006)),
@@ -114,7 +116,7 @@ impl RawConfig {
         }
         let default_port = if scheme == "amqps" { 5671 } else { 5672 };
         let port = match set(&self.rabbitmq_port_amqp) {
-            Some(p) => c.number("RABBITMQ_PORT_AMQP", p, 1u16, u16::MAX, default_port),
+            Some(p) => c.int_or::<u16>("RABBITMQ_PORT_AMQP", p, default_port),
             None => default_port,
         };
         let enc = |s: &str| utf8_percent_encode(s, NON_ALPHANUMERIC).to_string();
