@@ -3,8 +3,10 @@
 pub mod bridge;
 pub mod context;
 pub mod otel;
+pub mod otlp_body;
 mod otlp_http;
 pub mod server_span;
+pub mod span_export;
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,

@@ -95,7 +95,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
         ])
         .build();
     let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
-    let (spans, metrics) = match s.protocol {
+    let (batch, metrics) = match s.protocol {
         OtlpProtocol::Grpc => {
             let tls = || {
                 opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
@@ -111,18 +111,18 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 span = span.with_tls_config(tls());
                 metric = metric.with_tls_config(tls());
             }
-            (span.build().map_err(err)?, metric.build().map_err(err)?)
+            (
+                batch(span.build().map_err(err)?),
+                metric.build().map_err(err)?,
+            )
         }
         OtlpProtocol::HttpProtobuf => {
             let client =
                 super::otlp_http::Client::new().map_err(|e| OtelError::Exporter(e.to_string()))?;
-            let span = opentelemetry_otlp::SpanExporter::builder()
-                .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_http_client(client.clone())
-                .with_endpoint(format!("{}/v1/traces", s.endpoint))
-                .build()
-                .map_err(err)?;
+            let span = super::span_export::HttpSpanExporter::new(
+                client.clone(),
+                format!("{}/v1/traces", s.endpoint),
+            );
             let metric = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -130,12 +130,9 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 .with_endpoint(format!("{}/v1/metrics", s.endpoint))
                 .build()
                 .map_err(err)?;
-            (span, metric)
+            (batch(span), metric)
         }
     };
-    let batch = opentelemetry_sdk::trace::BatchSpanProcessor::builder(spans)
-        .with_batch_config(batch_config())
-        .build();
     let tracer_provider = SdkTracerProvider::builder()
         .with_resource(resource.clone())
         .with_span_processor(batch)
@@ -196,6 +193,16 @@ fn batch_config() -> opentelemetry_sdk::trace::BatchConfig {
         config = config.with_max_queue_size(EXPORT_QUEUE);
     }
     config.build()
+}
+
+/// The batch span processor of `exporter`, with [`batch_config`].
+fn batch<E>(exporter: E) -> opentelemetry_sdk::trace::BatchSpanProcessor
+where
+    E: opentelemetry_sdk::trace::SpanExporter + 'static,
+{
+    opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
+        .with_batch_config(batch_config())
+        .build()
 }
 
 /// How long the exporters wait for their collector per export.

@@ -2,6 +2,9 @@
 //! builds, driven on the service's tokio runtime (the SDK's batch and periodic exporters call
 //! it from their own threads, where no runtime runs).
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use std::time::{Duration, Instant};
 
 /// A reqwest client bound to the runtime it was made on.
 #[derive(Debug, Clone)]
@@ -18,6 +21,84 @@ impl Client {
             .timeout(super::otel::EXPORT_TIMEOUT)
             .build()?;
         Ok(Self { http, runtime })
+    }
+}
+
+/// Why an export did not reach the collector.
+#[derive(Debug, thiserror::Error)]
+pub enum PostError {
+    /// The collector answered with an error status.
+    #[error("the OTLP collector answered {0}")]
+    Status(StatusCode),
+    /// The request did not complete (connection, timeout).
+    #[error("OTLP export: {0}")]
+    Transport(#[from] reqwest::Error),
+    /// The export task ended without an answer (runtime shutting down).
+    #[error("OTLP export task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Retries after the first attempt, as the stock exporter's recommended policy.
+const RETRIES: u32 = 3;
+/// The first retry's delay, doubled at each retry up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
+const MAX_RETRY_DELAY: Duration = Duration::from_millis(1600);
+
+/// A status worth another attempt: the collector is throttling or briefly unavailable.
+fn retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 502 | 503 | 504)
+}
+
+impl Client {
+    /// POSTs an OTLP/HTTP protobuf `body` to `url` with `headers`. A connection error or a
+    /// throttling / unavailable answer (429, 502, 503, 504) is retried up to [`RETRIES`]
+    /// times, 100 ms then doubling up to 1.6 s apart, while the export's time
+    /// ([`EXPORT_TIMEOUT`](super::otel::EXPORT_TIMEOUT)) lasts; any other answer but 2xx is
+    /// an error at once.
+    pub async fn post_protobuf(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<(), PostError> {
+        let http = self.http.clone();
+        let mut headers = headers.clone();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
+        );
+        let url = url.to_owned();
+        let body = Bytes::from(body);
+        let call = async move {
+            let deadline = Instant::now() + super::otel::EXPORT_TIMEOUT;
+            let mut delay = FIRST_RETRY_DELAY;
+            let mut attempt = 0;
+            loop {
+                let answer = http
+                    .post(&url)
+                    .headers(headers.clone())
+                    .body(body.clone())
+                    .send()
+                    .await;
+                let failure = match answer {
+                    Ok(r) if r.status().is_success() => {
+                        // Read to the end: the connection is then reused.
+                        let _ = r.bytes().await;
+                        return Ok(());
+                    }
+                    Ok(r) if !retryable(r.status()) => return Err(PostError::Status(r.status())),
+                    Ok(r) => PostError::Status(r.status()),
+                    Err(e) => PostError::Transport(e),
+                };
+                attempt += 1;
+                if attempt > RETRIES || Instant::now() + delay >= deadline {
+                    return Err(failure);
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
+            }
+        };
+        self.runtime.spawn(call).await?
     }
 }
 

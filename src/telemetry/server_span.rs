@@ -41,6 +41,24 @@ fn names(method: &'static str, route: &str) -> (&'static str, &'static str) {
     (name, route_of(name))
 }
 
+/// The attributes known when the request starts, with room for the status code [`ServerSpan::end`]
+/// adds (no reallocation per request).
+fn attributes(
+    method: &'static str,
+    route: &'static str,
+    scheme: &'static str,
+    version: &'static str,
+) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(5);
+    attributes.extend([
+        KeyValue::new("http.request.method", method),
+        KeyValue::new("http.route", route),
+        KeyValue::new("url.scheme", scheme),
+        KeyValue::new("network.protocol.version", version),
+    ]);
+    attributes
+}
+
 /// A request's server span while the request runs (telemetry on).
 pub struct ServerSpan {
     cx: Context,
@@ -70,12 +88,7 @@ impl ServerSpan {
         let span = tracer
             .span_builder(name)
             .with_kind(SpanKind::Server)
-            .with_attributes([
-                KeyValue::new("http.request.method", method),
-                KeyValue::new("http.route", route),
-                KeyValue::new("url.scheme", scheme),
-                KeyValue::new("network.protocol.version", version),
-            ])
+            .with_attributes(attributes(method, route, scheme, version))
             .start_with_context(tracer, &parent);
         Some(Self {
             cx: parent.with_span(span),
