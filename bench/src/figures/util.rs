@@ -2,23 +2,22 @@
 use chrono::Utc;
 use reporter::app::{App, EventIdentity, EventSubject};
 use reporter_ports::TenantId;
-use reporter_ports::events::EventKey;
+use reporter_ports::events::Event;
+use reporter_ports::events::payloads::DeadlineDelivered;
 use reporter_ports::ports::OutboxRecord;
 
-/// A realistic payload (the shape of a `deadline.delivered` event, ~400 bytes).
-pub fn payload(i: usize) -> serde_json::Value {
-    serde_json::json!({
-        "deadline_id": uuid::Uuid::now_v7().to_string(),
-        "name": format!("Liquidity report {i}"),
-        "type": "regulatory",
-        "due_date": "2030-03-31T23:59:59.000Z",
-        "frequency": "semiannual",
-        "delivered_at": Utc::now().to_rfc3339(),
-        "status": "delivered",
-        "template_id": null,
-        "description": "Semiannual liquidity coverage report to the central bank",
-        "notify_days_before": 10,
-    })
+/// A `deadline.delivered` event's payload, as the service writes it.
+pub fn payload(i: usize) -> DeadlineDelivered {
+    let due = chrono::DateTime::parse_from_rfc3339("2030-03-31T23:59:59Z")
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or_else(|_| Utc::now());
+    DeadlineDelivered {
+        deadline_id: uuid::Uuid::now_v7().to_string(),
+        template_id: i.is_multiple_of(2).then(|| uuid::Uuid::now_v7().to_string()),
+        due_date: due,
+        delivered_at: Utc::now(),
+        status: "delivered".into(),
+    }
 }
 
 /// A critical outbox row (published by the dispatcher only).
@@ -26,10 +25,9 @@ pub fn critical_row(app: &App, i: usize) -> OutboxRecord {
     let tenant = TenantId::default_tenant();
     app.emitter()
         .row(
-            EventKey::DeadlineDelivered,
+            Event::DeadlineDelivered(payload(i)),
             EventSubject::new(&tenant, &uuid::Uuid::now_v7().to_string(), 1),
             EventIdentity::Fresh,
-            &payload(i),
             app.now(),
         )
         .expect("publication is on")
