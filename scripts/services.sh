@@ -22,6 +22,8 @@
 #                                 (MONGO_STANDALONE_PORT): `reporter serve` must refuse it
 #   S3           127.0.0.1:5000   moto, scripts/moto.sh (MOTO_HOST, MOTO_PORT)
 #   chromium, pdftotext           Debian packages chromium and poppler-utils, installed if missing
+#   mdbook                        the book's builder (crates.io, `cargo install --locked`: no Debian
+#                                 package), installed if missing; a few minutes the first time
 #   Playwright                    the `playwright` Python package in a venv under .cache/services
 #                                 (PLAYWRIGHT_PYTHON), for the Console's browser test
 #   SDK and contract tools        openapi-python-client and schemathesis (PyPI, pinned in
@@ -284,6 +286,23 @@ ensure_sdk_tools() {
     log "openapi-python-client $(openapi-python-client --version | awk '{print $NF}'), schemathesis $(st --version | awk '{print $NF}'), node $(node --version)"
 }
 
+# ---------------------------------------------------------------- mdbook (the book in docs/)
+
+# CI builds the book (`mdbook build docs`); Debian has no package, so it comes from crates.io,
+# pinned, once per machine.
+MDBOOK_VERSION=0.5.4
+ensure_mdbook() {
+    if command -v mdbook >/dev/null && mdbook --version | grep -q "v$MDBOOK_VERSION"; then
+        log "mdbook $(mdbook --version | awk '{print $NF}')"
+        return 0
+    fi
+    log "installing mdbook $MDBOOK_VERSION (cargo install --locked; a few minutes, once)"
+    if ! cargo install --locked --quiet mdbook --version "=$MDBOOK_VERSION" >&2; then
+        log "ERROR: cargo install mdbook failed"
+        return 1
+    fi
+}
+
 # ---------------------------------------------------------------- Playwright (Console tests)
 
 # The Console's browser journey (tests/processes/console.rs) runs tests/console/journey.py with
@@ -327,6 +346,7 @@ cmd_start() {
     ensure_pdf_tools || failed+=("chromium/pdftotext")
     ensure_sdk_tools || failed+=("SDK and contract tools")
     ensure_playwright || failed+=("Playwright (Python)")
+    ensure_mdbook || failed+=(mdbook)
     if ((${#failed[@]})); then
         rm -f "$ENV_FILE"
         log "FAILED: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g') (see the messages above)"
