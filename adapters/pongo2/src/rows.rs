@@ -77,6 +77,17 @@ impl Shape {
     }
 }
 
+/// A field of a streamed row as [`RowChunk::plain_field`] reads it.
+#[derive(Debug)]
+pub(crate) enum PlainCell<'c> {
+    /// A string that is not a time.
+    Str(&'c str),
+    /// A string Go prints a time as: that time.
+    Time(gotime::GoTime),
+    /// An integer.
+    Int(i64),
+}
+
 /// Where a row's cells are.
 #[derive(Debug, Clone, Copy)]
 enum RowAt {
@@ -171,6 +182,25 @@ impl<'a> RowChunk<'a> {
         let (shape, cells) = self.object(row)?;
         let cell = cells.get(shape.position(key)?)?;
         Some(self.cell_value(cell))
+    }
+
+    /// The field `key` of the `row`-th row as a template prints it, read without making a
+    /// value: a string (a time when Go prints one as it, as [`Self::field`] reads it) or an
+    /// integer. `None` for anything else (no such row or field, another kind of cell): the
+    /// caller then reads it with [`Self::field`].
+    pub(crate) fn plain_field(&self, row: usize, key: &str) -> Option<PlainCell<'_>> {
+        let (shape, cells) = self.object(row)?;
+        match cells.get(shape.position(key)?)? {
+            Cell::Int(i) => Some(PlainCell::Int(*i)),
+            Cell::Str(span) => {
+                let s = self.str(*span);
+                Some(match gotime::parse_go_string(s) {
+                    Some(t) => PlainCell::Time(t),
+                    None => PlainCell::Str(s),
+                })
+            }
+            _ => None,
+        }
     }
 
     /// The fields of the `row`-th row, sorted by name.
