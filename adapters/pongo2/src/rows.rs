@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
+mod flat;
+
 /// Shapes with at most this many fields are searched by comparing names in order; larger
 /// ones by binary search over their names sorted.
 const SCAN_FIELDS: usize = 8;
@@ -129,6 +131,13 @@ impl<'a> RowChunk<'a> {
         de.deserialize_seq(Rows(&mut chunk))?;
         de.end()?;
         Ok(chunk)
+    }
+
+    /// Parses a chunk as [`Self::parse`] does, keeping `text` as the buffer of its strings
+    /// when it is a list of flat rows (no copy of them; see [`flat`]).
+    pub fn parse_owned(text: Vec<u8>) -> Result<Self, serde_json::Error> {
+        let text = String::from_utf8(text).map_err(|e| serde::de::Error::custom(e.utf8_error()))?;
+        flat::parse(text).or_else(|text| Self::parse(text.as_bytes()))
     }
 
     /// Rows in the chunk.
