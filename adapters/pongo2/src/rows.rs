@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
+mod flat;
+
 /// Shapes with at most this many fields are searched by comparing names in order; larger
 /// ones by binary search over their names sorted.
 const SCAN_FIELDS: usize = 8;
@@ -77,6 +79,17 @@ impl Shape {
     }
 }
 
+/// A field of a streamed row as [`RowChunk::plain_field`] reads it.
+#[derive(Debug)]
+pub(crate) enum PlainCell<'c> {
+    /// A string that is not a time.
+    Str(&'c str),
+    /// A string Go prints a time as: that time.
+    Time(gotime::GoTime),
+    /// An integer.
+    Int(i64),
+}
+
 /// Where a row's cells are.
 #[derive(Debug, Clone, Copy)]
 enum RowAt {
@@ -118,6 +131,13 @@ impl<'a> RowChunk<'a> {
         de.deserialize_seq(Rows(&mut chunk))?;
         de.end()?;
         Ok(chunk)
+    }
+
+    /// Parses a chunk as [`Self::parse`] does, keeping `text` as the buffer of its strings
+    /// when it is a list of flat rows (no copy of them; see [`flat`]).
+    pub fn parse_owned(text: Vec<u8>) -> Result<Self, serde_json::Error> {
+        let text = String::from_utf8(text).map_err(|e| serde::de::Error::custom(e.utf8_error()))?;
+        flat::parse(text).or_else(|text| Self::parse(text.as_bytes()))
     }
 
     /// Rows in the chunk.
@@ -171,6 +191,25 @@ impl<'a> RowChunk<'a> {
         let (shape, cells) = self.object(row)?;
         let cell = cells.get(shape.position(key)?)?;
         Some(self.cell_value(cell))
+    }
+
+    /// The field `key` of the `row`-th row as a template prints it, read without making a
+    /// value: a string (a time when Go prints one as it, as [`Self::field`] reads it) or an
+    /// integer. `None` for anything else (no such row or field, another kind of cell): the
+    /// caller then reads it with [`Self::field`].
+    pub(crate) fn plain_field(&self, row: usize, key: &str) -> Option<PlainCell<'_>> {
+        let (shape, cells) = self.object(row)?;
+        match cells.get(shape.position(key)?)? {
+            Cell::Int(i) => Some(PlainCell::Int(*i)),
+            Cell::Str(span) => {
+                let s = self.str(*span);
+                Some(match gotime::parse_go_string(s) {
+                    Some(t) => PlainCell::Time(t),
+                    None => PlainCell::Str(s),
+                })
+            }
+            _ => None,
+        }
     }
 
     /// The fields of the `row`-th row, sorted by name.

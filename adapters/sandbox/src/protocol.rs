@@ -216,7 +216,15 @@ pub fn write_frame(w: &mut impl Write, kind: u8, payload: &[u8]) -> io::Result<(
     w.flush()
 }
 
-/// Reads one frame of at most `max` payload bytes (blocking; the child's side).
+/// Most bytes of a frame's payload the child reserves before they arrive (a chunk of rows, 256
+/// KiB, fits; the child's address space is bounded, so a larger announced length is not
+/// trusted further).
+const CHILD_PREALLOCATE: u64 = 1 << 20;
+
+/// Reads one frame of at most `max` payload bytes (blocking; the child's side). The payload
+/// buffer is reserved up to [`CHILD_PREALLOCATE`] bytes of the announced length (a chunk of
+/// rows arrives in one allocation, not in a buffer grown and copied again as it is read),
+/// then grows with what actually arrives.
 pub fn read_frame(r: &mut impl Read, max: u64) -> io::Result<(u8, Vec<u8>)> {
     let mut head = [0u8; 9];
     r.read_exact(&mut head)?;
@@ -224,7 +232,8 @@ pub fn read_frame(r: &mut impl Read, max: u64) -> io::Result<(u8, Vec<u8>)> {
     if len > max {
         return Err(too_large(len, max));
     }
-    let mut payload = Vec::new();
+    let reserve = len.min(CHILD_PREALLOCATE);
+    let mut payload = Vec::with_capacity(usize::try_from(reserve).unwrap_or(0));
     r.take(len).read_to_end(&mut payload)?;
     if payload.len() as u64 != len {
         return Err(io::ErrorKind::UnexpectedEof.into());

@@ -2,6 +2,7 @@
 mod calc;
 mod custom;
 mod expr;
+mod fast_print;
 mod pieces;
 mod streamed;
 
@@ -672,6 +673,9 @@ impl<'a> Renderer<'a> {
     /// `{{ expr }}`: escaped when autoescape is on, unless marked safe (Pongo2 escapes only
     /// string values).
     fn print(&mut self, e: ExprId) -> R<()> {
+        if self.print_row_field(e)? {
+            return Ok(());
+        }
         let v = self.eval(e)?;
         if self.autoescape && v.is_string() && !v.is_safe() && !self.safe_applied(e) {
             return self.write(&html_escape(v.as_str().unwrap_or_default()));

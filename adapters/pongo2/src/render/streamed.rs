@@ -36,8 +36,8 @@ impl<'a> Renderer<'a> {
         let origin = Origin::Row(stream.ds, stream.table);
         let mut index: i64 = 0;
         while let Some(bytes) = self.next_chunk()? {
-            let chunk = Rc::new(RowChunk::parse(&bytes).map_err(RenderError::context_not_json)?);
-            drop(bytes);
+            let chunk =
+                Rc::new(RowChunk::parse_owned(bytes).map_err(RenderError::context_not_json)?);
             for i in 0..chunk.len() {
                 let Some(value) = chunk.row(i, origin) else {
                     break;
