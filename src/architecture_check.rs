@@ -3,6 +3,8 @@
 //! - `ports/` (the domain and the port traits) depends on no I/O crate and no other
 //!   Reporter crate;
 //! - the contract suites depend on the ports only;
+//! - the template builder (`builder/`), a pure compiler, depends on no I/O crate and on no
+//!   Reporter crate but the ports ([`BUILDER`]);
 //! - an adapter depends on no other adapter and not on the application; what two adapters
 //!   share lives in a support crate of [`SUPPORT_CRATES`], which depends on no I/O crate and
 //!   on no Reporter crate but those its entry allows (the ports at most: never an adapter or
@@ -44,6 +46,19 @@ const SUPPORT_CRATES: &[(&str, &[&str])] = &[
     ("reporter-child-confine", &[]),
     ("reporter-sql-support", &["reporter-ports"]),
 ];
+
+/// The template builder (`reporter-builder`: blocks → template code) with the Reporter crates
+/// it may depend on. A pure compiler like the ports: it MUST depend on no I/O crate (driver,
+/// HTTP, runtime) and on no Reporter crate but the ports (whose output formats, template
+/// rules and sandbox errors it speaks); never an adapter or the application, which runs its
+/// stages with the I/O ones.
+const BUILDER: (&str, &[&str]) = ("reporter-builder", &["reporter-ports"]);
+
+/// The dependencies of the template `builder` that break the direction: any I/O crate, any
+/// Reporter crate [`BUILDER`] does not allow.
+fn wrong_builder_dependencies(builder: &Member) -> Vec<String> {
+    wrong_support_dependencies(builder, BUILDER.1)
+}
 
 /// True for a support crate of [`SUPPORT_CRATES`].
 fn is_support(name: &str) -> bool {
@@ -141,6 +156,39 @@ fn contract_suites_depend_on_the_ports_only() {
         .filter(|d| d.starts_with("reporter") && d.as_str() != "reporter-ports")
         .collect();
     assert!(bad.is_empty(), "reporter-contract depends on {bad:?}");
+}
+
+#[test]
+fn the_builder_depends_on_no_io_crate_and_only_the_ports() {
+    let all = members();
+    let bad = wrong_builder_dependencies(member(&all, BUILDER.0));
+    assert!(bad.is_empty(), "{bad:?}");
+}
+
+#[test]
+fn the_builder_rule_refuses_io_an_adapter_and_the_application() {
+    let crate_with = |deps: &[&str]| Member {
+        name: BUILDER.0.to_owned(),
+        deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+    };
+    let pure = crate_with(&["reporter-ports", "serde", "serde_json"]);
+    assert!(wrong_builder_dependencies(&pure).is_empty());
+    let leaning = crate_with(&[
+        "reporter-ports",
+        "tokio",
+        "poem-openapi",
+        "reporter-adapter-pongo2",
+        "reporter",
+    ]);
+    assert_eq!(
+        wrong_builder_dependencies(&leaning),
+        vec![
+            "reporter-builder -> poem-openapi".to_owned(),
+            "reporter-builder -> reporter".to_owned(),
+            "reporter-builder -> reporter-adapter-pongo2".to_owned(),
+            "reporter-builder -> tokio".to_owned(),
+        ]
+    );
 }
 
 #[test]

@@ -5,20 +5,17 @@
 //! sandbox's parse and analysis of the code, as an upload would ([`App::confirm_mapped`]).
 //! `validate` and `generate-code` both run exactly this pipeline ([`App::build`]), so what
 //! one refuses the other refuses.
-use super::fields::{self, Analysis, Reference};
-use super::messages::{Finding, FormatIssue, Msg};
-use super::model::{BlockSpec, Node};
-use super::refusal::dedup;
-use super::{codegen, validate};
 use crate::app::App;
 use crate::app::datasources::Warning;
 use crate::app::error::{AppError, AppResult, Code};
 use crate::app::templates::analysis_error;
+use reporter_builder::fields::{Analysis, Reference};
+use reporter_builder::model::BlockSpec;
+use reporter_builder::refusal::dedup;
+use reporter_builder::stages::{generate, sandbox_finding, structure};
+use reporter_builder::{Finding, Msg};
 use reporter_ports::ports::{RenderError, RenderLimits, RunnerError};
-use reporter_ports::template::{
-    MAX_TEMPLATE_BYTES, MappedFields, OutputFormat, TemplateFileError, content_rules, find_script,
-    validate_template_file,
-};
+use reporter_ports::template::{MappedFields, OutputFormat};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -48,29 +45,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         tracing::error!(error = %e, "template builder task failed");
         AppError::new(Code::Internal, "the blocks could not be checked")
     })
-}
-
-/// Limits, structure and the builder's own analysis of the tree.
-fn structure(blocks: Vec<BlockSpec>) -> Result<(Vec<Node>, Analysis), Vec<Finding>> {
-    if blocks.is_empty() {
-        return Err(vec![Finding::new("", "blocks", Msg::EmptyBlocks)]);
-    }
-    if let Some(f) = validate::check_limits(&blocks) {
-        return Err(vec![f]);
-    }
-    let (nodes, findings) = validate::convert(&blocks);
-    if !findings.is_empty() {
-        return Err(dedup(findings));
-    }
-    let analysis = fields::analyze(&nodes);
-    Ok((nodes, analysis))
-}
-
-/// The generated code and the upload's rules on it.
-fn generate(nodes: &[Node], format: Option<OutputFormat>) -> (String, Vec<Finding>) {
-    let code = codegen::generate(nodes, format);
-    let findings = whole_template(&code, format);
-    (code, findings)
 }
 
 impl App {
@@ -202,7 +176,10 @@ impl App {
                     "the generated code does not parse: a template builder bug",
                 ));
             }
-            Err(RunnerError::Template(e)) => return Ok(Err(sandbox_finding(e))),
+            Err(RunnerError::Template(e)) => {
+                tracing::info!(error = %e, "generated template code refused by the sandbox's parse bounds");
+                return Ok(Err(sandbox_finding(e)));
+            }
             Err(e) => return Err(analysis_error(e)),
         };
         if upload != *builder {
@@ -217,63 +194,5 @@ impl App {
             ));
         }
         Ok(Ok(upload))
-    }
-}
-
-/// The finding for a bound the sandbox's parse of generated code hit: the upload's refusal
-/// (`TPL-0080`, `TPL-0081`, `TPL-0082` on `generate-code`), about the template as a whole.
-/// Syntax errors are not bounds: the caller MUST have handled them (a builder bug).
-fn sandbox_finding(e: RenderError) -> Finding {
-    tracing::info!(error = %e, "generated template code refused by the sandbox's parse bounds");
-    let msg = match e {
-        RenderError::Timeout => Msg::ParseTimeout,
-        RenderError::MemoryLimit(_) => Msg::ParseMemory,
-        RenderError::Syntax(_)
-        | RenderError::Evaluation(_)
-        | RenderError::Fault(_)
-        | RenderError::NestingTooDeep(_)
-        | RenderError::FuelExhausted
-        | RenderError::RecursionLimit
-        | RenderError::OutputTooLarge(_)
-        | RenderError::Crashed(_) => Msg::CodeTooComplex,
-    };
-    Finding::new("", "blocks", msg)
-}
-
-/// The upload's rules on the template as a whole.
-fn whole_template(code: &str, format: Option<OutputFormat>) -> Vec<Finding> {
-    let result = match format {
-        Some(f) => validate_template_file("generated.tpl", code.as_bytes(), f).map(|_| ()),
-        None if code.len() > MAX_TEMPLATE_BYTES => Err(TemplateFileError::TooLarge {
-            max: MAX_TEMPLATE_BYTES,
-        }),
-        None => match find_script(code) {
-            Some(found) => Err(TemplateFileError::ScriptDetected { found }),
-            None => Ok(()),
-        },
-    };
-    let (field, msg) = match result {
-        Ok(()) => return Vec::new(),
-        Err(TemplateFileError::TooLarge { max }) => ("blocks", Msg::CodeTooLarge(max)),
-        Err(TemplateFileError::ScriptDetected { found }) => ("blocks", Msg::Script(found)),
-        Err(TemplateFileError::ContentMismatch { rule, .. }) => {
-            ("format", Msg::FormatMismatch(format_issue(rule)))
-        }
-        Err(TemplateFileError::Empty) => ("format", Msg::FormatMismatch(FormatIssue::Empty)),
-        Err(e @ (TemplateFileError::NotTpl | TemplateFileError::NotUtf8)) => (
-            "format",
-            Msg::FormatMismatch(FormatIssue::Other(e.to_string())),
-        ),
-    };
-    vec![Finding::new("", field, msg)]
-}
-
-fn format_issue(rule: &str) -> FormatIssue {
-    match rule {
-        r if r == content_rules::HTML => FormatIssue::HtmlRoot,
-        r if r == content_rules::XML => FormatIssue::XmlMarkup,
-        r if r == content_rules::CSV_LINES => FormatIssue::CsvLines,
-        r if r == content_rules::CSV_SEPARATOR => FormatIssue::CsvSeparator,
-        other => FormatIssue::Other(other.to_owned()),
     }
 }

@@ -1,12 +1,7 @@
-//! The template builder: a catalogue of blocks and filters, and blocks → template code in the
-//! original's dialect, with validation.
-//!
-//! - [`catalog`]: block types, their properties and labels; the filter catalogue; [`Locale`].
-//! - [`model`]: blocks as sent ([`BlockSpec`]) and as validated ([`model::Node`]).
-//! - [`expr`]: the expression, path and name grammar of block properties.
-//! - [`validate`]: structure and limits; [`fields`]: the data a tree reads.
-//! - [`codegen`] and [`escape`]: code generation, where every user string is escaped.
-//! - `build`: the staged pipeline; `refusal`: findings as answers, in the asked language.
+//! The template builder's operations: the catalogues, `generate-code` and `validate`. The
+//! compiler (blocks → template code, validation, refusals) is the `reporter-builder` crate,
+//! re-exported here; this module runs its stages with the ones that need I/O (data sources'
+//! schemas, the sandbox's parse: see `build`) and maps its refusals to [`AppError`]s.
 //!
 //! Validation runs in stages, each only when the previous found nothing: limits (block count,
 //! depth), structure (every block and property), names and data sources (no bound name is a
@@ -16,37 +11,19 @@
 //! run on the blocking pool. `validate` and `generate-code` run this one pipeline, so `valid`
 //! is true exactly when `generate-code` succeeds.
 mod build;
-pub mod catalog;
-pub mod codegen;
-pub mod escape;
-pub mod expr;
-pub mod fields;
-pub mod messages;
-pub mod model;
-mod refusal;
-pub mod validate;
 
-pub use catalog::{BlockDefinition, FilterDefinition, Locale, PropertyDef};
-pub use messages::{Class, Finding, FormatIssue, Msg};
-pub use model::{BlockSpec, ElifSpec, FilterSpec};
-pub use validate::{MAX_BLOCKS, MAX_DEPTH};
+pub use reporter_builder::{
+    BlockDefinition, BlockProblem, BlockSpec, Class, ElifSpec, FilterDefinition, FilterSpec,
+    Finding, FormatIssue, Locale, MAX_BLOCKS, MAX_DEPTH, Msg, PropertyDef,
+};
+pub use reporter_builder::{catalog, codegen, escape, expr, fields, messages, model, validate};
 
 use super::datasources::Warning;
-use super::error::AppResult;
+use super::error::{AppError, AppResult, Code};
 use super::{App, Caller};
-use refusal::{findings_error, problems};
-use reporter_ports::template::{MappedFields, OutputFormat};
-
-/// A problem found in the blocks, in the requested language.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockProblem {
-    /// Block id (`""` for the template as a whole).
-    pub block_id: String,
-    /// Property.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
+use reporter_builder::refusal::{self, findings_error, problems};
+use reporter_builder::{Refusal, RefusalCode, parse_format};
+use reporter_ports::template::MappedFields;
 
 /// `POST /v1/templates/generate-code`.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,10 +47,29 @@ pub struct BlockValidation {
     pub warnings: Vec<Warning>,
 }
 
-fn parse_format(raw: Option<&str>) -> Result<Option<OutputFormat>, String> {
-    match raw.map(str::trim).filter(|f| !f.is_empty()) {
-        None => Ok(None),
-        Some(f) => OutputFormat::parse(f).map(Some).ok_or_else(|| f.to_owned()),
+/// The error code of a refusal's kind (the code of the same name).
+fn code_of(kind: RefusalCode) -> Code {
+    match kind {
+        RefusalCode::MissingFields => Code::MissingFields,
+        RefusalCode::TooManyBlocks => Code::TooManyBlocks,
+        RefusalCode::NestingTooDeep => Code::NestingTooDeep,
+        RefusalCode::TemplateTooComplex => Code::TemplateTooComplex,
+        RefusalCode::TemplateParseTimeout => Code::TemplateParseTimeout,
+        RefusalCode::TemplateParseMemory => Code::TemplateParseMemory,
+        RefusalCode::InvalidBlocks => Code::InvalidBlocks,
+        RefusalCode::ScriptDetected => Code::ScriptDetected,
+        RefusalCode::UnknownDataSource => Code::UnknownDataSource,
+        RefusalCode::UnknownTable => Code::UnknownTable,
+        RefusalCode::UnknownField => Code::UnknownField,
+        RefusalCode::InvalidContent => Code::InvalidContent,
+        RefusalCode::TemplateTooLarge => Code::TemplateTooLarge,
+        RefusalCode::InvalidOutputFormat => Code::InvalidOutputFormat,
+    }
+}
+
+impl From<Refusal> for AppError {
+    fn from(r: Refusal) -> Self {
+        AppError::new(code_of(r.code), r.message).fields(r.fields)
     }
 }
 
@@ -120,14 +116,14 @@ impl App {
         locale: Locale,
     ) -> AppResult<GeneratedCode> {
         let Some(blocks) = blocks else {
-            return Err(refusal::missing_blocks(locale));
+            return Err(refusal::missing_blocks(locale).into());
         };
-        let format =
-            parse_format(format.as_deref()).map_err(|f| refusal::unknown_format(&f, locale))?;
+        let format = parse_format(format.as_deref())
+            .map_err(|f| AppError::from(refusal::unknown_format(&f, locale)))?;
         let build = self.build(blocks, format).await?;
         if !build.findings.is_empty() {
             tracing::info!(problems = build.findings.len(), "blocks refused");
-            return Err(findings_error(&build.findings, locale));
+            return Err(findings_error(&build.findings, locale).into());
         }
         tracing::info!(bytes = build.code.len(), "template code generated");
         Ok(GeneratedCode {
@@ -154,7 +150,7 @@ impl App {
         locale: Locale,
     ) -> AppResult<BlockValidation> {
         let Some(blocks) = blocks else {
-            return Err(refusal::missing_blocks(locale));
+            return Err(refusal::missing_blocks(locale).into());
         };
         let (format, format_finding) = match parse_format(format.as_deref()) {
             Ok(f) => (f, None),

@@ -1,15 +1,76 @@
-//! Findings as answers: the problem list of `validate` and the one error of `generate-code`,
-//! both in the requested language.
+//! Findings as answers: the problem list of `validate` and the one refusal of
+//! `generate-code`, both in the requested language. A [`Refusal`] names its kind
+//! ([`RefusalCode`]); the application maps that kind to its error code.
 use super::BlockProblem;
 use super::catalog::Locale;
 use super::messages::{Class, Finding, Msg};
 use super::validate::{MAX_BLOCKS, MAX_DEPTH};
-use crate::app::error::{AppError, Code};
 use reporter_ports::template::MAX_TEMPLATE_BYTES;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The kind of a refusal, one per error code the builder's operations answer (the
+/// application's code of the same name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalCode {
+    /// No blocks (absent or an empty list).
+    MissingFields,
+    /// More blocks than [`MAX_BLOCKS`].
+    TooManyBlocks,
+    /// Blocks nested deeper than [`MAX_DEPTH`].
+    NestingTooDeep,
+    /// An expression past the operator bound, or code past the sandbox parse's bounds.
+    TemplateTooComplex,
+    /// The sandbox's parse of the code took too long.
+    TemplateParseTimeout,
+    /// The sandbox's parse of the code needed too much memory.
+    TemplateParseMemory,
+    /// A block or property is wrong.
+    InvalidBlocks,
+    /// The blocks contain a script.
+    ScriptDetected,
+    /// A data source the blocks read does not exist.
+    UnknownDataSource,
+    /// A table the blocks read does not exist.
+    UnknownTable,
+    /// A field the blocks read does not exist.
+    UnknownField,
+    /// The code does not fit its output format.
+    InvalidContent,
+    /// The code is larger than an upload may be.
+    TemplateTooLarge,
+    /// `format` is not an output format.
+    InvalidOutputFormat,
+}
+
+/// A refusal of `generate-code`: its kind, a message and the field messages, in the
+/// requested language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What kind of refusal.
+    pub code: RefusalCode,
+    /// Top-level message.
+    pub message: String,
+    /// Field (`<blockId>.<property>`, or a property of the body) → message.
+    pub fields: BTreeMap<String, String>,
+}
+
+impl Refusal {
+    fn new(code: RefusalCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            fields: BTreeMap::new(),
+        }
+    }
+
+    fn field(mut self, field: &str, message: &str) -> Self {
+        self.fields.insert(field.to_owned(), message.to_owned());
+        self
+    }
+}
+
 /// `findings` without repeats (same block, property and message).
-pub(super) fn dedup(findings: Vec<Finding>) -> Vec<Finding> {
+pub fn dedup(findings: Vec<Finding>) -> Vec<Finding> {
     let mut seen = BTreeSet::new();
     findings
         .into_iter()
@@ -18,7 +79,7 @@ pub(super) fn dedup(findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// The findings as `validate` lists them.
-pub(super) fn problems(findings: &[Finding], l: Locale) -> Vec<BlockProblem> {
+pub fn problems(findings: &[Finding], l: Locale) -> Vec<BlockProblem> {
     findings
         .iter()
         .map(|f| BlockProblem {
@@ -30,11 +91,11 @@ pub(super) fn problems(findings: &[Finding], l: Locale) -> Vec<BlockProblem> {
 }
 
 /// The code and top-level message for findings of the most fundamental `class`.
-fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
+fn summary(class: Class, findings: &[Finding], l: Locale) -> (RefusalCode, String) {
     let n = findings.len();
     match class {
         _ if findings.iter().all(|f| f.msg == Msg::EmptyBlocks) => (
-            Code::MissingFields,
+            RefusalCode::MissingFields,
             l.pick(
                 "a lista de blocos nao pode ser vazia",
                 "blocks must not be empty",
@@ -42,21 +103,21 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             .to_owned(),
         ),
         Class::TooManyBlocks => (
-            Code::TooManyBlocks,
+            RefusalCode::TooManyBlocks,
             match l {
                 Locale::Pt => format!("um template pode ter no maximo {MAX_BLOCKS} blocos"),
                 Locale::En => format!("a template may have at most {MAX_BLOCKS} blocks"),
             },
         ),
         Class::TooDeep => (
-            Code::NestingTooDeep,
+            RefusalCode::NestingTooDeep,
             match l {
                 Locale::Pt => format!("os blocos podem aninhar no maximo {MAX_DEPTH} niveis"),
                 Locale::En => format!("blocks may nest at most {MAX_DEPTH} levels deep"),
             },
         ),
         Class::TooComplex => (
-            Code::TemplateTooComplex,
+            RefusalCode::TemplateTooComplex,
             l.pick(
                 "os blocos sao complexos demais para analisar (aninhamento ou cadeias alem dos limites do analisador)",
                 "the blocks are too complex to parse (nesting or chains past the parser's bounds)",
@@ -64,7 +125,7 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             .to_owned(),
         ),
         Class::ParseTimeout => (
-            Code::TemplateParseTimeout,
+            RefusalCode::TemplateParseTimeout,
             l.pick(
                 "analisar o template gerado levou tempo demais",
                 "parsing the generated template took too long",
@@ -72,7 +133,7 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             .to_owned(),
         ),
         Class::ParseMemory => (
-            Code::TemplateParseMemory,
+            RefusalCode::TemplateParseMemory,
             l.pick(
                 "analisar o template gerado precisou de memoria demais",
                 "parsing the generated template needed too much memory",
@@ -80,14 +141,14 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             .to_owned(),
         ),
         Class::Structure => (
-            Code::InvalidBlocks,
+            RefusalCode::InvalidBlocks,
             match l {
                 Locale::Pt => format!("os blocos tem {n} problema(s)"),
                 Locale::En => format!("the blocks have {n} problem(s)"),
             },
         ),
         Class::Script => (
-            Code::ScriptDetected,
+            RefusalCode::ScriptDetected,
             l.pick(
                 "os blocos contem uma tag script, javascript: ou um manipulador de evento",
                 "the blocks contain a script tag, javascript: or an inline event handler",
@@ -96,9 +157,9 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
         ),
         Class::UnknownDataSource | Class::UnknownTable | Class::UnknownField => (
             match class {
-                Class::UnknownDataSource => Code::UnknownDataSource,
-                Class::UnknownTable => Code::UnknownTable,
-                _ => Code::UnknownField,
+                Class::UnknownDataSource => RefusalCode::UnknownDataSource,
+                Class::UnknownTable => RefusalCode::UnknownTable,
+                _ => RefusalCode::UnknownField,
             },
             match l {
                 Locale::Pt => {
@@ -108,7 +169,7 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             },
         ),
         Class::Format => (
-            Code::InvalidContent,
+            RefusalCode::InvalidContent,
             l.pick(
                 "o template gerado nao serve para o seu formato de saida",
                 "the generated template does not fit its output format",
@@ -116,7 +177,7 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
             .to_owned(),
         ),
         Class::TooLarge => (
-            Code::TemplateTooLarge,
+            RefusalCode::TemplateTooLarge,
             match l {
                 Locale::Pt => format!("o template gerado passa de {MAX_TEMPLATE_BYTES} bytes"),
                 Locale::En => format!("the generated template exceeds {MAX_TEMPLATE_BYTES} bytes"),
@@ -125,9 +186,9 @@ fn summary(class: Class, findings: &[Finding], l: Locale) -> (Code, String) {
     }
 }
 
-/// The error `generate-code` answers for findings: the code of the most fundamental class,
+/// The refusal `generate-code` answers for findings: the code of the most fundamental class,
 /// a message and every finding in `fields` (`<blockId>.<property>` → message), all in `l`.
-pub(super) fn findings_error(findings: &[Finding], l: Locale) -> AppError {
+pub fn findings_error(findings: &[Finding], l: Locale) -> Refusal {
     let class = findings
         .iter()
         .map(|f| f.msg.class())
@@ -150,20 +211,24 @@ pub(super) fn findings_error(findings: &[Finding], l: Locale) -> AppError {
             })
             .or_insert(text);
     }
-    AppError::new(code, message).fields(fields)
+    Refusal {
+        code,
+        message,
+        fields,
+    }
 }
 
 /// No `blocks` in the body, in `l`.
-pub(super) fn missing_blocks(l: Locale) -> AppError {
-    AppError::new(
-        Code::MissingFields,
+pub fn missing_blocks(l: Locale) -> Refusal {
+    Refusal::new(
+        RefusalCode::MissingFields,
         l.pick("blocks e obrigatorio", "blocks is required"),
     )
     .field("blocks", l.pick("obrigatorio", "required"))
 }
 
 /// A `format` that is not an output format, in `l`.
-pub(super) fn unknown_format(f: &str, l: Locale) -> AppError {
+pub fn unknown_format(f: &str, l: Locale) -> Refusal {
     let (message, field) = match l {
         Locale::Pt => (
             format!("formato '{f}' invalido (html, pdf, csv, xml ou txt)"),
@@ -174,5 +239,5 @@ pub(super) fn unknown_format(f: &str, l: Locale) -> AppError {
             "must be one of html, pdf, csv, xml, txt (case-insensitive)",
         ),
     };
-    AppError::new(Code::InvalidOutputFormat, message).field("format", field)
+    Refusal::new(RefusalCode::InvalidOutputFormat, message).field("format", field)
 }
