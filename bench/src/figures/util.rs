@@ -13,7 +13,9 @@ pub fn payload(i: usize) -> DeadlineDelivered {
         .unwrap_or_else(|_| Utc::now());
     DeadlineDelivered {
         deadline_id: uuid::Uuid::now_v7().to_string(),
-        template_id: i.is_multiple_of(2).then(|| uuid::Uuid::now_v7().to_string()),
+        template_id: i
+            .is_multiple_of(2)
+            .then(|| uuid::Uuid::now_v7().to_string()),
         due_date: due,
         delivered_at: Utc::now(),
         status: "delivered".into(),
