@@ -11,6 +11,7 @@ pub mod datasource;
 pub mod deadline;
 pub mod error;
 pub mod events;
+pub mod human_text;
 pub mod ids;
 pub mod object_key;
 pub mod page;
@@ -21,7 +22,6 @@ pub mod secret;
 pub mod source_breaker;
 pub mod template;
 pub mod tenant;
-pub mod text;
 pub mod trace;
 
 pub use backoff::Backoff;

@@ -201,7 +201,7 @@ fn check_name(raw: &str) -> AppResult<String> {
     if n.is_empty() || raw.chars().count() > MAX_NAME_LEN {
         return Err(rule_error(DeadlineRuleError::InvalidName));
     }
-    super::text::check_human_text("name", raw)?;
+    super::human_text::check_human_text("name", raw)?;
     Ok(n.to_owned())
 }
 
@@ -211,7 +211,7 @@ fn check_description(raw: Option<&str>) -> AppResult<Option<String>> {
             Err(rule_error(DeadlineRuleError::InvalidDescription))
         }
         Some(d) => {
-            super::text::check_human_text("description", d)?;
+            super::human_text::check_human_text("description", d)?;
             Ok(Some(d.trim().to_owned()).filter(|d| !d.is_empty()))
         }
         None => Ok(None),

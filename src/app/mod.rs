@@ -8,6 +8,7 @@ mod deadlines;
 mod deliveries;
 mod emission;
 mod error;
+mod human_text;
 mod idempotent;
 mod layout;
 mod metrics;
@@ -21,7 +22,6 @@ mod reports;
 mod storage_sweep;
 mod template_source;
 mod templates;
-mod text;
 
 pub use context::Caller;
 pub use datasources::{DataSourceCatalog, DataSourceDetails, Warning};

@@ -110,7 +110,7 @@ fn check_description(raw: &str) -> AppResult<String> {
         .field("description", "too long"));
     }
     let d = raw.trim();
-    super::text::check_human_text("description", raw)?;
+    super::human_text::check_human_text("description", raw)?;
     Ok(d.to_owned())
 }
 

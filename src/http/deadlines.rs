@@ -4,8 +4,8 @@ use super::dto::{either, instant_or_day, list_paging, path_uuid};
 use super::error::{
     AUTH, ApiResult, CONFLICT, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAVAILABLE, UNPROCESSABLE,
 };
+use super::string_field::Text;
 use super::tags::ApiTags;
-use super::text::Text;
 use crate::app::{App, AppError, Code, CreateDeadline, Severity, UpdateDeadline};
 use chrono::{DateTime, Utc};
 use poem::web::Data;

@@ -32,11 +32,11 @@ mod request_data;
 pub mod server;
 pub mod spec;
 pub mod streaming;
+pub mod string_field;
 mod tags;
 mod template_builder;
 mod template_source;
 mod templates;
-pub mod text;
 pub mod token_cache;
 
 pub use ops::{Probe, Readiness};

@@ -164,7 +164,7 @@ fn from_domain(f: &ReportFilters) -> FiltersDto {
 )]
 pub struct CreateReportInput {
     /// The template to render (required).
-    pub template_id: Option<super::text::Text>,
+    pub template_id: Option<super::string_field::Text>,
     /// Filters: data source → table → field → condition (required; `{}` for none).
     pub filters: Option<FiltersDto>,
 }
@@ -416,7 +416,7 @@ impl ReportsApi {
             .create_report(
                 &caller,
                 CreateReport {
-                    template_id: b.template_id.map(super::text::Text::into_inner),
+                    template_id: b.template_id.map(super::string_field::Text::into_inner),
                     filters: b.filters.map(to_domain),
                     request_id,
                     idempotency,

@@ -5,8 +5,8 @@ use super::auth::{Auth, Scope};
 use super::deep_json::DeepJson;
 use super::dto::WarningDto;
 use super::error::{AUTH, ApiResult, ErrorBody, PAYLOAD_TOO_LARGE, UNAVAILABLE};
+use super::string_field::Text;
 use super::tags::ApiTags;
-use super::text::Text;
 use crate::app::App;
 use crate::app::Code;
 use crate::app::builder::{

@@ -19,13 +19,13 @@
 mod analysis;
 mod ast;
 mod cleanup;
-mod data;
 mod decimal;
 mod escape;
 pub mod filters;
 mod gofmt;
 mod gomath;
 mod gotime;
+mod json_tree;
 mod lexer;
 mod limits;
 mod lorem;
@@ -92,7 +92,7 @@ impl Pongo2Engine {
     fn render_inner(
         &self,
         source: &str,
-        data: &data::Json<'_>,
+        data: &json_tree::Json<'_>,
         limits: &RenderLimits,
         record: bool,
         feed: Option<&mut dyn RowFeed>,
@@ -124,10 +124,10 @@ impl Pongo2Engine {
         limits: &RenderLimits,
     ) -> RecordedRender {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let arena = data::JsonArena::new();
+            let arena = json_tree::JsonArena::new();
             self.render_inner(
                 source,
-                &data::Json::from_value(data, &arena),
+                &json_tree::Json::from_value(data, &arena),
                 limits,
                 true,
                 None,
@@ -173,10 +173,10 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            let arena = data::JsonArena::new();
+            let arena = json_tree::JsonArena::new();
             self.render_inner(
                 source,
-                &data::Json::from_value(data, &arena),
+                &json_tree::Json::from_value(data, &arena),
                 limits,
                 false,
                 None,
@@ -195,8 +195,9 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            let arena = data::JsonArena::new();
-            let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
+            let arena = json_tree::JsonArena::new();
+            let data =
+                json_tree::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
             self.render_inner(source, &data, limits, false, None).0
         })
     }
@@ -228,8 +229,9 @@ impl TemplateEngine for Pongo2Engine {
         limits: &RenderLimits,
     ) -> Result<String, RenderError> {
         guarded(|| {
-            let arena = data::JsonArena::new();
-            let data = data::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
+            let arena = json_tree::JsonArena::new();
+            let data =
+                json_tree::Json::parse(context, &arena).map_err(RenderError::context_not_json)?;
             self.render_inner(source, &data, limits, false, Some(feed))
                 .0
         })

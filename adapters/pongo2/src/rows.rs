@@ -13,8 +13,8 @@
 //! the row with the table's origin): numbers as `serde_json` gives them, strings of a field
 //! that Go prints a time as become times when read, a repeated field name keeps its first
 //! place and its last value, fields are listed sorted by name.
-use crate::data::{Json, JsonArena};
 use crate::gotime;
+use crate::json_tree::{Json, JsonArena};
 use crate::value::{MapV, Origin, Text, Value};
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
@@ -553,7 +553,7 @@ fn owned<'a>(v: &serde_json::Value) -> Value<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::JsonArena;
+    use crate::json_tree::JsonArena;
 
     /// Each row of `text` as the context reads it: its fields sorted, printed as Go's `%v`.
     fn context_rows(text: &str) -> Vec<String> {

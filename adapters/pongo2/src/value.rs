@@ -11,7 +11,7 @@ use crate::rows::{RowChunk, Span};
 use std::borrow::Cow;
 use std::rc::Rc;
 
-pub use crate::data::{Json, JsonMap};
+pub use crate::json_tree::{Json, JsonMap};
 
 /// Where a data value sits in the `{ds: {table: [rows]}}` tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn data_times_become_times() {
         let text = br#"{"d": {"t": [{"at": "2025-06-01 10:00:00 +0000 UTC"}]}}"#;
-        let arena = crate::data::JsonArena::new();
+        let arena = crate::json_tree::JsonArena::new();
         let Ok(Json::Object(j)) = Json::parse(text, &arena) else {
             panic!()
         };

@@ -9,7 +9,7 @@
 use reporter_ports::deadline::{
     COLOR_PATTERN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_NOTIFY_DAYS_BEFORE,
 };
-use reporter_ports::text::{ALLOWED_PATTERN, NON_BLANK_PATTERN};
+use reporter_ports::human_text::{ALLOWED_PATTERN, NON_BLANK_PATTERN};
 use serde_json::{Value, json};
 
 /// (schema name, patch merged into it).

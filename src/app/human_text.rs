@@ -1,10 +1,10 @@
-//! Human-entered text fields: the one rule of `reporter_ports::text`, as an application error.
+//! Human-entered text fields: the one rule of `reporter_ports::human_text`, as an application error.
 use super::{AppError, AppResult, Code};
 
 /// MUST return `InvalidFieldValue` naming `field` when `s` contains a control or bidirectional
 /// formatting character.
 pub(super) fn check_human_text(field: &'static str, s: &str) -> AppResult<()> {
-    match reporter_ports::text::first_forbidden(s) {
+    match reporter_ports::human_text::first_forbidden(s) {
         None => Ok(()),
         Some(c) => Err(AppError::new(
             Code::InvalidFieldValue,
