@@ -222,12 +222,14 @@ async fn each_sslmode_against_a_private_tls_server() {
         .filter(|p| !Path::new(p).is_file())
         .collect();
     if !missing.is_empty() {
-        if std::env::var("REPORTER_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        if reporter_contract::services::required() {
             panic!(
                 "MariaDB binaries are required (REPORTER_REQUIRE_SERVICES=1): missing {missing:?}"
             );
         }
-        eprintln!("SKIPPED: private TLS MariaDB not available: missing {missing:?}");
+        reporter_contract::services::skipped(&format!(
+            "a private TLS MariaDB (missing {missing:?})"
+        ));
         return;
     }
     let started = Instant::now();

@@ -207,10 +207,10 @@ async fn session_is_tls(config: PostgresConfig) -> Result<bool, DataSourceError>
 async fn each_sslmode_against_a_private_tls_server() {
     let Some(bin) = pg_bin() else {
         let why = "no initdb/pg_ctl under /usr/lib/postgresql/*/bin";
-        if std::env::var("REPORTER_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        if reporter_contract::services::required() {
             panic!("PostgreSQL binaries are required (REPORTER_REQUIRE_SERVICES=1): {why}");
         }
-        eprintln!("SKIPPED: private TLS PostgreSQL not available: {why}");
+        reporter_contract::services::skipped(&format!("a private TLS PostgreSQL ({why})"));
         return;
     };
     let started = std::time::Instant::now();

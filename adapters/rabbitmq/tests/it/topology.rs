@@ -238,7 +238,7 @@ async fn a_missing_exchange_the_user_may_not_declare_is_an_error_naming_the_caus
     };
     if !ctl(&["add_user", &user, "pw-for-tests"]) {
         assert!(
-            std::env::var("REPORTER_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            !reporter_contract::services::required(),
             "rabbitmqctl add_user failed (REPORTER_REQUIRE_SERVICES=1)"
         );
         reporter_contract::services::skipped("rabbitmqctl add_user");
