@@ -14,20 +14,26 @@ fn the_committed_reference_is_the_generated_one() {
     );
 }
 
-/// The committed page's "Variables" rows: variable → its Default cell.
-fn documented_defaults() -> BTreeMap<String, String> {
+/// The committed page's rows under `## {section}`: the first cell with `prefix` and the
+/// trailing backtick stripped → the row's Default cell (its second).
+fn documented_cells(section: &str, prefix: &str) -> BTreeMap<String, String> {
     COMMITTED
-        .split("## Variables")
+        .split(&format!("## {section}"))
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
         .unwrap_or_default()
         .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split(" | ").collect();
-            let var = cells.first()?.strip_prefix("| `")?.strip_suffix('`')?;
-            Some((var.to_owned(), (*cells.get(1)?).to_owned()))
+            let key = cells.first()?.strip_prefix(prefix)?.strip_suffix('`')?;
+            Some((key.to_owned(), (*cells.get(1)?).to_owned()))
         })
         .collect()
+}
+
+/// The committed page's "Variables" rows: variable → its Default cell.
+fn documented_defaults() -> BTreeMap<String, String> {
+    documented_cells("Variables", "| `")
 }
 
 /// What clap applies with no flag and no environment: env name → (value, from the default).
@@ -235,21 +241,7 @@ fn every_when_unset_value_is_declared_once_beside_an_unset_variable() {
 
 /// The committed page's "Data sources" rows: setting suffix → its Default cell.
 fn documented_datasource_defaults() -> BTreeMap<String, String> {
-    COMMITTED
-        .split("## Data sources")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let cells: Vec<&str> = l.split(" | ").collect();
-            let suffix = cells
-                .first()?
-                .strip_prefix("| `DATASOURCE_<NAME>_")?
-                .strip_suffix('`')?;
-            Some((suffix.to_owned(), (*cells.get(1)?).to_owned()))
-        })
-        .collect()
+    documented_cells("Data sources", "| `DATASOURCE_<NAME>_")
 }
 
 /// For each SQL type: the defaults the committed page states are the ones a source with only
