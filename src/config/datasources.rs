@@ -79,6 +79,84 @@ pub struct DataSourceConfig {
     pub example: bool,
 }
 
+/// The defaults of one SQL source type, declared once: [`source_spec`] applies them and the
+/// configuration reference lists them (see [`documented_default`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SqlDefaults {
+    /// The type as the reference names it.
+    pub label: &'static str,
+    /// `_PORT` when unset.
+    pub port: u16,
+    /// `_USER` when unset.
+    pub user: &'static str,
+    /// `_SCHEMAS` when unset.
+    pub schemas: DefaultSchemas,
+}
+
+/// The schemas a SQL source lists when `_SCHEMAS` is unset.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum DefaultSchemas {
+    /// This one schema.
+    Named(&'static str),
+    /// The source's database (MySQL: a database is a schema).
+    TheDatabase,
+}
+
+/// PostgreSQL's defaults.
+pub(super) const POSTGRESQL: SqlDefaults = SqlDefaults {
+    label: "PostgreSQL",
+    port: 5432,
+    user: "postgres",
+    schemas: DefaultSchemas::Named("public"),
+};
+/// MySQL's and MariaDB's defaults.
+pub(super) const MYSQL: SqlDefaults = SqlDefaults {
+    label: "MySQL/MariaDB",
+    port: 3306,
+    user: "root",
+    schemas: DefaultSchemas::TheDatabase,
+};
+/// SQL Server's defaults.
+pub(super) const SQLSERVER: SqlDefaults = SqlDefaults {
+    label: "SQL Server",
+    port: 1433,
+    user: "sa",
+    schemas: DefaultSchemas::Named("dbo"),
+};
+/// Every SQL type's defaults, in the order the reference lists them.
+pub(super) const SQL_DEFAULTS: [SqlDefaults; 3] = [POSTGRESQL, MYSQL, SQLSERVER];
+
+/// A SQL source's `_HOST` when unset.
+pub(super) const DEFAULT_HOST: &str = "127.0.0.1";
+
+/// The reference's "Default" cell of setting `suffix` (one of [`KNOWN_SUFFIXES`]), derived
+/// from the defaults [`source_spec`] applies; per SQL type in [`SQL_DEFAULTS`]' order.
+pub(super) fn documented_default(suffix: &str) -> String {
+    let per_type = |f: &dyn Fn(&SqlDefaults) -> String| {
+        SQL_DEFAULTS
+            .iter()
+            .map(|d| format!("{} ({})", f(d), d.label))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match suffix {
+        "CONFIG_NAME" => "`<name>` lower-cased".to_owned(),
+        "HOST" => format!("`{DEFAULT_HOST}`"),
+        "PORT" => per_type(&|d| format!("`{}`", d.port)),
+        "USER" => per_type(&|d| format!("`{}`", d.user)),
+        "SSLMODE" => format!(
+            "`{}`",
+            reporter_adapter_postgres::SslMode::default().as_str()
+        ),
+        "SCHEMAS" => per_type(&|d| match d.schemas {
+            DefaultSchemas::Named(s) => format!("`{s}`"),
+            DefaultSchemas::TheDatabase => "the database".to_owned(),
+        }),
+        "MIDAZ_ORGANIZATION_ID" => "— (every organization)".to_owned(),
+        _ => "—".to_owned(),
+    }
+}
+
 const SUPPORTED_TYPES: &str = "file|postgresql|mysql|sqlserver|mongodb";
 
 pub(super) const KNOWN_SUFFIXES: &[&str] = &[
@@ -250,16 +328,13 @@ fn source_spec(
     let spec = match kind.as_str() {
         "file" => file_spec(settings, &var, problems)?,
         "postgresql" | "postgres" => {
-            let c = sql_connection(settings, &var, 5432, "postgres", problems)?;
-            DataSourceSpec::Postgresql(c.with_default_schemas(|_| vec!["public".to_owned()]))
+            DataSourceSpec::Postgresql(sql_connection(settings, &var, &POSTGRESQL, problems)?)
         }
         "mysql" | "mariadb" => {
-            let c = sql_connection(settings, &var, 3306, "root", problems)?;
-            DataSourceSpec::Mysql(c.with_default_schemas(|c| vec![c.database.clone()]))
+            DataSourceSpec::Mysql(sql_connection(settings, &var, &MYSQL, problems)?)
         }
         "sqlserver" | "sql_server" | "mssql" => {
-            let c = sql_connection(settings, &var, 1433, "sa", problems)?;
-            DataSourceSpec::Sqlserver(c.with_default_schemas(|_| vec!["dbo".to_owned()]))
+            DataSourceSpec::Sqlserver(sql_connection(settings, &var, &SQLSERVER, problems)?)
         }
         "oracle" => {
             problems.push(problem(
@@ -372,44 +447,14 @@ fn mongo_tls_setting(settings: &BTreeMap<String, String>) -> Option<&'static str
     })
 }
 
-/// The variables of a SQL source before its default schemas are known.
-struct Parsed<M> {
-    host: String,
-    port: u16,
-    user: String,
-    password: Option<Secret>,
-    database: String,
-    schemas: Option<Vec<String>>,
-    tls: SqlTls<M>,
-}
-
-impl<M> Parsed<M> {
-    fn with_default_schemas(self, default: impl FnOnce(&Self) -> Vec<String>) -> SqlConnection<M> {
-        let schemas = match &self.schemas {
-            Some(s) => s.clone(),
-            None => default(&self),
-        };
-        SqlConnection {
-            host: self.host,
-            port: self.port,
-            user: self.user,
-            password: self.password,
-            database: self.database,
-            schemas,
-            tls: self.tls,
-        }
-    }
-}
-
 /// `_HOST`, `_PORT`, `_USER`, `_PASSWORD`, `_DATABASE`, `_SCHEMAS` and the TLS variables of
-/// one SQL source; `None` after recording the problems.
+/// one SQL source, unset ones taken from `defaults`; `None` after recording the problems.
 fn sql_connection<M>(
     settings: &BTreeMap<String, String>,
     var: &dyn Fn(&str) -> String,
-    default_port: u16,
-    default_user: &str,
+    defaults: &SqlDefaults,
     problems: &mut Vec<ConfigProblem>,
-) -> Option<Parsed<M>>
+) -> Option<SqlConnection<M>>
 where
     M: std::str::FromStr<Err = String> + Default + PartialEq,
 {
@@ -420,6 +465,7 @@ where
             .filter(|v| !v.is_empty())
     };
     let before = problems.len();
+    let default_port = defaults.port;
     let port = match get("PORT") {
         None => default_port,
         Some(p) => match p.parse::<u16>() {
@@ -450,16 +496,20 @@ where
     if problems.len() > before {
         return None;
     }
-    Some(Parsed {
-        host: get("HOST").unwrap_or_else(|| "127.0.0.1".into()),
+    let database = database?;
+    Some(SqlConnection {
+        host: get("HOST").unwrap_or_else(|| DEFAULT_HOST.into()),
         port,
-        user: get("USER").unwrap_or_else(|| default_user.into()),
+        user: get("USER").unwrap_or_else(|| defaults.user.into()),
         password: settings
             .get("PASSWORD")
             .filter(|p| !p.is_empty())
             .map(|p| Secret::from(p.as_str())),
-        database: database?,
-        schemas,
+        schemas: schemas.unwrap_or_else(|| match defaults.schemas {
+            DefaultSchemas::Named(s) => vec![s.to_owned()],
+            DefaultSchemas::TheDatabase => vec![database.clone()],
+        }),
+        database,
         tls,
     })
 }

@@ -264,8 +264,12 @@ pub struct RawConfig {
     /// MongoDB host (or h1,h2,… for a replica set) when MONGO_URI is unset or only the scheme.
     #[arg(long, env = "MONGO_HOST")]
     pub mongo_host: Option<String>,
-    /// MongoDB port with MONGO_HOST (default 27017).
-    #[arg(long, env = "MONGO_PORT")]
+    // MongoDB port with MONGO_HOST: help text from mongo::MONGO_PORT.
+    #[arg(
+        long,
+        env = "MONGO_PORT",
+        help = mongo::MONGO_PORT.help("MongoDB port with MONGO_HOST (default {default})")
+    )]
     pub mongo_port: Option<String>,
     /// MongoDB user with MONGO_HOST.
     #[arg(long, env = "MONGO_USER")]

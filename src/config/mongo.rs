@@ -7,6 +7,7 @@
 //!   `mongodb+srv`), as the reference's deployments set it.
 //!
 //! The pool and TLS variables apply to either form and win over the string's own options.
+use super::declared::WhenUnset;
 use super::{Checker, RawConfig, problem, redact, secret};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reporter_adapter_mongo::MongoConnection;
@@ -31,6 +32,14 @@ const USERINFO: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'_')
     .remove(b'~');
+
+/// MongoDB's port while `MONGO_PORT` is unset (the driver's; the composed URI then names
+/// none). No clap default: a `MONGO_PORT` set beside a complete `MONGO_URI` or with
+/// `mongodb+srv` is refused, an unset one is not.
+pub(super) const MONGO_PORT: WhenUnset<u16> = WhenUnset {
+    env: "MONGO_PORT",
+    value: 27017,
+};
 
 fn set(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
@@ -188,7 +197,7 @@ impl RawConfig {
                 "a host name or address (several as h1,h2 for a replica set)",
             ));
         }
-        let port = set(&self.mongo_port).map(|raw| c.int_or::<u16>("MONGO_PORT", raw, 27017));
+        let port = set(&self.mongo_port).map(|raw| c.int::<u16>(MONGO_PORT.env, raw));
         if port.is_some() && scheme == "mongodb+srv" {
             c.problems.push(problem(
                 "MONGO_PORT",

@@ -13,6 +13,7 @@
 //!
 //! A name set together with ours to a different value stops start-up naming both: neither
 //! silently wins.
+use super::declared::WhenUnset;
 use super::{Checker, RawConfig, parse_bool, problem};
 use clap::Args;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -46,8 +47,15 @@ pub struct OriginalNames {
     /// The original's consumer count: WORKER_CONCURRENCY when that is not set.
     #[arg(long, env = "RABBITMQ_NUMBERS_OF_WORKERS")]
     pub rabbitmq_numbers_of_workers: Option<String>,
-    /// `false` stops serving Swagger UI at /swagger/ (the spec stays at /openapi.json).
-    #[arg(long, env = "SWAGGER_ENABLED")]
+    // Whether Swagger UI is served: help text from SWAGGER_ENABLED.
+    #[arg(
+        long,
+        env = "SWAGGER_ENABLED",
+        help = SWAGGER_ENABLED.help(
+            "`false` stops serving Swagger UI at /swagger/ (the spec stays at /openapi.json; \
+             default {default})"
+        )
+    )]
     pub swagger_enabled: Option<String>,
 }
 
@@ -90,7 +98,7 @@ pub struct OriginalExtras {
     pub cors_methods: Vec<String>,
     /// `CORS_ALLOWED_HEADERS` (empty: any).
     pub cors_headers: Vec<String>,
-    /// `SWAGGER_ENABLED` (default true).
+    /// `SWAGGER_ENABLED` (default: [`SWAGGER_ENABLED`]'s value).
     pub swagger_enabled: bool,
 }
 
@@ -100,10 +108,18 @@ impl Default for OriginalExtras {
         Self {
             cors_methods: Vec::new(),
             cors_headers: Vec::new(),
-            swagger_enabled: true,
+            swagger_enabled: SWAGGER_ENABLED.value,
         }
     }
 }
+
+/// Whether Swagger UI is served while `SWAGGER_ENABLED` is unset or blank. No clap default:
+/// blank (as Helm writes an unset value) means the default here, where clap would pass the
+/// blank text on (and the boolean check would refuse it).
+pub(super) const SWAGGER_ENABLED: WhenUnset<bool> = WhenUnset {
+    env: "SWAGGER_ENABLED",
+    value: true,
+};
 
 fn set(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
@@ -208,9 +224,8 @@ impl RawConfig {
             cors_headers: list(c, "CORS_ALLOWED_HEADERS", &o.cors_allowed_headers, |h| {
                 poem::http::HeaderName::from_bytes(h.as_bytes()).is_ok()
             }),
-            swagger_enabled: set(&o.swagger_enabled)
-                .map(|v| c.boolean("SWAGGER_ENABLED", v))
-                .unwrap_or(true),
+            swagger_enabled: SWAGGER_ENABLED
+                .or_read(&o.swagger_enabled, |v| c.boolean(SWAGGER_ENABLED.env, v)),
         }
     }
 

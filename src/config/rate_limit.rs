@@ -5,6 +5,7 @@
 //! `ALLOW_RATELIMIT_DISABLED`): honoured where their meaning maps, refused naming the
 //! variable to use where it does not. Also the production escape hatches `ALLOW_INSECURE_TLS`
 //! and `ALLOW_INSECURE_OTEL` (checked in [`super::production`]).
+use super::declared::WhenUnset;
 use super::{Checker, problem};
 use clap::Args;
 use ipnet::IpNet;
@@ -20,9 +21,15 @@ pub struct ProtectionRaw {
     /// ENV_NAME=production, off otherwise).
     #[arg(long, env = "RATE_LIMIT_ENABLED", default_value = "auto")]
     pub rate_limit_enabled: String,
-    /// Requests per window of one client to the global tier (1-10000; default 100, or
-    /// RATE_LIMIT_MAX when only that is set).
-    #[arg(long, env = "RATE_LIMIT_GLOBAL")]
+    // Requests per window of one client to the global tier: help text from RATE_LIMIT_GLOBAL.
+    #[arg(
+        long,
+        env = "RATE_LIMIT_GLOBAL",
+        help = RATE_LIMIT_GLOBAL.help(
+            "Requests per window of one client to the global tier (1-10000; default {default}, \
+             or RATE_LIMIT_MAX when only that is set)"
+        )
+    )]
     pub rate_limit_global: Option<String>,
     /// Requests per window of one client to the export tier, paths ending in /download (1-1000).
     #[arg(long, env = "RATE_LIMIT_EXPORT", default_value = "10")]
@@ -30,8 +37,15 @@ pub struct ProtectionRaw {
     /// Requests per window of one client to the dispatch tier, POST/PUT/PATCH/DELETE (1-5000).
     #[arg(long, env = "RATE_LIMIT_DISPATCH", default_value = "50")]
     pub rate_limit_dispatch: String,
-    /// Length of the fixed window in seconds (1-3600; default 60, or RATE_LIMIT_WINDOW_SEC).
-    #[arg(long, env = "RATE_LIMIT_WINDOW_SECONDS")]
+    // Length of the fixed window: help text from RATE_LIMIT_WINDOW_SECONDS.
+    #[arg(
+        long,
+        env = "RATE_LIMIT_WINDOW_SECONDS",
+        help = RATE_LIMIT_WINDOW_SECONDS.help(
+            "Length of the fixed window in seconds (1-3600; default {default}, or \
+             RATE_LIMIT_WINDOW_SEC)"
+        )
+    )]
     pub rate_limit_window_seconds: Option<String>,
     /// lib-commons' default-tier maximum: the global tier's limit when RATE_LIMIT_GLOBAL is unset.
     #[arg(long, env = "RATE_LIMIT_MAX")]
@@ -70,8 +84,12 @@ pub struct ProtectionRaw {
     /// memory (each API process counts alone).
     #[arg(long, env = "REDIS_HOST")]
     pub redis_host: Option<String>,
-    /// Redis port when REDIS_HOST has none (default 6379).
-    #[arg(long, env = "REDIS_PORT")]
+    // Redis port when REDIS_HOST has none: help text from REDIS_PORT.
+    #[arg(
+        long,
+        env = "REDIS_PORT",
+        help = REDIS_PORT.help("Redis port when REDIS_HOST has none (default {default})")
+    )]
     pub redis_port: Option<String>,
     /// Redis ACL user.
     #[arg(long, env = "REDIS_USER")]
@@ -132,6 +150,28 @@ pub struct RateLimitSettings {
     pub redis_timeout: Duration,
 }
 
+/// The global tier's limit while neither `RATE_LIMIT_GLOBAL` nor `RATE_LIMIT_MAX` is set (no
+/// clap default: a set `RATE_LIMIT_GLOBAL` wins over `RATE_LIMIT_MAX`, an unset one does not).
+pub(super) const RATE_LIMIT_GLOBAL: WhenUnset<u32> = WhenUnset {
+    env: "RATE_LIMIT_GLOBAL",
+    value: 100,
+};
+
+/// The window, in seconds, while neither `RATE_LIMIT_WINDOW_SECONDS` nor lib-commons'
+/// `RATE_LIMIT_WINDOW_SEC` is set (no clap default: a set one wins over lib-commons' name).
+pub(super) const RATE_LIMIT_WINDOW_SECONDS: WhenUnset<u64> = WhenUnset {
+    env: "RATE_LIMIT_WINDOW_SECONDS",
+    value: 60,
+};
+
+/// Redis's port while `REDIS_PORT` is unset or blank and `REDIS_HOST` names none. No clap
+/// default: blank (as Helm writes an unset value) means the default here, where clap would
+/// pass the blank text on (and the integer check would refuse it).
+pub(super) const REDIS_PORT: WhenUnset<u16> = WhenUnset {
+    env: "REDIS_PORT",
+    value: 6379,
+};
+
 /// `lib-commons`' default of the aggressive tier, the only value accepted.
 const AGGRESSIVE_DEFAULT: u32 = 100;
 /// `lib-commons`' default of the relaxed tier, the only value accepted.
@@ -150,9 +190,9 @@ impl ProtectionRaw {
             v => c.boolean("RATE_LIMIT_ENABLED", v),
         };
         let global = match (set(&self.rate_limit_global), set(&self.rate_limit_max)) {
-            (Some(v), _) => c.int_or::<u32>("RATE_LIMIT_GLOBAL", v, 100),
-            (None, Some(v)) => c.int_or::<u32>("RATE_LIMIT_MAX", v, 100),
-            (None, None) => 100,
+            (Some(v), _) => c.int::<u32>(RATE_LIMIT_GLOBAL.env, v),
+            (None, Some(v)) => c.int_or::<u32>("RATE_LIMIT_MAX", v, RATE_LIMIT_GLOBAL.value),
+            (None, None) => RATE_LIMIT_GLOBAL.value,
         };
         let export = c.int::<u32>("RATE_LIMIT_EXPORT", &self.rate_limit_export);
         let dispatch = c.int::<u32>("RATE_LIMIT_DISPATCH", &self.rate_limit_dispatch);
@@ -160,9 +200,11 @@ impl ProtectionRaw {
             set(&self.rate_limit_window_seconds),
             set(&self.rate_limit_window_sec),
         ) {
-            (Some(v), _) => c.int_or::<u64>("RATE_LIMIT_WINDOW_SECONDS", v, 60),
-            (None, Some(v)) => c.int_or::<u64>("RATE_LIMIT_WINDOW_SEC", v, 60),
-            (None, None) => 60,
+            (Some(v), _) => c.int::<u64>(RATE_LIMIT_WINDOW_SECONDS.env, v),
+            (None, Some(v)) => {
+                c.int_or::<u64>("RATE_LIMIT_WINDOW_SEC", v, RATE_LIMIT_WINDOW_SECONDS.value)
+            }
+            (None, None) => RATE_LIMIT_WINDOW_SECONDS.value,
         };
         self.lib_commons_tiers(c, window_secs);
         let fail_open = match set(&self.allow_ratelimit_fail_open) {
@@ -318,14 +360,12 @@ impl ProtectionRaw {
         })
     }
 
-    /// `REDIS_HOST` as `host` or `host:port` (`[v6]:port`), else `REDIS_PORT`, else 6379.
+    /// `REDIS_HOST` as `host` or `host:port` (`[v6]:port`), else `REDIS_PORT`, else
+    /// [`REDIS_PORT`]'s value.
     fn redis_address(&self, c: &mut Checker, raw: &str) -> (String, u16) {
         const RULE: &str =
             "one host, host:port or [ipv6]:port (a list means a cluster, which is not supported)";
-        let default_port = match set(&self.redis_port) {
-            Some(p) => c.int_or::<u16>("REDIS_PORT", p, 6379),
-            None => 6379,
-        };
+        let default_port = REDIS_PORT.or_read(&self.redis_port, |p| c.int(REDIS_PORT.env, p));
         if raw.contains([',', '/', '@', ' ']) {
             c.problems.push(problem(
                 "REDIS_HOST",
@@ -350,7 +390,7 @@ impl ProtectionRaw {
         match split {
             Some((h, Some(p))) if !h.is_empty() => (
                 h.to_owned(),
-                c.number("REDIS_HOST", p, 1u16, u16::MAX, 6379),
+                c.number("REDIS_HOST", p, 1u16, u16::MAX, REDIS_PORT.value),
             ),
             Some((h, None)) if !h.is_empty() => (h.to_owned(), default_port),
             _ => {

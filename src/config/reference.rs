@@ -5,6 +5,7 @@
 //! variables read by family (`DATASOURCE_<NAME>_*`), by the CRM source and by the
 //! OpenTelemetry SDK; a test keeps the committed page equal to it.
 use super::allowed;
+use super::datasources;
 use super::declared::{self, Declared};
 
 /// Where the page is committed, from the repository root.
@@ -14,100 +15,77 @@ pub const PATH: &str = "docs/src/operations/configuration.md";
 pub const REGENERATE: &str =
     "cargo run -q -- config reference > docs/src/operations/configuration.md";
 
-/// One `DATASOURCE_<NAME>_<SETTING>` setting: (suffix, default, meaning).
-type FamilyRow = (&'static str, &'static str, &'static str);
+/// One `DATASOURCE_<NAME>_<SETTING>` setting: (suffix, meaning); its default is
+/// [`datasources::documented_default`]'s, derived from the defaults the code applies.
+type FamilyRow = (&'static str, &'static str);
 
 /// Every setting of a data source, in the order `datasources.rs` matches them (a test keeps
 /// the two lists equal).
 pub const DATASOURCE_SETTINGS: &[FamilyRow] = &[
     (
         "CONFIG_NAME",
-        "`<name>` lower-cased",
         "The source's id, the name templates read it by.",
     ),
     (
         "TYPE",
-        "—",
         "`file`, `postgresql` (or `postgres`), `mysql` (or `mariadb`), `sqlserver` (or \
          `sql_server`, `mssql`), `mongodb` (or `mongo`); `oracle` is refused (not built).",
     ),
     (
         "PATH",
-        "—",
         "`file`: a directory of `<table>.json` (an array of flat objects) or `<table>.csv` files.",
     ),
-    ("HOST", "`127.0.0.1`", "SQL sources: the server's host."),
-    (
-        "PORT",
-        "`5432`, `3306`, `1433`",
-        "SQL sources: the server's port (PostgreSQL, MySQL/MariaDB, SQL Server).",
-    ),
-    (
-        "USER",
-        "`postgres`, `root`, `sa`",
-        "SQL sources: the user (PostgreSQL, MySQL/MariaDB, SQL Server).",
-    ),
+    ("HOST", "SQL sources: the server's host."),
+    ("PORT", "SQL sources: the server's port."),
+    ("USER", "SQL sources: the user."),
     (
         "PASSWORD",
-        "—",
         "SQL sources: the password. Secret: never printed.",
     ),
     (
         "DATABASE",
-        "—",
         "SQL sources: the database; `mongodb`: the database.",
     ),
     (
         "SSLMODE",
-        "`disable`",
         "SQL sources: TLS (`disable`, `require`, `verify-ca`, `verify-full`); wins over `_SSL`.",
     ),
     (
         "SSLROOTCERT",
-        "—",
         "SQL sources: PEM file of the certificate authority.",
     ),
     (
         "SSLCA_BASE64",
-        "—",
         "The original's: the certificate authority inline, base64 of a PEM file or of one DER \
          certificate (not with a CA file as well).",
     ),
     (
         "SSLCA",
-        "—",
         "The original's name of `_SSLROOTCERT` (both naming different files stops start-up).",
     ),
     (
         "SSL",
-        "—",
         "The original's: without `_SSLMODE`, `true` is `require` and `false` `disable`; one \
          that contradicts `_SSLMODE` stops start-up.",
     ),
     (
         "OPTIONS",
-        "—",
         "The original's free-form driver options: refused unless empty.",
     ),
     (
         "DB_SCHEMAS",
-        "—",
         "The Helm chart's spelling of `_SCHEMAS` (set only one of them).",
     ),
     (
         "SCHEMAS",
-        "`public`, the database, `dbo`",
-        "SQL sources: the comma-separated schemas (MySQL: databases) listed (PostgreSQL, \
-         MySQL/MariaDB, SQL Server).",
+        "SQL sources: the comma-separated schemas (MySQL: databases) listed.",
     ),
     (
         "URI",
-        "—",
         "`mongodb`: the connection string. Secret: never printed.",
     ),
     (
         "MIDAZ_ORGANIZATION_ID",
-        "— (every organization)",
         "Only on the Midaz CRM source (MongoDB, id `plugin_crm` or `crm`; elsewhere it stops \
          start-up): the one organization whose collections it reads.",
     ),
@@ -253,7 +231,7 @@ pub fn markdown() -> String {
             &mut out,
             [
                 &format!("`{}`", d.env),
-                &default_cell(d.default.as_deref()),
+                &default_cell(d.effective_default()),
                 &allowed,
                 &meaning(d),
             ],
@@ -263,12 +241,13 @@ pub fn markdown() -> String {
         "\n## Data sources\n\n\
          Each data source is a family of `DATASOURCE_<NAME>_<SETTING>` variables (`<NAME>` \
          any upper-case name); any other `<SETTING>` stops start-up. Defaults that differ by \
-         type are listed in the order of the meaning.\n\n\
+         type name the type.\n\n\
          | Setting | Default | Meaning |\n|---|---|---|\n",
     );
-    for (suffix, default, meaning) in DATASOURCE_SETTINGS {
+    for (suffix, meaning) in DATASOURCE_SETTINGS {
         out.push_str(&format!(
-            "| `DATASOURCE_<NAME>_{suffix}` | {default} | {} |\n",
+            "| `DATASOURCE_<NAME>_{suffix}` | {} | {} |\n",
+            datasources::documented_default(suffix),
             cell(meaning)
         ));
     }

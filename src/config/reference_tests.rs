@@ -14,20 +14,26 @@ fn the_committed_reference_is_the_generated_one() {
     );
 }
 
-/// The committed page's "Variables" rows: variable → its Default cell.
-fn documented_defaults() -> BTreeMap<String, String> {
+/// The committed page's rows under `## {section}`: the first cell with `prefix` and the
+/// trailing backtick stripped → the row's Default cell (its second).
+fn documented_cells(section: &str, prefix: &str) -> BTreeMap<String, String> {
     COMMITTED
-        .split("## Variables")
+        .split(&format!("## {section}"))
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
         .unwrap_or_default()
         .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split(" | ").collect();
-            let var = cells.first()?.strip_prefix("| `")?.strip_suffix('`')?;
-            Some((var.to_owned(), (*cells.get(1)?).to_owned()))
+            let key = cells.first()?.strip_prefix(prefix)?.strip_suffix('`')?;
+            Some((key.to_owned(), (*cells.get(1)?).to_owned()))
         })
         .collect()
+}
+
+/// The committed page's "Variables" rows: variable → its Default cell.
+fn documented_defaults() -> BTreeMap<String, String> {
+    documented_cells("Variables", "| `")
 }
 
 /// What clap applies with no flag and no environment: env name → (value, from the default).
@@ -64,8 +70,9 @@ fn clap_applied() -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-/// For EVERY variable: the default the committed page states, the default clap applies and
-/// the value the checker falls back to on a bad value are one and the same.
+/// For EVERY variable: the default the committed page states, the default clap applies (or,
+/// for a variable without one, its [`declared::WhenUnset`] value) and the value the checker
+/// falls back to on a bad value are one and the same.
 #[test]
 fn every_default_is_the_same_in_the_docs_in_clap_and_in_the_checker() {
     let documented = documented_defaults();
@@ -85,10 +92,18 @@ fn every_default_is_the_same_in_the_docs_in_clap_and_in_the_checker() {
             "{}: declared vs applied",
             d.env
         );
+        if default.is_some() {
+            assert_eq!(
+                d.when_unset, None,
+                "{}: a clap default and a WhenUnset",
+                d.env
+            );
+        }
+        let default = d.effective_default();
         assert_eq!(
             documented.get(&d.env).map(String::as_str),
             Some(default_cell(default).as_str()),
-            "{}: the reference's default differs from clap's (run `{REGENERATE}`)",
+            "{}: the reference's default differs from the declared one (run `{REGENERATE}`)",
             d.env
         );
         let Some(default) = default else { continue };
@@ -151,7 +166,7 @@ fn the_reference_lists_every_variable_and_data_source_setting() {
         assert!(page.contains(&format!("| `{}` |", d.env)), "{}", d.env);
     }
     assert!(page.contains("| `RABBITMQ_DLX` | `reporter.dlx` |"));
-    let documented: Vec<&str> = DATASOURCE_SETTINGS.iter().map(|(s, _, _)| *s).collect();
+    let documented: Vec<&str> = DATASOURCE_SETTINGS.iter().map(|(s, _)| *s).collect();
     assert_eq!(
         documented,
         crate::config::datasources::KNOWN_SUFFIXES,
@@ -191,4 +206,109 @@ fn the_derived_defaults_are_clap_s() {
     );
     assert_eq!(d.cors_allowed_origins, "");
     assert_eq!(d.health_address, None);
+}
+
+/// Each [`declared::WhenUnset`] names a declared variable without a clap default (its being
+/// unset stays distinguishable), its help names the value, and the checker falls back to it.
+#[test]
+fn every_when_unset_value_is_declared_once_beside_an_unset_variable() {
+    let applied = clap_applied();
+    let unset = declared::when_unset_values();
+    for (env, value) in &unset {
+        let d = declared::variable(env).unwrap_or_else(|| panic!("{env} is not declared"));
+        assert_eq!(d.default, None, "{env}: has a clap default");
+        assert_eq!(applied[*env], None, "{env}: clap applies a value");
+        assert_eq!(d.when_unset.as_deref(), Some(value.as_str()), "{env}");
+        assert!(
+            d.help.contains(&format!("default {value}")),
+            "{env}: {:?}",
+            d.help
+        );
+        assert_eq!(declared::default_of(env), Some(value.as_str()), "{env}");
+    }
+    let names: Vec<&str> = unset.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        [
+            "MONGO_PORT",
+            "RATE_LIMIT_GLOBAL",
+            "RATE_LIMIT_WINDOW_SECONDS",
+            "REDIS_PORT",
+            "SWAGGER_ENABLED"
+        ]
+    );
+}
+
+/// The committed page's "Data sources" rows: setting suffix → its Default cell.
+fn documented_datasource_defaults() -> BTreeMap<String, String> {
+    documented_cells("Data sources", "| `DATASOURCE_<NAME>_")
+}
+
+/// For each SQL type: the defaults the committed page states are the ones a source with only
+/// `_TYPE` and `_DATABASE` gets.
+#[test]
+fn every_data_source_default_is_the_same_in_the_docs_and_in_the_code() {
+    use crate::config::{DataSourceConfig, DataSourceSpec, SqlConnection};
+    let documented = documented_datasource_defaults();
+    assert_eq!(documented.len(), DATASOURCE_SETTINGS.len());
+    let entries = |suffix: &str| -> Vec<String> {
+        documented[suffix]
+            .split(", ")
+            .map(|c| {
+                c.split(" (")
+                    .next()
+                    .unwrap_or(c)
+                    .trim_matches('`')
+                    .to_owned()
+            })
+            .collect()
+    };
+    fn applied<M: Default + PartialEq + std::fmt::Debug + std::str::FromStr>(
+        c: &SqlConnection<M>,
+        [port, user, schema, host, mode]: [&str; 5],
+    ) {
+        assert_eq!(c.port.to_string(), port);
+        assert_eq!(c.user, user);
+        let schema = if schema == "the database" {
+            "db"
+        } else {
+            schema
+        };
+        assert_eq!(c.schemas, [schema]);
+        assert_eq!(c.host, host);
+        assert_eq!(c.tls.mode, M::default());
+        assert!(mode.parse::<M>().is_ok_and(|m| m == M::default()), "{mode}");
+        assert_eq!(c.tls.root_cert, None);
+    }
+    let (ports, users, schemas) = (entries("PORT"), entries("USER"), entries("SCHEMAS"));
+    let host = entries("HOST").remove(0);
+    let mode = entries("SSLMODE").remove(0);
+    for (i, kind) in ["postgresql", "mysql", "sqlserver"].into_iter().enumerate() {
+        let env = [
+            ("DATASOURCE_S_TYPE".to_owned(), kind.to_owned()),
+            ("DATASOURCE_S_DATABASE".to_owned(), "db".to_owned()),
+        ];
+        let mut problems = Vec::new();
+        let config = DataSourceConfig::from_env(&env, Some(false), &mut problems);
+        assert!(problems.is_empty(), "{kind}: {problems:?}");
+        let spec = &config.sources.values().next().expect("one source");
+        let expected = [
+            ports[i].as_str(),
+            users[i].as_str(),
+            schemas[i].as_str(),
+            host.as_str(),
+            mode.as_str(),
+        ];
+        match spec {
+            DataSourceSpec::Postgresql(c) => applied(c, expected),
+            DataSourceSpec::Mysql(c) => applied(c, expected),
+            DataSourceSpec::Sqlserver(c) => applied(c, expected),
+            other => panic!("{kind}: {other:?}"),
+        }
+        assert_eq!(
+            documented["CONFIG_NAME"], "`<name>` lower-cased",
+            "the id's default"
+        );
+        assert_eq!(config.sources.keys().next().map(|k| k.as_str()), Some("s"));
+    }
 }

@@ -1,8 +1,12 @@
 //! Bearer-token authentication, scopes and tenant resolution.
 //!
 //! [`authenticate`] (run by `request_checks`) verifies the `Authorization` header of every request once
-//! and stores the outcome in the request; the [`Auth`] extractor (declared in the spec as the `bearerAuth`
-//! security scheme) turns a failed outcome into 401, and [`Auth::require`] checks a scope (403).
+//! and stores the outcome in the request; `request_checks` then refuses a caller without the
+//! scope the operation declares (`#[oai(scope = "Scope::…")]`, read from the spec) and records
+//! it as [`ScopeChecked`]. The [`Auth`] extractor (declared in the spec as the `bearerAuth`
+//! security scheme) turns a failed outcome into 401 and hands the operation its [`Caller`] only
+//! for that recorded scope: the scope is written once, in the declaration, and an operation
+//! cannot enforce another one.
 use crate::app::{AppError, Caller, Code};
 use crate::config::{AuthKey, AuthSettings, Tenancy};
 use crate::http::error::ApiError;
@@ -427,21 +431,51 @@ pub fn authenticate(auth: &Authenticator, req: &mut Request) {
     }
 }
 
-/// The authenticated caller of an operation (security scheme `bearerAuth`).
+/// The scope the request's operation declares, recorded by `request_checks` once the caller
+/// was found to hold it (see [`scope_refusal`]): what [`Auth`] hands a caller for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScopeChecked(pub Scope);
+
+/// The authenticated caller of an operation (security scheme `bearerAuth`), holding the scope
+/// the operation declares (`#[oai(scope = "Scope::…")]` on this parameter).
 #[derive(Debug, Clone)]
-pub struct Auth(pub Arc<Principal>);
+pub struct Auth {
+    principal: Arc<Principal>,
+    scope: Scope,
+}
 
 impl Auth {
-    /// MUST answer 403 when the token lacks `scope`.
-    pub fn require(&self, scope: Scope) -> Result<Caller, ApiError> {
-        if self.0.scopes.contains(scope) {
-            Ok(Caller {
-                tenant: self.0.tenant.clone(),
-                subject: self.0.subject.clone(),
-            })
-        } else {
-            Err(scope.missing().into())
+    /// The caller, whose token holds [`Self::scope`] (checked when the extractor ran).
+    pub fn caller(&self) -> Caller {
+        Caller {
+            tenant: self.principal.tenant.clone(),
+            subject: self.principal.subject.clone(),
         }
+    }
+
+    /// The scope the operation declares, which the caller holds.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// The extractor's decision for `req`: 401 when authentication failed; 403 when the
+    /// operation declares no scope (no [`ScopeChecked`]: a token alone MUST NOT be enough) or
+    /// the token lacks the declared one.
+    fn of(req: &Request) -> Result<Self, AppError> {
+        let principal = principal(req)?;
+        let Some(ScopeChecked(scope)) = req.extensions().get::<ScopeChecked>().copied() else {
+            return Err(AppError::new(
+                Code::Forbidden,
+                "the operation declares no scope, so no token is enough",
+            ));
+        };
+        if !principal.scopes.contains(scope) {
+            return Err(scope.missing());
+        }
+        Ok(Self {
+            principal: principal.clone(),
+            scope,
+        })
     }
 }
 
@@ -509,9 +543,7 @@ impl<'a> ApiExtractor<'a> for Auth {
         _body: &mut poem::RequestBody,
         _opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
-        principal(req)
-            .map(|p| Auth(p.clone()))
-            .map_err(|e| ApiError::from(e).into())
+        Self::of(req).map_err(|e| ApiError::from(e).into())
     }
 }
 
@@ -651,5 +683,136 @@ mod tests {
         assert_eq!(refused.0, "the token was issued in the future (iat)");
         auth.verify_shared(Some(&bearer_with(3600, Some(20))))
             .expect("20 s ahead is within the 30 s leeway");
+    }
+
+    fn principal_with(scopes: &[Scope]) -> AuthOutcome {
+        AuthOutcome(Ok(Arc::new(Principal {
+            subject: "alice".into(),
+            tenant: TenantId::parse("default").expect("a tenant id"),
+            scopes: scopes.iter().copied().collect(),
+        })))
+    }
+
+    fn request(outcome: Option<AuthOutcome>, checked: Option<Scope>) -> Request {
+        let mut req = Request::builder().uri_str("/v1/templates").finish();
+        if let Some(o) = outcome {
+            req.extensions_mut().insert(o);
+        }
+        if let Some(s) = checked {
+            req.extensions_mut().insert(ScopeChecked(s));
+        }
+        req
+    }
+
+    #[test]
+    fn the_extractor_hands_a_caller_only_for_the_checked_scope() {
+        let granted = request(
+            Some(principal_with(&[Scope::ReportsRead])),
+            Some(Scope::ReportsRead),
+        );
+        let auth = Auth::of(&granted).expect("holds the declared scope");
+        assert_eq!(auth.scope(), Scope::ReportsRead);
+        assert_eq!(auth.caller().subject, "alice");
+        assert_eq!(auth.caller().tenant.as_str(), "default");
+
+        let lacking = request(
+            Some(principal_with(&[Scope::ReportsRead])),
+            Some(Scope::ReportsWrite),
+        );
+        let refused = Auth::of(&lacking).expect_err("lacks the declared scope");
+        assert_eq!(refused.code, Code::Forbidden);
+        assert!(refused.message.contains("reports:write"), "{refused:?}");
+
+        let undeclared = request(Some(principal_with(&Scope::ALL)), None);
+        let refused = Auth::of(&undeclared).expect_err("no declared scope");
+        assert_eq!(refused.code, Code::Forbidden);
+
+        let failed = request(
+            Some(AuthOutcome(Err(AuthFailure("bad token".into())))),
+            Some(Scope::ReportsRead),
+        );
+        assert_eq!(Auth::of(&failed).expect_err("401").code, Code::Unauthorized);
+        assert_eq!(
+            Auth::of(&request(None, Some(Scope::ReportsRead)))
+                .expect_err("401")
+                .code,
+            Code::Unauthorized
+        );
+    }
+
+    fn token(scopes: &[&str]) -> String {
+        let claims = Claims {
+            sub: Some("alice".into()),
+            exp: chrono::Utc::now().timestamp() + 3600,
+            scope: Some(scopes.join(" ")),
+            tenant_id: None,
+            iss: None,
+            aud: None,
+            iat: None,
+        };
+        format!("Bearer {}", mint_hs256(SECRET, &claims).expect("a token"))
+    }
+
+    /// For every operation of the published document: the scope it documents
+    /// (`x-required-scopes`) is the one the request checks demand and the one its [`Auth`]
+    /// holds; a caller with every other scope is refused naming it. The handler names no
+    /// scope, so the documented one is the only one enforced.
+    #[tokio::test]
+    async fn every_operation_enforces_the_scope_it_documents() {
+        use crate::http::query::QueryContract;
+        use crate::http::request_checks::RequestChecks;
+        use crate::http::spec;
+        let checks = RequestChecks {
+            contract: Arc::new(QueryContract::from_spec(&spec::raw())),
+            authenticator: Arc::new(authenticator(0)),
+            max_body_bytes: 1 << 20,
+            body_read_timeout: std::time::Duration::from_secs(5),
+        };
+        let published = spec::value(spec::DEFAULT_LIMITS);
+        let mut checked = 0;
+        for (path, item) in published["paths"].as_object().expect("paths") {
+            for (method, op) in item.as_object().expect("operations") {
+                let Some(documented) = op["x-required-scopes"].as_array() else {
+                    continue;
+                };
+                let [documented] = documented.as_slice() else {
+                    panic!("{method} {path}: {documented:?}");
+                };
+                let documented = documented.as_str().expect("a scope");
+                let filled = path
+                    .replace("{id}", "019826f4-6a9c-7b31-9d40-2f1e8c5a4b77")
+                    .replace("{dataSourceId}", "bank");
+                let send = |scopes: Vec<&str>| {
+                    Request::builder()
+                        .method(
+                            poem::http::Method::from_bytes(method.to_uppercase().as_bytes())
+                                .expect("a method"),
+                        )
+                        .uri_str(&filled)
+                        .header(poem::http::header::AUTHORIZATION, token(&scopes))
+                        .finish()
+                };
+                let others = Scope::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .filter(|s| *s != documented)
+                    .collect();
+                let mut req = send(others);
+                let refused = checks.refusal(&mut req).await.expect("refused");
+                assert_eq!(refused.status().as_u16(), 403, "{method} {path}");
+                let body = refused.into_body().into_string().await.expect("a body");
+                assert!(body.contains(documented), "{method} {path}: {body}");
+
+                let mut req = send(vec![documented]);
+                assert!(
+                    checks.refusal(&mut req).await.is_none(),
+                    "{method} {path} with only '{documented}'"
+                );
+                let auth = Auth::of(&req).expect("the operation's caller");
+                assert_eq!(auth.scope().as_str(), documented, "{method} {path}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "{checked} operations");
     }
 }

@@ -103,7 +103,7 @@ impl DataSourcesApi {
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::DataSourcesRead")] auth: Auth,
     ) -> ApiResult<Json<Vec<DataSourceDto>>, AUTH> {
-        let caller = auth.require(Scope::DataSourcesRead)?;
+        let caller = auth.caller();
         Ok(Json(
             app.list_data_sources(&caller)
                 .iter()
@@ -130,7 +130,7 @@ impl DataSourcesApi {
         #[oai(name = "dataSourceId")]
         id: Path<String>,
     ) -> ApiResult<Json<DataSourceDetailsDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
-        let caller = auth.require(Scope::DataSourcesRead)?;
+        let caller = auth.caller();
         let d = app.get_data_source(&caller, &id.0).await?;
         Ok(Json(DataSourceDetailsDto {
             id: d.descriptor.id.as_str().to_owned(),

@@ -400,7 +400,7 @@ impl DeadlinesApi {
         CreatedDeadline,
         { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
     > {
-        let caller = auth.require(Scope::DeadlinesWrite)?;
+        let caller = auth.caller();
         let b = body.0;
         let d = app
             .create_deadline(
@@ -469,7 +469,7 @@ impl DeadlinesApi {
         #[oai(name = "endDate")]
         end_date_alias: Query<Option<String>>,
     ) -> ApiResult<Json<DeadlinePage>, { AUTH | UNAVAILABLE }> {
-        let caller = auth.require(Scope::DeadlinesRead)?;
+        let caller = auth.caller();
         let req = list_paging(
             page.0,
             limit.0,
@@ -513,7 +513,7 @@ impl DeadlinesApi {
         /// 1-100, default 10.
         limit: Query<Option<i64>>,
     ) -> ApiResult<Json<NotificationsDto>, { AUTH | UNAVAILABLE }> {
-        let caller = auth.require(Scope::DeadlinesRead)?;
+        let caller = auth.caller();
         let limit = limit.0.unwrap_or(10);
         if !(1..=100).contains(&limit) {
             return Err(
@@ -566,7 +566,7 @@ impl DeadlinesApi {
         /// Deadline id.
         id: Path<String>,
     ) -> ApiResult<Json<DeadlineDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
-        let caller = auth.require(Scope::DeadlinesRead)?;
+        let caller = auth.caller();
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let d = app.get_deadline(&caller, id).await?;
         Ok(Json(DeadlineDto::at(&d, app.now())))
@@ -591,7 +591,7 @@ impl DeadlinesApi {
         Json<DeadlineDto>,
         { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
     > {
-        let caller = auth.require(Scope::DeadlinesWrite)?;
+        let caller = auth.caller();
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let b = body.0;
         let d = app
@@ -630,7 +630,7 @@ impl DeadlinesApi {
         /// Deadline id.
         id: Path<String>,
     ) -> ApiResult<Deleted, { AUTH | NOT_FOUND | CONFLICT | UNAVAILABLE }> {
-        let caller = auth.require(Scope::DeadlinesWrite)?;
+        let caller = auth.caller();
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         app.delete_deadline(&caller, id).await?;
         Ok(Deleted::NoContent)
@@ -658,7 +658,7 @@ impl DeadlinesApi {
         Json<DeadlineDto>,
         { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNPROCESSABLE | UNAVAILABLE },
     > {
-        let caller = auth.require(Scope::DeadlinesWrite)?;
+        let caller = auth.caller();
         let id: DeadlineId = path_uuid(&id.0, "id")?;
         let delivered = body.0.delivered.ok_or_else(|| {
             AppError::new(Code::MissingFields, "delivered is required")

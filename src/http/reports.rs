@@ -402,7 +402,7 @@ impl ReportsApi {
             .extensions()
             .get::<super::middleware::RequestId>()
             .map(|id| id.0.clone());
-        let caller = auth.require(Scope::ReportsWrite)?;
+        let caller = auth.caller();
         let b = body.0;
         let idempotency = super::idempotency::IdempotencyReservation::of(req).map(|r| {
             r.for_use_case(|report: &reporter_ports::report::Report| {
@@ -504,7 +504,7 @@ impl ReportsApi {
         #[oai(name = "createdTo")]
         created_to: Query<Option<String>>,
     ) -> ApiResult<Json<ReportPage>, { AUTH | UNAVAILABLE }> {
-        let caller = auth.require(Scope::ReportsRead)?;
+        let caller = auth.caller();
         let req = list_paging(
             page.0,
             limit.0,
@@ -558,7 +558,7 @@ impl ReportsApi {
         /// Report id.
         id: Path<String>,
     ) -> ApiResult<Json<ReportDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
-        let caller = auth.require(Scope::ReportsRead)?;
+        let caller = auth.caller();
         let id: ReportId = path_uuid(&id.0, "id")?;
         Ok(Json(ReportDto::from(&app.get_report(&caller, id).await?)))
     }
@@ -581,7 +581,7 @@ impl ReportsApi {
         /// Report id.
         id: Path<String>,
     ) -> ApiResult<Download, { AUTH | NOT_FOUND | UNPROCESSABLE | UNAVAILABLE }> {
-        let caller = auth.require(Scope::ReportsRead)?;
+        let caller = auth.caller();
         let id: ReportId = path_uuid(&id.0, "id")?;
         let a = app.download_report(&caller, id).await?;
         let format = a.report.output_format;

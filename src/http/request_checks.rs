@@ -36,10 +36,11 @@ impl RequestChecks {
             return Some(r);
         }
         auth::authenticate(&self.authenticator, req);
-        if let Some(scope) = self.contract.scope(req.method(), req.uri().path())
-            && let Some(e) = auth::scope_refusal(req, scope)
-        {
-            return Some(error_response(&e));
+        if let Some(scope) = self.contract.scope(req.method(), req.uri().path()) {
+            if let Some(e) = auth::scope_refusal(req, scope) {
+                return Some(error_response(&e));
+            }
+            req.extensions_mut().insert(auth::ScopeChecked(scope));
         }
         // Boxed, and only for a method with a body: the read's future (a timer and the body
         // stream) would otherwise make every request's future larger.

@@ -133,10 +133,10 @@ impl StreamingApi {
     )]
     async fn manifest(
         &self,
-        #[oai(scope = "Scope::StreamingRead")] auth: Auth,
+        // The caller's scope is checked by the extractor; a static manifest needs no caller.
+        #[oai(scope = "Scope::StreamingRead")] _auth: Auth,
         // A static manifest: it touches no storage.
     ) -> ApiResult<ManifestResponse, AUTH> {
-        auth.require(Scope::StreamingRead)?;
         Ok(ManifestResponse::Ok(Json(manifest()), "no-store".into()))
     }
 
@@ -159,7 +159,7 @@ impl StreamingApi {
         limit: Query<Option<i64>>,
         // 404 unless the in-memory broker records deliveries.
     ) -> ApiResult<Json<DeliveriesDto>, { AUTH | NOT_FOUND }> {
-        let caller = auth.require(Scope::StreamingRead)?;
+        let caller = auth.caller();
         let items = app
             .recent_deliveries(&caller, limit.0)?
             .into_iter()
@@ -199,7 +199,7 @@ impl StreamingApi {
         limit: Query<Option<i64>>,
         // 400 (a limit outside 1-1000, TPL-0024) is one every operation may answer.
     ) -> ApiResult<Json<ParkedEventsDto>, { AUTH | UNAVAILABLE }> {
-        let caller = auth.require(Scope::StreamingAdmin)?;
+        let caller = auth.caller();
         let items = app
             .parked_events(&caller, limit.0)
             .await?
@@ -224,7 +224,7 @@ impl StreamingApi {
         app: Data<&Arc<App>>,
         #[oai(scope = "Scope::StreamingAdmin")] auth: Auth,
     ) -> ApiResult<Json<RedriveDto>, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
-        let caller = auth.require(Scope::StreamingAdmin)?;
+        let caller = auth.caller();
         let redriven = app.redrive_outbox(&caller).await?;
         Ok(Json(RedriveDto { redriven }))
     }

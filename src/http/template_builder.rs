@@ -627,7 +627,7 @@ impl TemplateBuilderApi {
         accept_language: Header<Option<String>>,
         // A pure catalogue: it touches no storage.
     ) -> ApiResult<BlocksConfigResponse, AUTH> {
-        let caller = auth.require(Scope::TemplatesRead)?;
+        let caller = auth.caller();
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let blocks = app.template_blocks_config(&caller, locale);
         Ok(BlocksConfigResponse::Ok(
@@ -659,7 +659,7 @@ impl TemplateBuilderApi {
         accept_language: Header<Option<String>>,
         // A pure catalogue: it touches no storage.
     ) -> ApiResult<FiltersResponse, AUTH> {
-        let caller = auth.require(Scope::TemplatesRead)?;
+        let caller = auth.caller();
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let filters = app.template_filters_config(&caller, locale);
         Ok(FiltersResponse::Ok(
@@ -704,7 +704,7 @@ impl TemplateBuilderApi {
         accept_language: Header<Option<String>>,
         body: DeepJson<GenerateCodeInput>,
     ) -> ApiResult<GenerateCodeAnswer, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesWrite)?;
+        let caller = auth.caller();
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let b = body.0;
         let blocks = b.blocks.map(|v| v.into_iter().map(Into::into).collect());
@@ -747,7 +747,7 @@ impl TemplateBuilderApi {
         accept_language: Header<Option<String>>,
         body: DeepJson<ValidateBlocksInput>,
     ) -> ApiResult<ValidateAnswer, { AUTH | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesWrite)?;
+        let caller = auth.caller();
         let locale = Locale::negotiate(accept_language.0.as_deref());
         let b = body.0;
         let blocks = b.blocks.map(|v| v.into_iter().map(Into::into).collect());

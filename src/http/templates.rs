@@ -265,7 +265,7 @@ impl TemplatesApi {
         req: &poem::Request,
         form: CreateTemplateForm,
     ) -> ApiResult<CreatedTemplate, { AUTH | CONFLICT | PAYLOAD_TOO_LARGE | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesWrite)?;
+        let caller = auth.caller();
         let file = read_upload(form.template).await?;
         let idempotency = IdempotencyReservation::of(req).map(|r| {
             r.for_use_case(|t: &TemplateWithWarnings| {
@@ -324,7 +324,7 @@ impl TemplatesApi {
         #[oai(name = "createdAt")]
         created_at_alias: Query<Option<String>>,
     ) -> ApiResult<Json<TemplatePage>, { AUTH | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesRead)?;
+        let caller = auth.caller();
         let req = list_paging(
             page.0,
             limit.0,
@@ -370,7 +370,7 @@ impl TemplatesApi {
         /// Template id.
         id: Path<String>,
     ) -> ApiResult<JsonBody<TemplateDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesRead)?;
+        let caller = auth.caller();
         let id: TemplateId = path_uuid(&id.0, "id")?;
         Ok(JsonBody(TemplateDto::from(
             app.get_template(&caller, id).await?,
@@ -398,7 +398,7 @@ impl TemplatesApi {
         Json<TemplateDto>,
         { AUTH | NOT_FOUND | CONFLICT | PAYLOAD_TOO_LARGE | UNAVAILABLE },
     > {
-        let caller = auth.require(Scope::TemplatesWrite)?;
+        let caller = auth.caller();
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let file = match form.template {
             Some(u) => Some(read_upload(u).await?),
@@ -435,7 +435,7 @@ impl TemplatesApi {
         /// Template id.
         id: Path<String>,
     ) -> ApiResult<Json<TemplateDeletionDto>, { AUTH | NOT_FOUND | CONFLICT | UNAVAILABLE }> {
-        let caller = auth.require(Scope::TemplatesWrite)?;
+        let caller = auth.caller();
         let id: TemplateId = path_uuid(&id.0, "id")?;
         let d = app.delete_template(&caller, id).await?;
         Ok(Json(TemplateDeletionDto {

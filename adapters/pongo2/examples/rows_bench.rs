@@ -2,9 +2,10 @@
 //! render child does: `cargo run --release --example rows_bench -- [rows] [repeats]`.
 //! With `ROWS_BENCH_STREAM` set, the rows come as a stream (chunks of 500 rows, about 35 KB;
 //! the worker sends about 256 KiB at a time) and the context holds the table empty.
-use reporter_ports::ports::{RenderError, RenderLimits, RowFeed, TemplateEngine};
+mod render_bench;
+
+use reporter_ports::ports::TemplateEngine;
 use std::fmt::Write;
-use std::time::Instant;
 
 const TEMPLATE: &str = "id,amount,label,booked_on\n{% for r in bench.ledger %}{{ r.id }},{{ r.amount }},{{ r.label }},{{ r.booked_on|date:\"2006-01-02\" }}\n{% endfor %}";
 
@@ -49,21 +50,8 @@ fn chunks(rows: usize) -> Vec<Vec<u8>> {
     out
 }
 
-struct Feed(std::vec::IntoIter<Vec<u8>>);
-
-impl RowFeed for Feed {
-    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, RenderError> {
-        Ok(self.0.next())
-    }
-}
-
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let rows = args.first().copied().unwrap_or(100_000);
-    let repeats = args.get(1).copied().unwrap_or(5);
+    let (rows, repeats) = render_bench::rows_and_repeats();
     let stream = std::env::var_os("ROWS_BENCH_STREAM").is_some();
     let ctx = if stream {
         "{\"bench\":{\"ledger\":[]}}".to_owned()
@@ -72,32 +60,21 @@ fn main() {
     };
     let parts = if stream { chunks(rows) } else { Vec::new() };
     let engine = reporter_adapter_pongo2::Pongo2Engine::new();
-    let limits = RenderLimits {
-        max_output_bytes: 1 << 30,
-        fuel: u64::MAX / 2,
-        ..RenderLimits::default()
-    };
+    let limits = render_bench::limits();
     let run = || {
-        for _ in 0..repeats {
-            let started = Instant::now();
+        render_bench::timed(rows, repeats, || {
+            // Without `stream`, `parts` is empty and the feed unused.
+            let mut feed = render_bench::Feed::new(parts.clone(), None);
             let out = if stream {
-                let mut feed = Feed(parts.clone().into_iter());
                 engine.render_json_streamed(TEMPLATE, ctx.as_bytes(), &mut feed, &limits)
             } else {
                 engine.render_json(TEMPLATE, ctx.as_bytes(), &limits)
             };
-            let len = out.map(|o| o.len()).unwrap_or_else(|e| panic!("{e}"));
-            println!("{rows} rows, {len} bytes: {:?}", started.elapsed());
-        }
+            Ok(out?.len() + feed.written)
+        })
     };
     if std::env::var_os("ROWS_BENCH_THREAD").is_some() {
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .stack_size(64 << 20)
-                .spawn_scoped(s, run)
-                .map(|t| t.join())
-                .ok();
-        });
+        render_bench::on_render_stack(None, run);
     } else {
         run();
     }

@@ -3,9 +3,10 @@
 //! `cargo run --release --example wide_bench -- [rows] [repeats]` (`WIDE_BENCH_HTML` set: the
 //! HTML template). The rows are written as the PostgreSQL source writes them (fields sorted by
 //! name, the amount as text, the date as Go prints a time).
-use reporter_ports::ports::{RenderError, RenderLimits, RowFeed, TemplateEngine};
+mod render_bench;
+
+use reporter_ports::ports::TemplateEngine;
 use std::fmt::Write;
-use std::time::Instant;
 
 const CSV: &str = "id,label,amount,booked_on,memo\n{% for r in bench.wide %}{{ r.id }},{{ r.label }},{{ r.amount }},{{ r.booked_on|date:\"2006-01-02\" }},{{ r.memo }}\n{% endfor %}";
 const HTML: &str = "<html><body><table><tr><th>id</th><th>label</th><th>amount</th><th>booked on</th><th>memo</th></tr>\n{% for r in bench.wide %}<tr><td>{{ r.id }}</td><td>{{ r.label }}</td><td>{{ r.amount }}</td><td>{{ r.booked_on|date:\"2006-01-02\" }}</td><td>{{ r.memo }}</td></tr>\n{% endfor %}</table></body></html>";
@@ -41,30 +42,8 @@ fn chunks(rows: usize) -> Vec<Vec<u8>> {
     out
 }
 
-struct Feed(std::vec::IntoIter<Vec<u8>>, usize);
-
-impl RowFeed for Feed {
-    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, RenderError> {
-        Ok(self.0.next())
-    }
-
-    fn output_piece_bytes(&self) -> Option<usize> {
-        Some(256 * 1024)
-    }
-
-    fn output(&mut self, piece: String) -> Result<(), RenderError> {
-        self.1 += piece.len();
-        Ok(())
-    }
-}
-
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let rows = args.first().copied().unwrap_or(100_000);
-    let repeats = args.get(1).copied().unwrap_or(5);
+    let (rows, repeats) = render_bench::rows_and_repeats();
     let template = if std::env::var_os("WIDE_BENCH_HTML").is_some() {
         HTML
     } else {
@@ -73,26 +52,13 @@ fn main() {
     let ctx = "{\"bench\":{\"wide\":[]}}";
     let parts = chunks(rows);
     let engine = reporter_adapter_pongo2::Pongo2Engine::new();
-    let limits = RenderLimits {
-        max_output_bytes: 1 << 30,
-        fuel: u64::MAX / 2,
-        ..RenderLimits::default()
-    };
-    let run = || {
-        for _ in 0..repeats {
-            let started = Instant::now();
-            let mut feed = Feed(parts.clone().into_iter(), 0);
-            let out = engine.render_json_streamed(template, ctx.as_bytes(), &mut feed, &limits);
-            let len = out.map(|o| o.len()).unwrap_or_else(|e| panic!("{e}")) + feed.1;
-            println!("{rows} rows, {len} bytes: {:?}", started.elapsed());
-        }
-    };
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("template".into())
-            .stack_size(64 << 20)
-            .spawn_scoped(s, run)
-            .map(|t| t.join())
-            .ok();
+    let limits = render_bench::limits();
+    render_bench::on_render_stack(Some("template"), || {
+        render_bench::timed(rows, repeats, || {
+            // The render child's output pieces (256 KiB).
+            let mut feed = render_bench::Feed::new(parts.clone(), Some(256 * 1024));
+            let out = engine.render_json_streamed(template, ctx.as_bytes(), &mut feed, &limits)?;
+            Ok(out.len() + feed.written)
+        })
     });
 }

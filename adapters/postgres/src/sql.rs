@@ -236,12 +236,7 @@ mod tests {
     }
 
     fn query(fields: &[&str], filters: Value) -> TableQuery {
-        TableQuery {
-            table: "t".into(),
-            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-            filters: serde_json::from_value(filters).expect("filters"),
-            max_rows: 10,
-        }
+        reporter_contract::fixtures::table_query("t", fields, filters, 10)
     }
 
     #[test]

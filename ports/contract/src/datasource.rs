@@ -28,9 +28,7 @@
 //! with it (`<default>__people`, the template spelling of `ds:<default>.people`). Row order is not part of the port contract: results are
 //! compared sorted by `id`.
 use reporter_ports::ports::{CollectRows, DataSource, DataSourceError, Row, RowSink, TableQuery};
-use reporter_ports::report::FilterCondition;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// Name of the fixture table.
 pub const PEOPLE_TABLE: &str = "people";
@@ -111,20 +109,11 @@ macro_rules! data_source_contract {
 }
 
 fn query(fields: &[&str], filters: &[(&str, Value)], max_rows: usize) -> TableQuery {
-    let filters: BTreeMap<String, FilterCondition> = filters
+    let filters: serde_json::Map<String, Value> = filters
         .iter()
-        .map(|(field, cond)| {
-            let cond = serde_json::from_value(cond.clone())
-                .unwrap_or_else(|e| panic!("bad condition in the suite {cond}: {e}"));
-            ((*field).to_owned(), cond)
-        })
+        .map(|(field, cond)| ((*field).to_owned(), cond.clone()))
         .collect();
-    TableQuery {
-        table: PEOPLE_TABLE.to_owned(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters,
-        max_rows,
-    }
+    crate::fixtures::table_query(PEOPLE_TABLE, fields, Value::Object(filters), max_rows)
 }
 
 /// Ids of the rows answered for `filters`, sorted.

@@ -7,7 +7,9 @@ use chrono::{DateTime, Datelike, Duration, TimeZone, Utc};
 use reporter_ports::deadline::{Color, Deadline, DeadlineType, Frequency};
 use reporter_ports::events::{EventEnvelope, EventKey};
 use reporter_ports::page::{PageRequest, SortOrder};
-use reporter_ports::ports::{Change, IdempotencyScope, OutboxRecord, ReportJob, StoredResponse};
+use reporter_ports::ports::{
+    Change, IdempotencyScope, OutboxRecord, ReportJob, StoredResponse, TableQuery,
+};
 use reporter_ports::report::{Report, ReportStatus};
 use reporter_ports::template::{OutputFormat, Template};
 use reporter_ports::{DeadlineId, ReportId, TemplateId, TenantId};
@@ -277,4 +279,24 @@ impl Record for Report {
 pub fn bump<R: Record>(record: &R, now: DateTime<Utc>) -> (Change, R) {
     let next = record.next(now);
     (next.update(record.version()), next)
+}
+
+/// A query of `fields` of `table` with `filters` written as JSON (`{"field": {"eq": [1]}}`),
+/// at most `max_rows` rows: how suites write a [`TableQuery`].
+///
+/// # Panics
+/// When `filters` is not a map of field to condition (a mistake in the suite).
+pub fn table_query(
+    table: &str,
+    fields: &[&str],
+    filters: serde_json::Value,
+    max_rows: usize,
+) -> TableQuery {
+    TableQuery {
+        table: table.to_owned(),
+        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+        filters: serde_json::from_value(filters)
+            .unwrap_or_else(|e| panic!("bad filters in the suite: {e}")),
+        max_rows,
+    }
 }

@@ -20,9 +20,8 @@
 //!   `Unavailable`, and the next query sees the new schema without a restart;
 //! - the row limit on a larger table: `RowLimit(max_rows)` past it, exactly `max_rows` rows
 //!   allowed, an empty projection counted like any other.
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{DataSource, DataSourceError, Row};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// A fresh database of a real SQL server, and sources over it.
 pub trait SqlFixture: Sync {
@@ -61,15 +60,7 @@ macro_rules! sql_data_source_contract {
     };
 }
 
-fn query(table: &str, fields: &[&str], filters: Value, max_rows: usize) -> TableQuery {
-    TableQuery {
-        table: table.to_owned(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters: serde_json::from_value::<BTreeMap<_, _>>(filters)
-            .unwrap_or_else(|e| panic!("bad filters in the suite: {e}")),
-        max_rows,
-    }
-}
+use crate::fixtures::table_query as query;
 
 /// The integer `field` of each row, sorted.
 fn ints(rows: &[Row], field: &str) -> Vec<i64> {

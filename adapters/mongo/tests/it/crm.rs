@@ -60,13 +60,7 @@ fn crm(db: mongodb::Database, s: CrmSettings) -> MongoDataSource {
 }
 
 fn query(table: &str, fields: &[&str], filters: Value) -> TableQuery {
-    TableQuery {
-        table: table.into(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters: serde_json::from_value::<BTreeMap<String, FilterCondition>>(filters)
-            .expect("filters"),
-        max_rows: 1000,
-    }
+    reporter_contract::fixtures::table_query(table, fields, filters, 1000)
 }
 
 /// The fixture's plaintext documents of `collection`, projected to `fields`.

@@ -7,9 +7,8 @@ use reporter_adapter_mysql::{BreakerConfig, BreakerState, MysqlConfig, MysqlData
 use reporter_contract::datasource::people_rows;
 use reporter_contract::services::{service_url, unique_name};
 use reporter_ports::datasource::{DataSourceId, DataSourceKind};
-use reporter_ports::ports::{DataSource, DataSourceError, Row, TableQuery};
+use reporter_ports::ports::{DataSource, DataSourceError, Row};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -116,14 +115,7 @@ async fn create_people(db: &TestDb, schema: &str) {
     let _ = conn.disconnect().await;
 }
 
-fn query(table: &str, fields: &[&str], filters: Value, max_rows: usize) -> TableQuery {
-    TableQuery {
-        table: table.to_owned(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters: serde_json::from_value::<BTreeMap<_, _>>(filters).expect("filters"),
-        max_rows,
-    }
-}
+use reporter_contract::fixtures::table_query as query;
 
 fn sorted(rows: Vec<Row>, key: &str) -> Vec<Value> {
     let mut rows: Vec<Value> = rows.into_iter().map(Value::Object).collect();

@@ -8,9 +8,8 @@ use reporter_adapter_postgres::{
 use reporter_contract::datasource::people_rows;
 use reporter_contract::services::{service_url, unique_name};
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{DataSource, DataSourceError, Row, RowSink, TableQuery};
+use reporter_ports::ports::{DataSource, DataSourceError, Row, RowSink};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -112,14 +111,7 @@ async fn create_people(client: &Client, schema: &str) {
     }
 }
 
-fn query(table: &str, fields: &[&str], filters: Value, max_rows: usize) -> TableQuery {
-    TableQuery {
-        table: table.to_owned(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters: serde_json::from_value::<BTreeMap<_, _>>(filters).expect("filters"),
-        max_rows,
-    }
-}
+use reporter_contract::fixtures::table_query as query;
 
 fn sorted(rows: Vec<Row>, key: &str) -> Vec<Value> {
     let mut rows: Vec<Value> = rows.into_iter().map(Value::Object).collect();

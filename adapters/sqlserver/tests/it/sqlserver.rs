@@ -9,9 +9,8 @@ use reporter_adapter_sqlserver::{
 use reporter_contract::datasource::people_rows;
 use reporter_contract::services::unique_name;
 use reporter_ports::datasource::DataSourceId;
-use reporter_ports::ports::{DataSource, DataSourceError, TableQuery};
+use reporter_ports::ports::{DataSource, DataSourceError};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn id() -> DataSourceId {
@@ -31,14 +30,7 @@ fn server_url() -> Option<String> {
     }
 }
 
-fn query(table: &str, fields: &[&str], filters: Value, max_rows: usize) -> TableQuery {
-    TableQuery {
-        table: table.to_owned(),
-        fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-        filters: serde_json::from_value::<BTreeMap<_, _>>(filters).expect("filters"),
-        max_rows,
-    }
-}
+use reporter_contract::fixtures::table_query as query;
 
 /// Runs `sql` on the server, in `database` when given, through a throw-away source-less
 /// client (the adapter is read-only).
