@@ -17,6 +17,7 @@ const PAIRWISE: usize = 16;
 /// The chunk of `text` when it is a list of flat rows; otherwise `text` back.
 pub(super) fn parse<'a>(text: String) -> Result<RowChunk<'a>, String> {
     let mut chunk = RowChunk {
+        serial: super::next_serial(),
         text: String::new(),
         cells: Vec::new(),
         shapes: Vec::new(),
