@@ -99,8 +99,28 @@ enum RowAt {
     Other(usize),
 }
 
+/// Where a printed field was found last ([`RowChunk::plain_field_hinted`]): the chunk (by its
+/// serial), the shape, the field's position in that shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FieldHint {
+    serial: u64,
+    shape: usize,
+    pos: usize,
+}
+
+/// The serial of the next chunk parsed in this process: chunks are told apart by it, never by
+/// their address (a freed chunk's address is reused by the next).
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A serial no other chunk of this process has.
+fn next_serial() -> u64 {
+    NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The parsed rows of one chunk.
 pub struct RowChunk<'a> {
+    /// Unique per chunk in the process (see [`FieldHint`]).
+    serial: u64,
     text: String,
     cells: Vec<Cell<'a>>,
     shapes: Vec<Shape>,
@@ -123,6 +143,7 @@ impl<'a> RowChunk<'a> {
         let text = std::str::from_utf8(text).map_err(serde::de::Error::custom)?;
         let mut de = serde_json::Deserializer::from_str(text);
         let mut chunk = RowChunk {
+            serial: next_serial(),
             text: String::new(),
             cells: Vec::new(),
             shapes: Vec::new(),
@@ -197,9 +218,33 @@ impl<'a> RowChunk<'a> {
     /// value: a string (a time when Go prints one as it, as [`Self::field`] reads it) or an
     /// integer. `None` for anything else (no such row or field, another kind of cell): the
     /// caller then reads it with [`Self::field`].
-    pub(crate) fn plain_field(&self, row: usize, key: &str) -> Option<PlainCell<'_>> {
-        let (shape, cells) = self.object(row)?;
-        match cells.get(shape.position(key)?)? {
+    ///
+    /// The field's position is taken from `hint` when it was found in this chunk's shape of
+    /// the row (the same names, so the same position of `key`), else
+    /// looked up by name and kept in `hint`. The caller MUST keep one hint per `key` (one
+    /// per printed expression): a hint only says where `key` was.
+    pub(crate) fn plain_field_hinted(
+        &self,
+        row: usize,
+        key: &str,
+        hint: &mut Option<FieldHint>,
+    ) -> Option<PlainCell<'_>> {
+        let RowAt::Object { shape, start } = *self.rows.get(row)? else {
+            return None;
+        };
+        let pos = match *hint {
+            Some(h) if h.serial == self.serial && h.shape == shape => h.pos,
+            _ => {
+                let pos = self.shapes.get(shape)?.position(key)?;
+                *hint = Some(FieldHint {
+                    serial: self.serial,
+                    shape,
+                    pos,
+                });
+                pos
+            }
+        };
+        match self.cells.get(start.checked_add(pos)?)? {
             Cell::Int(i) => Some(PlainCell::Int(*i)),
             Cell::Str(span) => {
                 let s = self.str(*span);

@@ -117,14 +117,88 @@ pub(crate) fn write_value(
         Type::INT4 => write(out, &get::<i32>(row, i)?),
         Type::INT8 => write(out, &get::<i64>(row, i)?),
         Type::FLOAT4 | Type::FLOAT8 => write(out, &value(row, i)?),
-        Type::DATE => write(
-            out,
-            &time(get::<NaiveDate>(row, i)?.and_then(|d| d.and_hms_opt(0, 0, 0))),
-        ),
+        Type::DATE => match get::<NaiveDate>(row, i)? {
+            Some(d) => {
+                write_date(out, d);
+                Ok(())
+            }
+            None => write(out, &None::<&str>),
+        },
         Type::TIMESTAMP => write(out, &time(get::<NaiveDateTime>(row, i)?)),
         Type::TIMESTAMPTZ => write(out, &get::<DateTime<Utc>>(row, i)?.map(go_time)),
-        _ => write(out, &get::<&str>(row, i)?),
+        _ => match get::<&str>(row, i)? {
+            Some(text) => {
+                write_str(out, text);
+                Ok(())
+            }
+            None => write(out, &None::<&str>),
+        },
     }
+}
+
+/// Writes `text` as a JSON string: the bytes serde_json writes for it. Text without a byte
+/// serde_json escapes (a control character, `"` or `\\`; it escapes nothing else) is copied
+/// as it is, which is most text; anything else is written by serde_json.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    if needs_json_escape(text.as_bytes()) {
+        // Serializing a &str into a Vec cannot fail.
+        let _ = serde_json::to_writer(out, text);
+        return;
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+}
+
+/// Whether a byte of `b` is one serde_json escapes in a string: below 0x20, `"` or `\\`.
+/// Checked sixteen bytes at a time without an early exit, which the compiler turns into
+/// vector compares.
+fn needs_json_escape(b: &[u8]) -> bool {
+    let escaped = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
+    let mut blocks = b.chunks_exact(16);
+    for block in blocks.by_ref() {
+        if block.iter().fold(false, |any, &c| any | escaped(c)) {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&c| escaped(c))
+}
+
+/// Writes a date as the JSON string of [`go_time`] of its midnight in UTC (what [`value`]
+/// holds for it) without making the string: `"2020-01-05 00:00:00 +0000 UTC"`. Years
+/// outside 0..=9999 take [`go_time`]'s own path.
+fn write_date(out: &mut Vec<u8>, d: NaiveDate) {
+    let Ok(year) = u32::try_from(d.year()) else {
+        return write_go_time(out, d);
+    };
+    if year > 9999 {
+        return write_go_time(out, d);
+    }
+    // Each value is below 10^width here, so `% 10` leaves one decimal digit.
+    let digit = |n: u32| b'0' + (n % 10) as u8;
+    let (month, day) = (d.month(), d.day());
+    out.extend_from_slice(&[
+        b'"',
+        digit(year / 1000),
+        digit(year / 100),
+        digit(year / 10),
+        digit(year),
+        b'-',
+        digit(month / 10),
+        digit(month),
+        b'-',
+        digit(day / 10),
+        digit(day),
+    ]);
+    out.extend_from_slice(b" 00:00:00 +0000 UTC\"");
+}
+
+/// [`go_time`] of the midnight of `d`, written as a JSON string.
+fn write_go_time(out: &mut Vec<u8>, d: NaiveDate) {
+    let text = d.and_hms_opt(0, 0, 0).map(|t| go_time(t.and_utc()));
+    // Serializing an Option<String> into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, &text);
 }
 
 fn write<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), String> {
@@ -133,7 +207,7 @@ fn write<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), S
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
+    use chrono::{Datelike, TimeZone};
 
     #[test]
     fn digits_are_padded_as_format_pads_them() {
@@ -157,6 +231,56 @@ mod tests {
                 super::push_digits(&mut s, n, width);
                 assert_eq!(s, format!("{n:0width$}"));
             }
+        }
+    }
+
+    /// A date is written as serde_json writes the `go_time` string of its midnight: every
+    /// day of some years at the edges and beyond the four-digit years.
+    #[test]
+    fn dates_are_written_as_their_go_time_string() {
+        for year in [
+            -44, 0, 1, 9, 10, 99, 100, 999, 1000, 1969, 2020, 2024, 9999, 10_000,
+        ] {
+            let mut d = chrono::NaiveDate::from_ymd_opt(year, 1, 1).unwrap();
+            while d.year() == year {
+                let mut fast = Vec::new();
+                super::write_date(&mut fast, d);
+                let general =
+                    serde_json::to_vec(&super::go_time(d.and_hms_opt(0, 0, 0).unwrap().and_utc()))
+                        .unwrap();
+                assert_eq!(
+                    String::from_utf8(fast).unwrap(),
+                    String::from_utf8(general).unwrap(),
+                    "{d}"
+                );
+                d = d.succ_opt().unwrap();
+            }
+        }
+    }
+
+    /// Text is written as serde_json writes it: every byte it escapes, at every place of
+    /// blocks of sixteen, and text it leaves alone (non-ASCII, DEL, `/`).
+    #[test]
+    fn text_is_written_as_serde_json_writes_it() {
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            "entry 1".into(),
+            "Zoë / ünï \u{7f} 日本".into(),
+            "x".repeat(50),
+        ];
+        for len in [1usize, 15, 16, 17, 31, 32, 33, 50] {
+            for at in 0..len {
+                for c in (0u8..0x20).chain([b'"', b'\\', b'/', 0x7f, b'a']) {
+                    let mut t = vec![b'a'; len];
+                    t[at] = c;
+                    texts.push(String::from_utf8(t).unwrap());
+                }
+            }
+        }
+        for t in &texts {
+            let mut fast = Vec::new();
+            super::write_str(&mut fast, t);
+            assert_eq!(fast, serde_json::to_vec(t).unwrap(), "{t:?}");
         }
     }
 

@@ -13,7 +13,7 @@ use super::{R, Renderer};
 use crate::ast::{Expr, ExprId, Part};
 use crate::escape::html_escape;
 use crate::filters::FilterFn;
-use crate::rows::{PlainCell, RowChunk};
+use crate::rows::{FieldHint, PlainCell, RowChunk};
 use crate::value::{MapV, Value};
 use std::rc::Rc;
 
@@ -49,7 +49,7 @@ impl<'a> Renderer<'a> {
                 let Some((chunk, row)) = self.row_var(head) else {
                     return Ok(false);
                 };
-                let Some(cell) = chunk.plain_field(row, field) else {
+                let Some(cell) = chunk.plain_field_hinted(row, field, self.hint(e)) else {
                     return Ok(false);
                 };
                 // `eval` of the variable.
@@ -69,7 +69,8 @@ impl<'a> Renderer<'a> {
                 let Some((chunk, row)) = self.row_var(head) else {
                     return Ok(false);
                 };
-                let Some(PlainCell::Time(t)) = chunk.plain_field(row, field) else {
+                let Some(PlainCell::Time(t)) = chunk.plain_field_hinted(row, field, self.hint(e))
+                else {
                     return Ok(false);
                 };
                 let mut out = String::new();
@@ -93,6 +94,16 @@ impl<'a> Renderer<'a> {
             }
         }
         .map(|()| true)
+    }
+
+    /// The field hint of expression `e` (one per expression, so one per field name).
+    fn hint(&mut self, e: ExprId) -> &mut Option<FieldHint> {
+        let i = e as usize;
+        if self.field_hints.len() <= i {
+            self.field_hints.resize(i + 1, None);
+        }
+        // Resized above to hold index `i`.
+        &mut self.field_hints[i]
     }
 
     /// Charges what `eval` charges around `f` (one level of nesting, one unit of fuel).
@@ -234,6 +245,57 @@ mod tests {
         "{% for r in d.t %}{% sum_by d.other by \"a\" if r.id > 0 as x %}{{ r.s }}{{ x }}{% endfor %}",
         "{% macro m(r) %}{{ r.s }}{{ r.t|date:\"02\" }}{% endmacro %}{% for r in d.t %}{{ m(r) }}{% endfor %}",
     ];
+
+    /// Renders `tpl` over `chunks` (each a JSON list of rows) with every print on the
+    /// generic path or not.
+    fn render_chunks(tpl: &str, chunks: &[&str], generic: bool) -> Result<String, RenderError> {
+        GENERIC_ONLY.with(|g| g.set(generic));
+        let chunks = chunks.iter().map(|c| c.as_bytes().to_vec()).collect();
+        let out = Pongo2Engine::new().render_json_streamed(
+            tpl,
+            br#"{"d": {"t": []}}"#,
+            &mut Feed(chunks),
+            &RenderLimits::default(),
+        );
+        GENERIC_ONLY.with(|g| g.set(false));
+        out
+    }
+
+    /// A print's field position is kept between rows: rows of another shape in the same
+    /// chunk, and rows of the same shape index in a later chunk (other names, other
+    /// positions), read each field where it is, as the generic path reads it.
+    #[test]
+    fn kept_field_positions_follow_shapes_and_chunks() {
+        let tpl =
+            "{% for r in d.t %}{{ r.a }}/{{ r.b }}/{{ r.c|date:\"2006-01-02\" }};{% endfor %}";
+        let t = |d: u8| format!("\"2024-01-{d:02} 00:00:00 +0000 UTC\"");
+        let chunks = [
+            format!(
+                r#"[{{"a":"1","b":"2","c":{}}},{{"b":"3","a":"4","c":{}}},{{"a":"5","b":"6","c":{}}}]"#,
+                t(1),
+                t(2),
+                t(3)
+            ),
+            format!(
+                r#"[{{"c":{},"b":"7","a":"8"}},{{"b":9,"c":{},"a":"x"}}]"#,
+                t(4),
+                t(5)
+            ),
+            format!(
+                r#"[{{"a":"y","c":{}}},{{"c":{},"a":"z","b":"w"}},{{"b":"v","c":{}}}]"#,
+                t(6),
+                t(7),
+                t(8)
+            ),
+        ];
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let want = render_chunks(tpl, &chunks, true).expect("renders");
+        assert_eq!(
+            want,
+            "1/2/2024-01-01;4/3/2024-01-02;5/6/2024-01-03;8/7/2024-01-04;x/9/2024-01-05;y//2024-01-06;z/w/2024-01-07;/v/2024-01-08;"
+        );
+        assert_eq!(render_chunks(tpl, &chunks, false).expect("renders"), want);
+    }
 
     /// Each template prints the same through this path as through the generic one, and
     /// needs the same fuel and the same memory bound to succeed.

@@ -123,6 +123,9 @@ pub(crate) struct Renderer<'a> {
     stream_read: bool,
     /// The output handed to the feed as it is rendered, when the feed takes it.
     pieces: Option<pieces::Pieces>,
+    /// Per expression (by id), where its streamed row's field was found last
+    /// (`fast_print`); grown on demand, at most one per expression of the template.
+    field_hints: Vec<Option<crate::rows::FieldHint>>,
 }
 
 impl<'a> Renderer<'a> {
@@ -158,6 +161,7 @@ impl<'a> Renderer<'a> {
             feed: None,
             stream_read: false,
             pieces: None,
+            field_hints: Vec::new(),
         }
     }
 
