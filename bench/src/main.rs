@@ -54,12 +54,18 @@ fn args() -> anyhow::Result<Args> {
             }
             "--quick" => a.quick = true,
             "--write" => a.write = Some(it.next().context("--write PATH")?.into()),
-            other => anyhow::bail!(
-                "unknown argument {other}; usage: reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]"
-            ),
+            "--help" | "-h" => {
+                println!("{}", usage());
+                std::process::exit(0);
+            }
+            other => anyhow::bail!("unknown argument {other}\n{}", usage()),
         }
     }
     anyhow::ensure!(a.rounds >= 1, "--rounds must be at least 1");
+    let known: Vec<&str> = figures::all().iter().map(|f| f.name()).collect();
+    if let Some(unknown) = a.only.iter().find(|o| !known.contains(&o.as_str())) {
+        anyhow::bail!("no figure named {unknown}\n{}", usage());
+    }
     Ok(a)
 }
 
@@ -109,6 +115,15 @@ fn release_binaries(repo: &std::path::Path) -> anyhow::Result<Binaries> {
         );
     }
     Ok(bins)
+}
+
+/// The usage line and the names `--only` accepts.
+fn usage() -> String {
+    let names: Vec<&str> = figures::all().iter().map(|f| f.name()).collect();
+    format!(
+        "usage: reporter-bench [--rounds N] [--only NAME[,NAME]] [--quick] [--write PATH]\nfigures (NAME): {}",
+        names.join(", ")
+    )
 }
 
 /// The selected figures, in order.
