@@ -118,19 +118,13 @@ pub(crate) fn write_value(
         Type::INT8 => write(out, &get::<i64>(row, i)?),
         Type::FLOAT4 | Type::FLOAT8 => write(out, &value(row, i)?),
         Type::DATE => match get::<NaiveDate>(row, i)? {
-            Some(d) => {
-                write_date(out, d);
-                Ok(())
-            }
+            Some(d) => write_date(out, d),
             None => write(out, &None::<&str>),
         },
         Type::TIMESTAMP => write(out, &time(get::<NaiveDateTime>(row, i)?)),
         Type::TIMESTAMPTZ => write(out, &get::<DateTime<Utc>>(row, i)?.map(go_time)),
         _ => match get::<&str>(row, i)? {
-            Some(text) => {
-                write_str(out, text);
-                Ok(())
-            }
+            Some(text) => write_str(out, text),
             None => write(out, &None::<&str>),
         },
     }
@@ -139,16 +133,15 @@ pub(crate) fn write_value(
 /// Writes `text` as a JSON string: the bytes serde_json writes for it. Text without a byte
 /// serde_json escapes (a control character, `"` or `\\`; it escapes nothing else) is copied
 /// as it is, which is most text; anything else is written by serde_json.
-fn write_str(out: &mut Vec<u8>, text: &str) {
+fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), String> {
     if needs_json_escape(text.as_bytes()) {
-        // Serializing a &str into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, text);
-        return;
+        return write(out, text);
     }
     out.reserve(text.len() + 2);
     out.push(b'"');
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
+    Ok(())
 }
 
 /// Whether a byte of `b` is one serde_json escapes in a string: below 0x20, `"` or `\\`.
@@ -168,7 +161,7 @@ fn needs_json_escape(b: &[u8]) -> bool {
 /// Writes a date as the JSON string of [`go_time`] of its midnight in UTC (what [`value`]
 /// holds for it) without making the string: `"2020-01-05 00:00:00 +0000 UTC"`. Years
 /// outside 0..=9999 take [`go_time`]'s own path.
-fn write_date(out: &mut Vec<u8>, d: NaiveDate) {
+fn write_date(out: &mut Vec<u8>, d: NaiveDate) -> Result<(), String> {
     let Ok(year) = u32::try_from(d.year()) else {
         return write_go_time(out, d);
     };
@@ -192,13 +185,12 @@ fn write_date(out: &mut Vec<u8>, d: NaiveDate) {
         digit(day),
     ]);
     out.extend_from_slice(b" 00:00:00 +0000 UTC\"");
+    Ok(())
 }
 
 /// [`go_time`] of the midnight of `d`, written as a JSON string.
-fn write_go_time(out: &mut Vec<u8>, d: NaiveDate) {
-    let text = d.and_hms_opt(0, 0, 0).map(|t| go_time(t.and_utc()));
-    // Serializing an Option<String> into a Vec cannot fail.
-    let _ = serde_json::to_writer(out, &text);
+fn write_go_time(out: &mut Vec<u8>, d: NaiveDate) -> Result<(), String> {
+    write(out, &d.and_hms_opt(0, 0, 0).map(|t| go_time(t.and_utc())))
 }
 
 fn write<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), String> {
@@ -244,7 +236,7 @@ mod tests {
             let mut d = chrono::NaiveDate::from_ymd_opt(year, 1, 1).unwrap();
             while d.year() == year {
                 let mut fast = Vec::new();
-                super::write_date(&mut fast, d);
+                super::write_date(&mut fast, d).unwrap();
                 let general =
                     serde_json::to_vec(&super::go_time(d.and_hms_opt(0, 0, 0).unwrap().and_utc()))
                         .unwrap();
@@ -279,7 +271,7 @@ mod tests {
         }
         for t in &texts {
             let mut fast = Vec::new();
-            super::write_str(&mut fast, t);
+            super::write_str(&mut fast, t).unwrap();
             assert_eq!(fast, serde_json::to_vec(t).unwrap(), "{t:?}");
         }
     }
