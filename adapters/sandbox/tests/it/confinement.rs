@@ -13,19 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn config(name: &'static str) -> PoolConfig {
-    PoolConfig {
-        name,
-        exe: env!("CARGO_BIN_EXE_sandbox-fixture").into(),
-        args: Vec::new(),
-        size: 1,
-        memory_bytes: 128 * 1024 * 1024,
-        cpu_seconds: 2,
-        stack_bytes: 8 * 1024 * 1024,
-        max_output_bytes: 1024 * 1024,
-        wall_timeout: Duration::from_secs(5),
-        queue_timeout: Some(Duration::from_secs(10)),
-        start_timeout: Duration::from_secs(10),
-    }
+    crate::fixture_config(name, 1)
 }
 
 /// What the scripted child answers for `try:<attempt>`.

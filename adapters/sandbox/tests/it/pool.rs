@@ -8,19 +8,7 @@ use reporter_ports::ports::{
 use std::time::{Duration, Instant};
 
 fn config(name: &'static str) -> PoolConfig {
-    PoolConfig {
-        name,
-        exe: env!("CARGO_BIN_EXE_sandbox-fixture").into(),
-        args: Vec::new(),
-        size: 2,
-        memory_bytes: 128 * 1024 * 1024,
-        cpu_seconds: 2,
-        stack_bytes: 8 * 1024 * 1024,
-        max_output_bytes: 1024 * 1024,
-        wall_timeout: Duration::from_secs(5),
-        queue_timeout: Some(Duration::from_secs(10)),
-        start_timeout: Duration::from_secs(10),
-    }
+    crate::fixture_config(name, 2)
 }
 
 /// The nice value of this process's thread whose name starts with `name` (thread names are
