@@ -44,6 +44,15 @@ test-mongo:
     bash scripts/mongo-standin.sh start >/dev/null
     REPORTER_E2E_BACKEND=mongo REPORTER_E2E_KEEP_DATABASES=1 cargo test -p reporter --test suite -- api::
 
+# The chaos scenarios (ignored by `cargo test`: minutes, private RabbitMQ nodes and MongoDB
+# stand-ins); needs rabbitmq-server and python3, and the shared RabbitMQ for the events.
+test-chaos:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    services_env="$(bash scripts/services.sh start)"
+    eval "$services_env"
+    cargo test -p reporter --test chaos -- --ignored
+
 # Speed and memory figures, each a ratio to a baseline measured in the same run (release
 # build, a private RabbitMQ node, load from wrk, a scratch PostgreSQL database on 127.0.0.1:5432);
 # prints the table and writes BENCHMARKS.md.
