@@ -499,12 +499,11 @@ fn the_added_charset_is_first_in_the_head() {
 /// character references, `<style>` text, multi-byte characters.
 #[test]
 fn a_document_written_in_pieces_comes_out_as_written_whole() {
-    let mut docs: Vec<String> = repository_files("adapters/pongo2/tests/golden", |f| {
-        f == "expected.txt"
-    })
-    .into_iter()
-    .map(|(_, text)| text)
-    .collect();
+    let mut docs: Vec<String> =
+        repository_files("adapters/pongo2/tests/golden", |f| f == "expected.txt")
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
     docs.extend(
         [
             "<html><head><noscript><meta charset=\"utf-8\"></noscript></head><body>x</body></html>",
