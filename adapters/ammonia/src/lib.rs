@@ -38,6 +38,9 @@
 //! with its content, and CDATA, script and plaintext text never reaches the output; so what
 //! is kept is HTML the browser tokenizes as lol_html did. A document the rewriter refuses
 //! (ambiguous, or beyond [`MAX_MEMORY`]) comes out as its text, escaped, in a `<pre>`.
+//!
+//! A document is rewritten in one pass (module `pass`), whole or fed in pieces as it is
+//! written ([`HtmlSanitizer::stream`]: the same output however it is cut).
 mod attr_value;
 mod css_refs;
 mod origins;
