@@ -6,13 +6,19 @@ use crate::protocol::{
 };
 use crate::warm_up::WarmUp;
 use reporter_child_confine::Confinement;
-use reporter_ports::ports::{HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine};
+use reporter_ports::ports::{
+    HtmlSanitizeStream, HtmlSanitizer, RenderError, RenderLimits, RowFeed, TemplateEngine,
+};
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 /// About how many bytes of a streamed render's output the child gathers before it sends
 /// them (the parent's reads and the clean-up then run while the render goes on).
 const OUTPUT_PIECE_BYTES: usize = 256 * 1024;
+/// About how many bytes of a streamed render's output the child gathers before it
+/// sanitizes them (an HTML report): small, so that little is left to sanitize once the last
+/// row was rendered.
+const SANITIZE_PIECE_BYTES: usize = 32 * 1024;
 /// Largest request header or source a child accepts.
 const MAX_HEADER: u64 = 64 * 1024;
 /// Runs the child: confines itself, warms up (`warm_up`, when given: see [`WarmUp`]), says
@@ -147,27 +153,41 @@ impl Request<'_> {
             expect(kind, DATA)?;
             bytes
         };
-        let (rendered, handed_out) = if planned {
+        if planned {
             let mut feed = FrameFeed {
                 input,
                 out,
                 max: self.limits.memory_bytes,
-                // Sanitizing needs the whole document: then the output comes in one piece.
-                piece_bytes: (!self.header.sanitize_html).then_some(OUTPUT_PIECE_BYTES),
+                // A sanitized document is sanitized as it is rendered, and sent whole at the
+                // end (the sanitizer decides on the UTF-8 declaration, near the start, only
+                // once the document ended).
+                sanitizing: self.header.sanitize_html.then(|| self.sanitizer.stream()),
                 handed_out: 0,
             };
             let rendered =
                 self.engine
                     .render_json_streamed(self.source, &data, &mut feed, &render_limits);
-            (rendered, feed.handed_out)
-        } else {
-            (
-                self.engine.render_json(self.source, &data, &render_limits),
-                0,
-            )
-        };
+            drop(data);
+            let handed_out = feed.handed_out;
+            return Ok(rendered.and_then(|rest| match feed.sanitizing {
+                Some(mut sanitizing) => {
+                    sanitizing.write(&rest);
+                    drop(rest);
+                    self.bounded(sanitizing.finish().into_bytes(), handed_out)
+                }
+                None => self.bounded(rest.into_bytes(), handed_out),
+            }));
+        }
+        let rendered = self.engine.render_json(self.source, &data, &render_limits);
         drop(data);
-        Ok(rendered.and_then(|html| self.finish(html, handed_out)))
+        Ok(rendered.and_then(|html| {
+            let bytes = if self.header.sanitize_html {
+                self.sanitizer.sanitize(&html).into_bytes()
+            } else {
+                html.into_bytes()
+            };
+            self.bounded(bytes, 0)
+        }))
     }
 
     /// The analysis a render answers first, within `bounds`: the soft memory limits lowered
@@ -193,14 +213,9 @@ impl Request<'_> {
         Ok(analysis)
     }
 
-    /// Sanitizes when asked and checks the output bound (`handed_out` bytes of the output
-    /// were already sent in pieces).
-    fn finish(&self, html: String, handed_out: usize) -> Result<Vec<u8>, RenderError> {
-        let bytes = if self.header.sanitize_html {
-            self.sanitizer.sanitize(&html).into_bytes()
-        } else {
-            html.into_bytes()
-        };
+    /// The answer's bytes, unless with the `handed_out` bytes of the output already sent in
+    /// pieces they exceed the output bound.
+    fn bounded(&self, bytes: Vec<u8>, handed_out: usize) -> Result<Vec<u8>, RenderError> {
         let max_output = usize::try_from(self.limits.max_output_bytes).unwrap_or(usize::MAX);
         if bytes.len().saturating_add(handed_out) > max_output {
             return Err(RenderError::OutputTooLarge(max_output));
@@ -210,12 +225,14 @@ impl Request<'_> {
 }
 
 /// The streamed table's rows, read from the parent's [`ROWS`] frames until [`END`]; the
-/// output's finished pieces, written to the parent as [`PIECE`] frames.
+/// output's finished pieces, written to the parent as [`PIECE`] frames, or into the
+/// sanitizer when the document is sanitized.
 struct FrameFeed<'i> {
     input: &'i mut Input,
     out: &'i mut Output,
     max: u64,
-    piece_bytes: Option<usize>,
+    /// The document being sanitized as it is rendered; `None`: pieces go to the parent.
+    sanitizing: Option<Box<dyn HtmlSanitizeStream + 'i>>,
     /// Bytes of output sent in pieces.
     handed_out: usize,
 }
@@ -236,10 +253,18 @@ impl RowFeed for FrameFeed<'_> {
     }
 
     fn output_piece_bytes(&self) -> Option<usize> {
-        self.piece_bytes
+        Some(if self.sanitizing.is_some() {
+            SANITIZE_PIECE_BYTES
+        } else {
+            OUTPUT_PIECE_BYTES
+        })
     }
 
     fn output(&mut self, piece: String) -> Result<(), RenderError> {
+        if let Some(sanitizing) = self.sanitizing.as_mut() {
+            sanitizing.write(&piece);
+            return Ok(());
+        }
         self.handed_out = self.handed_out.saturating_add(piece.len());
         protocol::write_frame(self.out, PIECE, piece.as_bytes())
             .and_then(|()| self.out.flush())

@@ -11,4 +11,40 @@
 pub trait HtmlSanitizer: Send + Sync {
     /// The sanitized document.
     fn sanitize(&self, html: &str) -> String;
+
+    /// A sanitizing pass fed the document in pieces as it is written (a render's output as
+    /// it is produced): [`HtmlSanitizeStream::finish`] returns exactly what
+    /// [`Self::sanitize`] returns for the pieces joined, however the document was cut. The
+    /// default gathers the pieces and sanitizes them whole at the end; an implementation
+    /// that rewrites as a stream does its work as the pieces arrive.
+    fn stream(&self) -> Box<dyn HtmlSanitizeStream + '_> {
+        Box::new(Gathered {
+            sanitizer: self,
+            html: String::new(),
+        })
+    }
+}
+
+/// A document being sanitized as it is written ([`HtmlSanitizer::stream`]).
+pub trait HtmlSanitizeStream {
+    /// The next piece of the document (the text that follows the pieces before).
+    fn write(&mut self, piece: &str);
+    /// The sanitized document.
+    fn finish(self: Box<Self>) -> String;
+}
+
+/// The default stream: the pieces gathered, sanitized whole by [`HtmlSanitizeStream::finish`].
+struct Gathered<'s, S: HtmlSanitizer + ?Sized> {
+    sanitizer: &'s S,
+    html: String,
+}
+
+impl<S: HtmlSanitizer + ?Sized> HtmlSanitizeStream for Gathered<'_, S> {
+    fn write(&mut self, piece: &str) {
+        self.html.push_str(piece);
+    }
+
+    fn finish(self: Box<Self>) -> String {
+        self.sanitizer.sanitize(&self.html)
+    }
 }

@@ -462,6 +462,85 @@ fn a_removed_charset_declares_nothing() {
     );
 }
 
+/// The declaration added to a document that has none goes first in its head, however the
+/// head starts (empty, a comment first, whitespace).
+#[test]
+fn the_added_charset_is_first_in_the_head() {
+    for (doc, want) in [
+        (
+            "<html><head></head><body>x</body></html>",
+            format!("<html><head>{CHARSET_META}</head><body>x</body></html>"),
+        ),
+        (
+            "<!DOCTYPE html><!-- a --><html><head><!-- b --><title>t</title></head></html>",
+            format!(
+                "<!DOCTYPE html><!-- a --><html><head>{CHARSET_META}<!-- b --><title>t</title></head></html>"
+            ),
+        ),
+        (
+            "<html lang=en>\n<HEAD class=x onclick=y>\n<title>t</title>",
+            format!("<html lang=en>\n<HEAD class=\"x\">{CHARSET_META}\n<title>t</title>"),
+        ),
+        ("<head>", format!("<head>{CHARSET_META}")),
+        ("text", format!("{CHARSET_META}text")),
+        ("<html>text", format!("{CHARSET_META}<html>text")),
+        ("", CHARSET_META.to_owned()),
+        (
+            "<script>x</script><p>y</p>",
+            format!("{CHARSET_META}<p>y</p>"),
+        ),
+    ] {
+        assert_eq!(clean(doc), want, "{doc}");
+    }
+}
+
+/// A document written in pieces (a render's output as it is produced) comes out exactly as
+/// the same document sanitized whole, wherever it was cut: inside tags, attribute values,
+/// character references, `<style>` text, multi-byte characters.
+#[test]
+fn a_document_written_in_pieces_comes_out_as_written_whole() {
+    let mut docs: Vec<String> =
+        repository_files("adapters/pongo2/tests/golden", |f| f == "expected.txt")
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
+    docs.extend(
+        [
+            "<html><head><noscript><meta charset=\"utf-8\"></noscript></head><body>x</body></html>",
+            "<html><head><meta charset=\"iso-2022-jp\"></head><body>x</body></html>",
+            "<html><head><style>p{background:url(https://evil.test/a.png)} td{color:red}</style></head><body><p style=\"color: red; background: u\\72l(x.png)\">&#x2605; é</p><a href=\"&#106;avascript:x\" onclick=\"y\">z</a><img src=\"data:image/png;base64,AA\"><svg><script>alert(1)</script></svg></body></html>",
+            "<html><body><select><template><style><img src=x onerror=alert(1)></style></template></select></body></html>",
+            "<html><head></head><body>x</body></html>",
+        ]
+        .map(str::to_owned),
+    );
+    let mut table = String::from("<html><body><table>\n");
+    for i in 0..300 {
+        table.push_str(&format!(
+            "<tr><td>{i}</td><td class=\"n\" onclick=\"x()\">entrée {i}</td></tr>\n"
+        ));
+    }
+    table.push_str("</table></body></html>");
+    docs.push(table);
+    let sanitizer = AmmoniaSanitizer::new();
+    for doc in &docs {
+        let whole = sanitizer.sanitize(doc);
+        for size in [1, 3, 64, 4096] {
+            let mut stream = sanitizer.stream();
+            let mut rest = doc.as_str();
+            while !rest.is_empty() {
+                let mut cut = size.min(rest.len());
+                while !rest.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                stream.write(&rest[..cut]);
+                rest = &rest[cut..];
+            }
+            assert_eq!(stream.finish(), whole, "pieces of {size}: {doc}");
+        }
+    }
+}
+
 /// Markup lol_html cannot read without a tree (strict mode) is not guessed at: the report is
 /// its text, escaped.
 #[test]

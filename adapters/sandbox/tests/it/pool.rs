@@ -295,7 +295,8 @@ async fn a_streamed_render_takes_its_rows_while_it_runs() {
 }
 
 /// The output's pieces, sent while the render runs (more than the pipe holds), reach the
-/// answer whole and in order; a sanitized render's output comes in one piece, sanitized whole;
+/// answer whole and in order; a sanitized render's output goes to the sanitizer as it is rendered
+/// and comes in one piece, sanitized whole;
 /// the output bound counts the pieces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_renders_output_pieces_make_up_its_answer() {
