@@ -58,13 +58,14 @@ const SECURITY_HEADERS: [(HeaderName, &str); 5] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(pub String);
 
-/// Adds the security headers and `X-Request-Id: id` to a response's headers.
-fn harden(h: &mut HeaderMap, id: &str) {
+/// Adds the security headers and `X-Request-Id: id` (when the id is a valid header value) to
+/// a response's headers.
+fn harden(h: &mut HeaderMap, id: Option<HeaderValue>) {
     h.reserve(SECURITY_HEADERS.len() + 1);
     for (name, value) in SECURITY_HEADERS {
         h.insert(name, HeaderValue::from_static(value));
     }
-    if let Ok(v) = HeaderValue::from_str(id) {
+    if let Some(v) = id {
         h.insert(X_REQUEST_ID, v);
     }
 }
@@ -164,7 +165,9 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
             span.record("trace_id", trace_id);
             span.record("span_id", span_id);
         }
-        req.extensions_mut().insert(RequestId(id.clone()));
+        // The header value now, so that the id itself moves into the request's data.
+        let id_header = HeaderValue::from_str(&id).ok();
+        req.extensions_mut().insert(RequestId(id));
         // `instrument`, not `enter`: an entered guard held across an await would attach this
         // span to whatever else runs on the thread meanwhile. The server span's context is
         // attached on every poll the same way, so the spans the request opens are its children.
@@ -190,7 +193,7 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
             resp.status().as_str(),
             start.elapsed().as_secs_f64(),
         );
-        harden(resp.headers_mut(), &id);
+        harden(resp.headers_mut(), id_header);
         Ok(resp)
     }
 }

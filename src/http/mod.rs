@@ -107,10 +107,10 @@ pub struct HttpSetup {
 }
 
 #[handler]
-fn prometheus_metrics(registry: Data<&Arc<prometheus::Registry>>) -> Response {
+fn prometheus_metrics(ops: Data<&Arc<request_data::OpsData>>) -> Response {
     Response::builder()
         .content_type("text/plain; version=0.0.4")
-        .body(render(&registry))
+        .body(render(&ops.registry))
 }
 
 /// The published spec (`/openapi.json`, `/openapi.yaml`) showing the deployment's parameter
@@ -199,9 +199,11 @@ pub fn endpoint(
     };
     let request_data = request_data::RequestData {
         app: app.clone(),
-        readiness: Arc::new(setup.readiness),
-        streaming: Arc::new(setup.streaming),
-        registry: Arc::new(setup.registry),
+        ops: Arc::new(request_data::OpsData {
+            readiness: setup.readiness,
+            streaming: setup.streaming,
+            registry: setup.registry,
+        }),
     };
     let idempotency = Arc::new(Idempotency {
         store: app.ports().idempotency.clone(),

@@ -330,8 +330,8 @@ impl OpsApi {
     /// each probe under a 2 s timeout; `version` and `deployment_mode`. 503 while a
     /// dependency is down or once shutdown began (draining). Public.
     #[oai(path = "/readyz", method = "get", operation_id = "readiness")]
-    async fn ready(&self, readiness: Data<&Arc<Readiness>>) -> ReadyResponse {
-        let (ready, report) = readiness.report().await;
+    async fn ready(&self, ops: Data<&Arc<super::request_data::OpsData>>) -> ReadyResponse {
+        let (ready, report) = ops.readiness.report().await;
         if ready {
             ReadyResponse::Ready(Json(report))
         } else {

@@ -153,7 +153,7 @@ impl StreamingApi {
     async fn deliveries(
         &self,
         app: Data<&Arc<App>>,
-        view: Data<&Arc<StreamingView>>,
+        ops: Data<&Arc<super::request_data::OpsData>>,
         #[oai(scope = "Scope::StreamingRead")] auth: Auth,
         /// 1-1000, default 100.
         limit: Query<Option<i64>>,
@@ -164,7 +164,7 @@ impl StreamingApi {
             .recent_deliveries(&caller, limit.0)?
             .into_iter()
             .map(|e| DeliveryDto {
-                exchange: view.exchange.clone(),
+                exchange: ops.streaming.exchange.clone(),
                 routing_key: e.key.key(),
                 content_type: "application/json".into(),
                 delivery_mode: 2,
