@@ -55,7 +55,6 @@ use pass::Pass;
 use policy::{AttributeRule, MetaRule};
 use reporter_ports::ports::{HtmlSanitizeStream, HtmlSanitizer};
 use std::cell::RefCell;
-use std::rc::Rc;
 
 /// The memory lol_html may use for one document's parsing buffers (a single tag or text run
 /// longer than this — such as a huge inline image — makes the document refused).
@@ -88,7 +87,7 @@ impl DocumentSanitizer {
 
 impl HtmlSanitizer for DocumentSanitizer {
     fn sanitize(&self, html: &str) -> String {
-        let mut pass = Pass::new(Rc::new(self.clone()));
+        let mut pass = Pass::new(self);
         pass.write(html.as_bytes())
             .and_then(|()| pass.finish())
             .unwrap_or_else(|_| refused(html))
@@ -99,21 +98,21 @@ impl HtmlSanitizer for DocumentSanitizer {
     /// [`HtmlSanitizer::sanitize`]).
     fn stream(&self) -> Box<dyn HtmlSanitizeStream + '_> {
         Box::new(DocumentStream {
-            pass: Some(Pass::new(Rc::new(self.clone()))),
+            pass: Some(Pass::new(self)),
             html: String::new(),
         })
     }
 }
 
 /// [`DocumentSanitizer`]'s stream: one [`Pass`] fed piece by piece.
-struct DocumentStream {
+struct DocumentStream<'a> {
     /// `None` once the rewriter refused the document.
-    pass: Option<Pass>,
+    pass: Option<Pass<'a>>,
     /// The document as written so far.
     html: String,
 }
 
-impl HtmlSanitizeStream for DocumentStream {
+impl HtmlSanitizeStream for DocumentStream<'_> {
     fn write(&mut self, piece: &str) {
         self.html.push_str(piece);
         if let Some(pass) = self.pass.as_mut()

@@ -70,16 +70,17 @@ impl OutputSink for Output {
     }
 }
 
-/// A document being rewritten: [`Self::write`] its pieces, then [`Self::finish`].
-pub(crate) struct Pass {
-    rewriter: HtmlRewriter<'static, Output>,
+/// A document being rewritten under `'a`'s rules: [`Self::write`] its pieces, then
+/// [`Self::finish`].
+pub(crate) struct Pass<'a> {
+    rewriter: HtmlRewriter<'a, Output>,
     shared: Rc<Shared>,
     bytes: Rc<RefCell<Vec<u8>>>,
 }
 
-impl Pass {
+impl<'a> Pass<'a> {
     /// A pass with `rules`' allowed origins.
-    pub(crate) fn new(rules: Rc<DocumentSanitizer>) -> Self {
+    pub(crate) fn new(rules: &'a DocumentSanitizer) -> Self {
         let shared = Rc::new(Shared {
             written: Cell::new(0),
             charset_at: Cell::new(CharsetAt::NotYet),
@@ -93,14 +94,13 @@ impl Pass {
             Rc::clone(&shared),
             Rc::clone(&shared),
         );
-        let style_rules = Rc::clone(&rules);
         let settings = Settings::new()
             .append_element_content_handler(element!("*", move |el| {
-                element_start(&rules, el, &on_element);
+                element_start(rules, el, &on_element);
                 Ok(())
             }))
             .append_element_content_handler(text!("style", move |t| {
-                style_text(&style_rules, t, &on_style);
+                style_text(rules, t, &on_style);
                 Ok(())
             }))
             .append_document_content_handler(doc_text!(move |t| {
