@@ -121,7 +121,7 @@ fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
             .iter()
             .map(|o| format!("{ALLOWED_ORIGIN_ARG}{o}")),
     );
-    let pool = |name, memory_bytes, cpu_seconds, wall_timeout, queue_timeout| {
+    let pool = |name, memory_bytes, cpu_seconds, time_bound, queue_timeout| {
         ProcessPool::new(PoolConfig {
             name,
             exe: exe.clone(),
@@ -131,7 +131,7 @@ fn template_runner(config: &Config) -> anyhow::Result<ProcessTemplateRunner> {
             cpu_seconds,
             stack_bytes: SANDBOX_STACK_BYTES,
             max_output_bytes: s.max_output_bytes,
-            wall_timeout,
+            time_bound,
             queue_timeout,
             start_timeout: SANDBOX_START_TIMEOUT,
         })
@@ -1073,6 +1073,20 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The configuration's documentation of the template bounds names the backstop in words.
+    #[test]
+    fn the_documented_backstop_is_the_sandboxs() {
+        assert_eq!(reporter_adapter_sandbox::BACKSTOP_FACTOR, 4);
+        let reference = crate::config::reference::markdown();
+        for name in ["TEMPLATE_RENDER_TIMEOUT_SEC", "TEMPLATE_PARSE_TIMEOUT_MS"] {
+            let row = reference
+                .lines()
+                .find(|l| l.contains(&format!("`{name}`")))
+                .expect("documented");
+            assert!(row.contains("four times the bound"), "{row}");
+        }
+    }
 
     #[test]
     fn an_inline_ca_is_written_to_a_private_file_removed_with_the_guard() {

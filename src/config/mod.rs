@@ -417,15 +417,18 @@ pub struct RawConfig {
     /// (report_generation_timeout).
     #[arg(long, env = "TEMPLATE_RENDER_CPU_SECONDS", default_value = "120")]
     pub template_render_cpu_seconds: String,
-    /// Wall-clock deadline of one render in seconds (the process is killed); the report ends
-    /// Error (report_generation_timeout).
+    /// Time bound of one render in seconds (the process is killed); the report ends Error
+    /// (report_generation_timeout). It counts the time the render works or waits on its input,
+    /// not the time it waits for a CPU other processes hold; the wall clock ends it at four
+    /// times the bound.
     #[arg(long, env = "TEMPLATE_RENDER_TIMEOUT_SEC", default_value = "120")]
     pub template_render_timeout_sec: String,
     /// Memory (heap) one upload parse may use, in MiB; over it the upload answers 400 TPL-0082.
     #[arg(long, env = "TEMPLATE_PARSE_MEMORY_MIB", default_value = "256")]
     pub template_parse_memory_mib: String,
-    /// Deadline of one upload parse in milliseconds (wall clock and CPU); over it the upload
-    /// answers 400 TPL-0081.
+    /// Time bound of one upload parse in milliseconds (CPU, and time as a render's bound
+    /// counts it; the wall clock ends it at four times the bound); over it the upload answers
+    /// 400 TPL-0081.
     #[arg(long, env = "TEMPLATE_PARSE_TIMEOUT_MS", default_value = "10000")]
     pub template_parse_timeout_ms: String,
     /// HTML to PDF: `native` (pure Rust, bundled fonts) or `chromium` (headless Chromium).

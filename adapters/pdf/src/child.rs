@@ -53,7 +53,7 @@ pub fn limits(args: &ChildArgs) -> Limits {
 
 /// Runs a PDF child with the command line `args` (after the subcommand): confines itself
 /// ([`reporter_child_confine::confine`] with [`limits`]: only its pipes, `nobody` without
-/// capabilities under a root service, parent-death `SIGKILL`, `no_new_privs`, lowest
+/// capabilities under a root service, parent-death `SIGKILL`, `no_new_privs`, low
 /// priority, Landlock with no filesystem access, the seccomp filter), reports its
 /// [`Confinement`] on stdout, reads the HTML from stdin to EOF, converts it (the fonts come
 /// from memory: [`crate::fonts`]), answers on stdout, exits. Exit code 0 after

@@ -66,7 +66,7 @@ struct Shared {
 ///   [`crate::child::run`]): env cleared, cwd `/`, and before it reads the HTML the child
 ///   confines itself as the template sandbox's children do ([`reporter_child_confine`]):
 ///   only its pipes, `nobody`/`nogroup` without capabilities under a root service,
-///   parent-death `SIGKILL`, `no_new_privs`, lowest priority, no file writes, Landlock (no
+///   parent-death `SIGKILL`, `no_new_privs`, low priority, no file writes, Landlock (no
 ///   filesystem access, no TCP), seccomp (no socket, exec or new process), and the OS
 ///   limits of the options: heap (`memory_bytes`, over it [`PdfError::MemoryLimit`]) and CPU
 ///   seconds (`timeout`). The layout's memory is the child's, never the service's. The

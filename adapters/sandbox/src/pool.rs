@@ -15,8 +15,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, timeout, timeout_at};
+use tokio::time::timeout;
 
+use crate::deadline::Deadline;
 use crate::session::Opening;
 pub use crate::session::Session;
 
@@ -46,12 +47,14 @@ pub struct PoolConfig {
     pub stack_bytes: u64,
     /// Largest answer (bytes).
     pub max_output_bytes: u64,
-    /// Wall-clock deadline of one request, from when its child is ready; the child is killed
-    /// when it passes.
-    pub wall_timeout: Duration,
+    /// Time bound of one request, from when its child is ready, on the child's clock (the
+    /// time it was at work, not the time it waited for a CPU; the wall clock ends it at
+    /// [`BACKSTOP_FACTOR`](crate::BACKSTOP_FACTOR) times the bound): the child is killed when
+    /// it passes.
+    pub time_bound: Duration,
     /// Longest wait for a free slot; `None` waits as long as it takes.
     pub queue_timeout: Option<Duration>,
-    /// Longest wait for a child to start and confine itself.
+    /// Longest wait for a child to start and confine itself (on its clock, as `time_bound`).
     pub start_timeout: Duration,
 }
 
@@ -303,9 +306,11 @@ impl Inner {
         if warm.greeted {
             return Ok(());
         }
-        let confinement = timeout(self.config.start_timeout, ready(warm))
+        let deadline = Deadline::start(warm.child.id(), self.config.start_timeout);
+        let confinement = deadline
+            .run(ready(warm))
             .await
-            .map_err(|_| "did not start in time".to_owned())??;
+            .ok_or_else(|| "did not start in time".to_owned())??;
         warm.greeted = true;
         self.record(confinement);
         Ok(())
@@ -359,7 +364,7 @@ impl Inner {
     /// Starts one child. The fork happens on a dedicated thread that lives as long as the
     /// pool: the children's parent-death signal is tied to the thread that forked them, so
     /// they must not be forked from a runtime thread that may exit. That thread runs at the
-    /// children's lowest priority, which they start with.
+    /// children's priority, which they start with.
     async fn spawn(this: &Arc<Self>) -> std::io::Result<Warm> {
         let (tx, rx) = oneshot::channel();
         this.spawner()?
@@ -401,7 +406,7 @@ impl Inner {
         std::thread::Builder::new()
             .name(format!("sandbox-{}-spawner", config.name))
             .spawn(move || {
-                // The children start at the lowest priority, which they keep (confinement
+                // The children start at their low priority, which they keep (confinement
                 // sets it again): their start, in the background, yields the CPU to the
                 // service and to the children at work. Linux keeps a priority per thread,
                 // and a child takes the one of the thread that forked it.
@@ -424,7 +429,7 @@ impl Inner {
         source: &[u8],
         data: Option<&RenderContext>,
     ) -> Result<Vec<u8>, RunnerError> {
-        let deadline = Instant::now() + self.config.wall_timeout;
+        let deadline = Deadline::start(warm.child.id(), self.config.time_bound);
         let max_answer = self.max_answer();
         let stdin = &mut warm.stdin;
         let stdout = &mut warm.stdout;
@@ -436,7 +441,7 @@ impl Inner {
             }
             protocol::read_frame_async(stdout, max_answer).await
         };
-        let answer = timeout_at(deadline, talk).await.ok();
+        let answer = deadline.run(talk).await;
         self.settle(&mut warm.child, warm.stderr, answer).await
     }
 
@@ -466,7 +471,7 @@ impl Inner {
                 let _ = child.wait().await;
                 tracing::warn!(
                     pool = name,
-                    timeout = ?self.config.wall_timeout,
+                    timeout = ?self.config.time_bound,
                     "template work passed its deadline; the child was killed"
                 );
                 Err(RenderError::Timeout.into())

@@ -123,7 +123,7 @@ impl TemplateRunner for ProcessTemplateRunner {
         };
         let mut session = self
             .render
-            .start_analyzed(&header, source.as_bytes(), parse.wall_timeout)
+            .start_analyzed(&header, source.as_bytes(), parse.time_bound)
             .await
             .map_err(|e| match e {
                 RunnerError::Template(RenderError::MemoryLimit(_)) => {

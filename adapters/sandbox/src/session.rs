@@ -1,4 +1,5 @@
 //! [`Session`]: one streamed render in a child, from its plan to its answer.
+use crate::deadline::Deadline;
 use crate::pool::{Inner, Warm};
 use crate::protocol::{self, ANALYSIS, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
 use bytes::Bytes;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinHandle;
-use tokio::time::{Duration, Instant, timeout, timeout_at};
+use tokio::time::Duration;
 
 /// Largest plan frame a child may send.
 const MAX_PLAN: u64 = 64 * 1024;
@@ -81,8 +82,8 @@ pub struct Session {
     plan: Option<StreamPlan>,
     /// The analysis the child answered before its context, until taken.
     analysis: Option<Vec<u8>>,
-    /// The wall-clock bound: from the start, then from the context's arrival.
-    deadline: Instant,
+    /// The bound: from the start, then from the context's arrival.
+    deadline: Deadline,
     /// The child still reads rows (false once a write found it gone or answered).
     taking_rows: bool,
 }
@@ -118,7 +119,8 @@ impl Session {
         if opening.plan {
             widen_pipes(&stdin, &stdout);
         }
-        let deadline = Instant::now() + inner.config.wall_timeout;
+        let pid = child.id();
+        let deadline = Deadline::start(pid, inner.config.time_bound);
         let mut analysis = None;
         let mut plan = None;
         let talk = async {
@@ -131,10 +133,10 @@ impl Session {
             }
             if let Some(bound) = opening.analysis {
                 let read = protocol::read_frame_async(&mut stdout, inner.max_answer());
-                match timeout(bound, read).await {
-                    Ok(Ok((ANALYSIS, bytes))) => analysis = Some(bytes),
-                    Ok(other) => return Opened::Early(other),
-                    Err(_) => return Opened::Late,
+                match Deadline::start(pid, bound).run(read).await {
+                    Some(Ok((ANALYSIS, bytes))) => analysis = Some(bytes),
+                    Some(other) => return Opened::Early(other),
+                    None => return Opened::Late,
                 }
             }
             if opening.plan {
@@ -145,14 +147,14 @@ impl Session {
             }
             Opened::Ready
         };
-        let answer = match timeout_at(deadline, talk).await {
-            Ok(Opened::Ready) => None,
+        let answer = match deadline.run(talk).await {
+            Some(Opened::Ready) => None,
             // An `OK` before the context is a child that skipped what it owed.
-            Ok(Opened::Early(Ok((OK, _)))) => {
+            Some(Opened::Early(Ok((OK, _)))) => {
                 Some(Some(Err(io::Error::other("answered before its context"))))
             }
-            Ok(Opened::Early(answer)) => Some(Some(answer)),
-            Ok(Opened::Late) | Err(_) => Some(None),
+            Some(Opened::Early(answer)) => Some(Some(answer)),
+            Some(Opened::Late) | None => Some(None),
         };
         if let Some(answer) = answer {
             return Err(match inner.settle(&mut child, stderr, answer).await {
@@ -219,9 +221,9 @@ impl Session {
     /// Sends the context; the wall-clock bound counts from here.
     pub async fn send_context(&mut self, context: &RenderContext) -> Result<(), RunnerError> {
         self.read_from_now();
-        self.deadline = Instant::now() + self.inner.config.wall_timeout;
+        self.deadline = Deadline::start(self.child.id(), self.inner.config.time_bound);
         let write = protocol::write_frame_parts_async(&mut self.stdin, DATA, context.parts());
-        let done = timeout_at(self.deadline, write).await;
+        let done = self.deadline.run(write).await;
         self.written(done).await?;
         Ok(())
     }
@@ -232,7 +234,7 @@ impl Session {
             return Ok(false);
         }
         let write = protocol::write_frame_async(&mut self.stdin, ROWS, chunk);
-        let done = timeout_at(self.deadline, write).await;
+        let done = self.deadline.run(write).await;
         self.written(done).await
     }
 
@@ -241,14 +243,14 @@ impl Session {
         self.read_from_now();
         if self.taking_rows {
             let end = protocol::write_frame_async(&mut self.stdin, END, b"");
-            let done = timeout_at(self.deadline, end).await;
+            let done = self.deadline.run(end).await;
             self.written(done).await?;
         }
         let answer = match self.answer.as_mut() {
-            Some(reading) => match timeout_at(self.deadline, reading).await {
-                Ok(Ok(read)) => Some(read),
-                Ok(Err(e)) => Some(Err(io::Error::other(e))),
-                Err(_) => None,
+            Some(reading) => match self.deadline.run(reading).await {
+                Some(Ok(read)) => Some(read),
+                Some(Err(e)) => Some(Err(io::Error::other(e))),
+                None => None,
             },
             None => Some(Err(io::Error::other("the answer was never read"))),
         };
@@ -259,24 +261,21 @@ impl Session {
         self.inner.settle(&mut self.child, stderr, answer).await
     }
 
-    /// The outcome of a write: the deadline passing kills the child (a timeout); a failed
-    /// write means the child stopped reading (its answer says why).
-    async fn written(
-        &mut self,
-        write: Result<io::Result<()>, tokio::time::error::Elapsed>,
-    ) -> Result<bool, RunnerError> {
+    /// The outcome of a write (`None`: the bound passed first, which kills the child: a
+    /// timeout); a failed write means the child stopped reading (its answer says why).
+    async fn written(&mut self, write: Option<io::Result<()>>) -> Result<bool, RunnerError> {
         match write {
-            Ok(Ok(())) => Ok(true),
-            Ok(Err(_)) => {
+            Some(Ok(())) => Ok(true),
+            Some(Err(_)) => {
                 self.taking_rows = false;
                 Ok(false)
             }
-            Err(_) => {
+            None => {
                 let _ = self.child.start_kill();
                 let _ = self.child.wait().await;
                 tracing::warn!(
                     pool = self.inner.config.name,
-                    timeout = ?self.inner.config.wall_timeout,
+                    timeout = ?self.inner.config.time_bound,
                     "a streamed render passed its deadline; the child was killed"
                 );
                 Err(RenderError::Timeout.into())

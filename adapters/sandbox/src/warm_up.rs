@@ -4,7 +4,7 @@
 //! A child is a fresh process: the first request it answers would otherwise pay for every
 //! page of the engine's code and of the heap it touches for the first time (minor page faults,
 //! lazily bound symbols, the heap's first `brk` steps). The pool starts children in the
-//! background at the lowest priority, so doing that work there takes it off the request's
+//! background at a low priority, so doing that work there takes it off the request's
 //! path. Nothing of the warm-up is kept but warm pages: its results are dropped, and a
 //! warm-up that fails changes nothing (the request still runs as before).
 use reporter_ports::ports::{HtmlSanitizer, RenderLimits, TemplateEngine};

@@ -34,7 +34,7 @@ pub enum ConfineError {
 /// Confines the current process and reports what the kernel enforces. In this order:
 /// 1. closes every inherited descriptor but stdin, stdout and stderr;
 /// 2. sets the rlimits of `limits` (no core, no file writes, few descriptors, stack, CPU,
-///    data, address space) and the lowest priority;
+///    data, address space) and a low priority ([`NICENESS`](crate::NICENESS));
 /// 3. becomes unprivileged (`nobody`/`nogroup` when root, no capabilities);
 /// 4. arms the parent-death signal `SIGKILL` (a change of user clears it) and checks the
 ///    parent is still the one in `limits`;

@@ -2,8 +2,11 @@
 use rustix::process::{Resource, Rlimit, setrlimit};
 use std::io;
 
-/// Priority increment (to the lowest priority): a child's work yields the CPU to the service.
-pub const NICENESS: i32 = 19;
+/// Priority increment (nice 10): on a contended CPU a child's work yields about nine tenths of
+/// it to the service (scheduler weight 110 against 1024), and still gets a share beside other
+/// processes at normal priority. Nice 19 (weight 15) starved children on a host other
+/// processes kept busy: a legitimate template passed its bound there.
+pub const NICENESS: i32 = 10;
 
 /// The bounds a child applies to itself, and the parent it must die with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,11 +30,11 @@ impl Limits {
     pub const OPEN_FILES: u64 = 16;
 }
 
-/// Sets the lowest priority and the rlimits of `limits`, plus no core dumps and no file
+/// Sets the children's priority ([`NICENESS`]) and the rlimits of `limits`, plus no core dumps and no file
 /// writes (`RLIMIT_FSIZE` 0: a write past 0 bytes is `SIGXFSZ`). Soft and hard limits are
 /// equal, except the CPU's (hard 2 s above soft).
 pub(crate) fn apply(limits: &Limits) -> io::Result<()> {
-    rustix::process::nice(NICENESS)?;
+    lower_priority()?;
     let fixed = |n: u64| Rlimit {
         current: Some(n),
         maximum: Some(n),
@@ -51,5 +54,16 @@ pub(crate) fn apply(limits: &Limits) -> io::Result<()> {
     )?;
     setrlimit(Resource::Data, fixed(limits.data_bytes))?;
     setrlimit(Resource::As, fixed(limits.address_space_bytes))?;
+    Ok(())
+}
+
+/// Takes the priority down to [`NICENESS`], never up: a child of a service that already runs
+/// at a lower priority keeps that one (raising it would need a privilege). An absolute value,
+/// not an increment: the child may inherit [`NICENESS`] from the thread that forked it.
+fn lower_priority() -> io::Result<()> {
+    let current = rustix::process::getpriority_process(None)?;
+    if current < NICENESS {
+        rustix::process::setpriority_process(None, NICENESS)?;
+    }
     Ok(())
 }

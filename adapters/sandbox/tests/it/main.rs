@@ -17,7 +17,7 @@ fn fixture_config(name: &'static str, size: usize) -> PoolConfig {
         cpu_seconds: 2,
         stack_bytes: 8 * 1024 * 1024,
         max_output_bytes: 1024 * 1024,
-        wall_timeout: Duration::from_secs(5),
+        time_bound: Duration::from_secs(5),
         queue_timeout: Some(Duration::from_secs(10)),
         start_timeout: Duration::from_secs(10),
     }
