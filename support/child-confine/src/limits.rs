@@ -67,3 +67,30 @@ fn lower_priority() -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::process::{getpriority_process, setpriority_process};
+
+    /// Linux keeps a priority per thread: each case runs on its own thread.
+    fn on_a_thread_at(start: i32) -> i32 {
+        std::thread::spawn(move || {
+            setpriority_process(None, start).expect("lower this thread");
+            lower_priority().expect("lowered");
+            getpriority_process(None).expect("read")
+        })
+        .join()
+        .expect("thread")
+    }
+
+    #[test]
+    fn the_priority_is_set_as_a_value_and_never_raised() {
+        let current = getpriority_process(None).expect("read");
+        assert_eq!(on_a_thread_at(current.max(0)), NICENESS.max(current));
+        // Inherited at the children's priority (the spawner's): not lowered again.
+        assert_eq!(on_a_thread_at(NICENESS), NICENESS);
+        // A service already below it keeps its own.
+        assert_eq!(on_a_thread_at(NICENESS + 5), NICENESS + 5);
+    }
+}
