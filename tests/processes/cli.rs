@@ -146,12 +146,15 @@ fn openapi_command_prints_the_committed_spec() {
 fn serve_with_no_configuration_prints_a_working_token() {
     use std::io::{BufRead, BufReader};
     let addr = common::free_addr();
+    // The service's warnings, shown if its first request fails.
+    let log = std::env::temp_dir().join(format!("serve-token-{}.log", std::process::id()));
+    let log_file = std::fs::File::create(&log).expect("log");
     let mut child = reporter()
         .arg("serve")
         .env("SERVER_ADDRESS", &addr)
         .env("LOG_LEVEL", "warn")
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(log_file)
         .spawn()
         .expect("spawn");
     let stdout = child.stdout.take().unwrap();
@@ -178,14 +181,23 @@ fn serve_with_no_configuration_prints_a_working_token() {
     );
     // The server may need a moment after printing the banner.
     common::wait_listening(&addr, &mut child, std::time::Duration::from_secs(5));
-    let (status, body) = common::request(
+    let headers = "Content-Type: application/json\r\n";
+    let answer = common::try_request_with(
         &addr,
         "GET",
         "/v1/data-sources/bank",
         &token,
-        "application/json",
+        headers,
         b"",
-    );
+    )
+    .unwrap_or_else(|e| {
+        let exited = child.try_wait();
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        panic!(
+            "GET /v1/data-sources/bank on {addr}: {e:?}; the service: {exited:?}; its log:\n{log}"
+        )
+    });
+    let (status, body) = (answer.status, answer.body);
     let body = String::from_utf8_lossy(&body);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"transactions\""), "{body}");
@@ -200,6 +212,7 @@ fn serve_with_no_configuration_prints_a_working_token() {
     let status = common::wait_report_raw(&addr, &token, &id, 100)["status"].clone();
     let _ = child.kill();
     let _ = child.wait();
+    let _ = std::fs::remove_file(&log);
     assert_eq!(
         status, "Finished",
         "reporter serve runs its embedded worker"
