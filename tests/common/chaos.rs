@@ -61,11 +61,9 @@ impl Drop for FamilyGuard {
     }
 }
 
+/// A free port for a server the test stops and starts again ([`super::ports::free_port`]).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    super::ports::free_port()
 }
 
 /// A RabbitMQ node of the test's own (`scripts/chaos-broker.sh`), on free ports, stopped and

@@ -6,6 +6,7 @@ pub mod cdp;
 pub mod chaos;
 pub mod cut_proxy;
 pub mod otlp;
+pub mod ports;
 pub mod processes;
 pub mod served;
 
@@ -736,12 +737,7 @@ pub fn children_tmpdir() -> std::path::PathBuf {
 
 /// A free loopback address (`127.0.0.1:<port>`) for a process under test to bind.
 pub fn free_addr() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port();
-    format!("127.0.0.1:{port}")
+    format!("127.0.0.1:{}", ports::free_port())
 }
 
 /// Waits up to `limit` until something accepts connections on `addr`; panics with the
