@@ -29,8 +29,14 @@ struct Service {
     child: Child,
     addr: String,
     /// The service's log (warnings and errors), shown when the test fails.
-    log: std::path::PathBuf,
+    log: Log,
 }
+
+/// The last [`LOG_LINES`] lines of the service's stderr, read from a pipe by a thread: not a
+/// file, whose writes a host busy writing elsewhere can hold for up to 200 ms (the kernel's
+/// dirty-page throttling), stalling the service thread that logs.
+type Log = Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;
+const LOG_LINES: usize = 200;
 
 impl Drop for Service {
     fn drop(&mut self) {
@@ -41,8 +47,6 @@ impl Drop for Service {
 
 fn start() -> Service {
     let addr = common::free_addr();
-    let log = std::env::temp_dir().join(format!("hostile-templates-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log).expect("service log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_reporter"))
         .arg("serve")
         .env("TMPDIR", common::children_tmpdir())
@@ -56,9 +60,10 @@ fn start() -> Service {
         .env("TEMPLATE_RENDER_MEMORY_MIB", RENDER_MEMORY_MIB.to_string())
         .env("ENGINE_RENDER_FUEL", "20000000")
         .stdout(Stdio::null())
-        .stderr(log_file)
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start reporter serve");
+    let log = keep_log(child.stderr.take().expect("stderr"));
     common::wait_listening(&addr, &mut child, Duration::from_secs(60));
     Service { child, addr, log }
 }
@@ -89,11 +94,30 @@ fn control_responder() -> String {
     addr
 }
 
-/// The last `n` lines of the service's log.
-fn log_tail(service_log: &std::path::Path, n: usize) -> String {
-    let text = std::fs::read_to_string(service_log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+/// Reads `stderr` to its end on a thread, keeping its last [`LOG_LINES`] lines.
+fn keep_log(stderr: std::process::ChildStderr) -> Log {
+    use std::io::BufRead;
+    let log = Log::default();
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.len() == LOG_LINES {
+                kept.pop_front();
+            }
+            kept.push_back(line);
+        }
+    });
+    log
+}
+
+/// The service's log as kept.
+fn log_tail(log: &Log) -> String {
+    let kept = log.lock().unwrap_or_else(|p| p.into_inner());
+    kept.iter().cloned().collect::<Vec<_>>().join("\n")
 }
 
 /// What must happen to a case.
@@ -466,7 +490,7 @@ fn hostile_templates_end_within_their_bounds_and_the_service_keeps_serving() {
         failures.is_empty(),
         "failures:\n{}\nthe service's log (end):\n{}",
         failures.join("\n"),
-        log_tail(&log, 60)
+        log_tail(&log)
     );
     assert!(probes.load(Ordering::SeqCst) > 10, "the prober barely ran");
     // What the service adds to the host's own latency: the bound is on top of the slowest
@@ -487,5 +511,4 @@ fn hostile_templates_end_within_their_bounds_and_the_service_keeps_serving() {
         !children.iter().any(alive),
         "sandbox children outlived the service"
     );
-    let _ = std::fs::remove_file(&log);
 }
