@@ -5,8 +5,9 @@ use std::io;
 /// The children's priority (nice 19, the lowest): a child's work yields the CPU to the
 /// service, so the API stays fast while templates run. On a host other processes keep busy a
 /// child then waits for a CPU; its bound does not count that wait ([`RunClock`](crate::RunClock)).
-/// Nice 10 was tried: `/health` took 228 ms beside an endless template on a loaded host (33 ms
-/// at nice 19), and eight concurrent reports were no faster.
+/// Nice 10 was tried: eight concurrent reports were no faster, and its one run on a loaded host
+/// saw `/health` at 228 ms beside an endless template (that run's test wrote the service's log
+/// to a file, which a later run suggests may be the cause).
 pub const NICENESS: i32 = 19;
 
 /// The bounds a child applies to itself, and the parent it must die with.
