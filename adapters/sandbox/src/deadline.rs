@@ -41,14 +41,22 @@ impl Deadline {
     }
 
     /// Resolves when the child has been charged its bound, or the backstop passed. The
-    /// charged time never grows faster than the wall clock, so sleeping the bound's rest
-    /// never oversleeps it.
+    /// charged time never exceeds the wall time nor grows faster: the clock is not read before
+    /// the bound's wall time (most work ends before it), and sleeping the bound's rest never
+    /// oversleeps it.
     async fn passed(&self) {
         let backstop = self.bound.saturating_mul(BACKSTOP_FACTOR);
         loop {
             let wall = self.clock.wall();
-            let charged = self.clock.charged();
-            if charged >= self.bound || wall >= backstop {
+            if wall >= backstop {
+                return;
+            }
+            let charged = if wall < self.bound {
+                wall
+            } else {
+                self.clock.charged()
+            };
+            if charged >= self.bound {
                 return;
             }
             let rest = (self.bound - charged).min(backstop - wall);
