@@ -2,6 +2,7 @@
 //! ones), an event counter on a durable queue, and the figures every scenario prints.
 #![allow(dead_code)]
 
+use super::ports::free_port;
 use futures_util::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, ExchangeDeclareOptions, QueueBindOptions,
@@ -59,11 +60,6 @@ impl Drop for FamilyGuard {
             FAMILY_FREE.notify_all();
         }
     }
-}
-
-/// A free port for a server the test stops and starts again ([`super::ports::free_port`]).
-fn free_port() -> u16 {
-    super::ports::free_port()
 }
 
 /// A RabbitMQ node of the test's own (`scripts/chaos-broker.sh`), on free ports, stopped and

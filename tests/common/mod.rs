@@ -5,6 +5,7 @@
 pub mod cdp;
 pub mod chaos;
 pub mod cut_proxy;
+pub mod kept_log;
 pub mod otlp;
 pub mod ports;
 pub mod processes;

@@ -146,17 +146,16 @@ fn openapi_command_prints_the_committed_spec() {
 fn serve_with_no_configuration_prints_a_working_token() {
     use std::io::{BufRead, BufReader};
     let addr = common::free_addr();
-    // The service's warnings, shown if its first request fails.
-    let log = std::env::temp_dir().join(format!("serve-token-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log).expect("log");
     let mut child = reporter()
         .arg("serve")
         .env("SERVER_ADDRESS", &addr)
         .env("LOG_LEVEL", "warn")
         .stdout(std::process::Stdio::piped())
-        .stderr(log_file)
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
+    // The service's warnings, shown if its first request fails.
+    let log = common::kept_log::KeptLog::keep(child.stderr.take().expect("stderr"));
     let stdout = child.stdout.take().unwrap();
     let mut token = None;
     let mut banner = String::new();
@@ -192,9 +191,9 @@ fn serve_with_no_configuration_prints_a_working_token() {
     )
     .unwrap_or_else(|e| {
         let exited = child.try_wait();
-        let log = std::fs::read_to_string(&log).unwrap_or_default();
         panic!(
-            "GET /v1/data-sources/bank on {addr}: {e:?}; the service: {exited:?}; its log:\n{log}"
+            "GET /v1/data-sources/bank on {addr}: {e:?}; the service: {exited:?}; its log:\n{}",
+            log.tail()
         )
     });
     let (status, body) = (answer.status, answer.body);
@@ -212,7 +211,6 @@ fn serve_with_no_configuration_prints_a_working_token() {
     let status = common::wait_report_raw(&addr, &token, &id, 100)["status"].clone();
     let _ = child.kill();
     let _ = child.wait();
-    let _ = std::fs::remove_file(&log);
     assert_eq!(
         status, "Finished",
         "reporter serve runs its embedded worker"

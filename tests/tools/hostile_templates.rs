@@ -10,6 +10,7 @@
 //! simply `+Inf` in float64 as in the original): they
 //! may finish, as long as they end within their bound and the service serves on.
 use crate::common;
+use crate::common::kept_log::KeptLog;
 
 use reporter_adapter_sandbox::BACKSTOP_FACTOR;
 use std::process::{Child, Command, Stdio};
@@ -29,14 +30,8 @@ struct Service {
     child: Child,
     addr: String,
     /// The service's log (warnings and errors), shown when the test fails.
-    log: Log,
+    log: KeptLog,
 }
-
-/// The last [`LOG_LINES`] lines of the service's stderr, read from a pipe by a thread: not a
-/// file, whose writes a host busy writing elsewhere can hold for up to 200 ms (the kernel's
-/// dirty-page throttling), stalling the service thread that logs.
-type Log = Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;
-const LOG_LINES: usize = 200;
 
 impl Drop for Service {
     fn drop(&mut self) {
@@ -63,7 +58,7 @@ fn start() -> Service {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start reporter serve");
-    let log = keep_log(child.stderr.take().expect("stderr"));
+    let log = KeptLog::keep(child.stderr.take().expect("stderr"));
     common::wait_listening(&addr, &mut child, Duration::from_secs(60));
     Service { child, addr, log }
 }
@@ -92,32 +87,6 @@ fn control_responder() -> String {
         }
     });
     addr
-}
-
-/// Reads `stderr` to its end on a thread, keeping its last [`LOG_LINES`] lines.
-fn keep_log(stderr: std::process::ChildStderr) -> Log {
-    use std::io::BufRead;
-    let log = Log::default();
-    let kept = log.clone();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-            if kept.len() == LOG_LINES {
-                kept.pop_front();
-            }
-            kept.push_back(line);
-        }
-    });
-    log
-}
-
-/// The service's log as kept.
-fn log_tail(log: &Log) -> String {
-    let kept = log.lock().unwrap_or_else(|p| p.into_inner());
-    kept.iter().cloned().collect::<Vec<_>>().join("\n")
 }
 
 /// What must happen to a case.
@@ -490,7 +459,7 @@ fn hostile_templates_end_within_their_bounds_and_the_service_keeps_serving() {
         failures.is_empty(),
         "failures:\n{}\nthe service's log (end):\n{}",
         failures.join("\n"),
-        log_tail(&log)
+        log.tail()
     );
     assert!(probes.load(Ordering::SeqCst) > 10, "the prober barely ran");
     // What the service adds to the host's own latency: the bound is on top of the slowest
