@@ -101,7 +101,7 @@ impl TemplateRunner for ProcessTemplateRunner {
     }
 
     /// The analysis and the render in one child of the render pool: the analysis within the
-    /// parse pool's bounds (its heap bound, its wall-clock deadline; a memory failure reads
+    /// parse pool's bounds (its heap bound, its time bound; a memory failure reads
     /// as the parse's), the render within the render pool's.
     async fn start_analyzed_render(
         &self,

@@ -218,7 +218,7 @@ impl Session {
         }
     }
 
-    /// Sends the context; the wall-clock bound counts from here.
+    /// Sends the context; the bound counts from here.
     pub async fn send_context(&mut self, context: &RenderContext) -> Result<(), RunnerError> {
         self.read_from_now();
         self.deadline = Deadline::start(self.child.id(), self.inner.config.time_bound);

@@ -151,7 +151,7 @@ async fn time_is_bounded_by_the_cpu_limit_and_the_wall_clock() {
     let spun = started.elapsed();
     let backstop = Duration::from_secs(5) * reporter_adapter_sandbox::BACKSTOP_FACTOR;
     assert!(spun < backstop + Duration::from_secs(2), "{spun:?}");
-    // Idle: only the wall-clock deadline can stop it.
+    // Idle: only the time bound can stop it (a sleeping child is charged its wall time).
     let mut c = config("render");
     c.time_bound = Duration::from_millis(700);
     let short = ProcessTemplateRunner::new(ProcessPool::new(config("parse")), ProcessPool::new(c));
