@@ -29,7 +29,7 @@ const RENDER_MEMORY_MIB: u64 = 256;
 struct Service {
     child: Child,
     addr: String,
-    /// The service's log (warnings and errors), shown when the test fails.
+    /// The service's log (its errors), shown when the test fails.
     log: KeptLog,
 }
 
@@ -47,7 +47,7 @@ fn start() -> Service {
         .env("TMPDIR", common::children_tmpdir())
         .env("SERVER_ADDRESS", &addr)
         .env("AUTH_JWT_SECRET", common::SECRET)
-        .env("LOG_LEVEL", "warn")
+        .env("LOG_LEVEL", "error")
         .env("TEMPLATE_SANDBOX_POOL_SIZE", "2")
         .env("TEMPLATE_PARSE_TIMEOUT_MS", PARSE_TIMEOUT_MS.to_string())
         .env("TEMPLATE_RENDER_TIMEOUT_SEC", RENDER_TIMEOUT_S.to_string())
