@@ -2,14 +2,14 @@
 //! deadline (killing it when the deadline passes) and read its death when it gives none.
 use crate::child::{CONFINEMENT, FAILED, OVER_MEMORY, PDF, TIMED_OUT};
 use crate::child_args::ChildArgs;
-use reporter_child_confine::{Confinement, Death, LastReport, StderrTail};
+use reporter_child_confine::{Confinement, Death, LastReport, ReapedChild, StderrTail};
 use reporter_ports::ports::PdfError;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, timeout_at};
 
@@ -29,7 +29,10 @@ pub struct PdfChildCommand {
     pub args: Vec<String>,
 }
 
-type SpawnRequest = (Command, oneshot::Sender<std::io::Result<Child>>);
+type SpawnRequest = (
+    Command,
+    oneshot::Sender<std::io::Result<std::process::Child>>,
+);
 
 /// Forks children from one dedicated thread that lives as long as the renderer: a child's
 /// parent-death signal is tied to the thread that forked it, so it must not be forked from a
@@ -38,7 +41,7 @@ type SpawnRequest = (Command, oneshot::Sender<std::io::Result<Child>>);
 pub(crate) struct Spawner(Mutex<Option<mpsc::Sender<SpawnRequest>>>);
 
 impl Spawner {
-    async fn spawn(&self, command: Command) -> std::io::Result<Child> {
+    async fn spawn(&self, command: Command) -> std::io::Result<std::process::Child> {
         let (tx, rx) = oneshot::channel();
         self.sender()?
             .send((command, tx))
@@ -53,12 +56,10 @@ impl Spawner {
             return Ok(tx.clone());
         }
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        let handle = tokio::runtime::Handle::current();
         std::thread::Builder::new()
             .name("pdf-spawner".into())
             .spawn(move || {
                 while let Ok((mut command, reply)) = rx.recv() {
-                    let _runtime = handle.enter();
                     let _ = reply.send(command.spawn());
                 }
             })?;
@@ -116,22 +117,27 @@ pub(crate) async fn convert_in_child(
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = spawner.spawn(cmd).await.map_err(|e| {
+        .stderr(Stdio::piped());
+    let unavailable = |e: std::io::Error| {
         PdfError::Unavailable(format!(
             "cannot start the pdf child {}: {e}",
             command.exe.display()
         ))
-    })?;
-    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    };
+    let mut child = spawner.spawn(cmd).await.map_err(unavailable)?;
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    // Reaped on a thread of its own (killed when dropped), before anything below can fail.
+    let mut child = ReapedChild::watch(child, "pdf-reaper").map_err(unavailable)?;
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
         return Err(PdfError::Unavailable(
             "the pdf child's pipes are missing".into(),
         ));
     };
-    let stderr = tokio::spawn(stderr_tail(stderr));
+    let mut stdin = ChildStdin::from_std(stdin).map_err(unavailable)?;
+    let mut stdout = ChildStdout::from_std(stdout).map_err(unavailable)?;
+    let stderr = tokio::spawn(stderr_tail(
+        ChildStderr::from_std(stderr).map_err(unavailable)?,
+    ));
     let max_answer = args.memory_bytes.saturating_add(ANSWER_SLACK);
     let talk = async {
         // A child that dies while reading breaks the pipe: its death explains more.
@@ -179,7 +185,7 @@ pub(crate) async fn convert_in_child(
     result
 }
 
-async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> String {
+async fn stderr_tail(mut stderr: ChildStderr) -> String {
     let mut tail = StderrTail::new(STDERR_TAIL);
     let mut buf = [0u8; 4096];
     while let Ok(n @ 1..) = stderr.read(&mut buf).await {

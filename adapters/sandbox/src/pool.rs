@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -20,6 +20,7 @@ use tokio::time::timeout;
 use crate::deadline::Deadline;
 use crate::session::Opening;
 pub use crate::session::Session;
+use reporter_child_confine::ReapedChild;
 
 /// Bytes of a child's stderr kept to explain its death.
 const STDERR_TAIL: usize = 16 * 1024;
@@ -83,11 +84,11 @@ pub(crate) struct Inner {
     confinement: LastReport,
 }
 
-type SpawnRequest = oneshot::Sender<std::io::Result<Child>>;
+type SpawnRequest = oneshot::Sender<std::io::Result<std::process::Child>>;
 
 /// A started child, not yet used.
 pub(crate) struct Warm {
-    pub(crate) child: Child,
+    pub(crate) child: ReapedChild,
     pub(crate) stdin: ChildStdin,
     pub(crate) stdout: ChildStdout,
     pub(crate) stderr: JoinHandle<String>,
@@ -255,7 +256,7 @@ impl ProcessPool {
             };
             match inner.greet(&mut warm).await {
                 // Its hello may have been written before it died while waiting.
-                Ok(()) if matches!(warm.child.try_wait(), Ok(Some(_))) => {
+                Ok(()) if warm.child.has_exited() => {
                     last_error = "died while waiting".into();
                 }
                 Ok(()) => return Ok(warm),
@@ -364,7 +365,8 @@ impl Inner {
     /// Starts one child. The fork happens on a dedicated thread that lives as long as the
     /// pool: the children's parent-death signal is tied to the thread that forked them, so
     /// they must not be forked from a runtime thread that may exit. That thread runs at the
-    /// children's priority, which they start with.
+    /// children's priority, which they start with. The child is then handed to a reaper
+    /// thread ([`ReapedChild`]) started from here, at the service's priority.
     async fn spawn(this: &Arc<Self>) -> std::io::Result<Warm> {
         let (tx, rx) = oneshot::channel();
         this.spawner()?
@@ -373,11 +375,14 @@ impl Inner {
         let mut child = rx
             .await
             .map_err(|_| std::io::Error::other("the sandbox spawner thread is gone"))??;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        // Watched first: from here on, an error below kills and reaps the child.
+        let child = ReapedChild::watch(child, &format!("sandbox-{}-reap", this.config.name))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
             return Err(std::io::Error::other("child pipes missing"));
         };
+        let (stdin, stdout) = (ChildStdin::from_std(stdin)?, ChildStdout::from_std(stdout)?);
+        let mut stderr = ChildStderr::from_std(stderr)?;
         let stderr = tokio::spawn(async move {
             let mut tail = StderrTail::new(STDERR_TAIL);
             let mut buf = [0u8; 4096];
@@ -401,7 +406,6 @@ impl Inner {
             return Ok(tx.clone());
         }
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        let handle = tokio::runtime::Handle::current();
         let config = self.config.clone();
         std::thread::Builder::new()
             .name(format!("sandbox-{}-spawner", config.name))
@@ -414,7 +418,6 @@ impl Inner {
                     tracing::debug!(error = %e, "sandbox children start at the spawner's priority");
                 }
                 while let Ok(reply) = rx.recv() {
-                    let _runtime = handle.enter();
                     let _ = reply.send(command(&config).spawn());
                 }
             })?;
@@ -453,7 +456,7 @@ impl Inner {
     /// Reads a child's answer: `None` when the deadline passed first (the child is killed).
     pub(crate) async fn settle(
         &self,
-        child: &mut Child,
+        child: &mut ReapedChild,
         stderr: JoinHandle<String>,
         answer: Option<std::io::Result<(u8, Vec<u8>)>>,
     ) -> Result<Vec<u8>, RunnerError> {
@@ -498,7 +501,7 @@ impl Inner {
     }
 }
 
-fn command(config: &PoolConfig) -> Command {
+fn command(config: &PoolConfig) -> std::process::Command {
     let limits = ChildLimits {
         memory_bytes: config.memory_bytes,
         cpu_seconds: config.cpu_seconds,
@@ -506,15 +509,14 @@ fn command(config: &PoolConfig) -> Command {
         max_output_bytes: config.max_output_bytes,
         parent_pid: std::process::id(),
     };
-    let mut cmd = Command::new(&config.exe);
+    let mut cmd = std::process::Command::new(&config.exe);
     cmd.args(&config.args)
         .args(limits.to_args())
         .env_clear()
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     cmd
 }
 

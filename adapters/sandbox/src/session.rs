@@ -3,10 +3,11 @@ use crate::deadline::Deadline;
 use crate::pool::{Inner, Warm};
 use crate::protocol::{self, ANALYSIS, DATA, END, HEADER, OK, PIECE, PLAN, ROWS, SOURCE};
 use bytes::Bytes;
+use reporter_child_confine::ReapedChild;
 use reporter_ports::ports::{RenderContext, RenderError, RunnerError, StreamPlan};
 use std::io;
 use std::sync::Arc;
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Duration;
@@ -71,7 +72,7 @@ fn widen_pipes(stdin: &ChildStdin, stdout: &tokio::process::ChildStdout) {
 pub struct Session {
     inner: Arc<Inner>,
     _permit: OwnedSemaphorePermit,
-    child: Child,
+    child: ReapedChild,
     stdin: ChildStdin,
     stderr: Option<JoinHandle<String>>,
     /// The child's output until its answer is read ([`Self::read_from_now`]).

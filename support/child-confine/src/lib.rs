@@ -1,6 +1,7 @@
 //! Process confinement shared by Reporter's child processes (the template sandbox's children
 //! and the native PDF child). Adapters MUST NOT import each other; both import this crate,
-//! which depends on no adapter, no driver and no runtime (only the kernel's interfaces).
+//! which depends on no adapter, no driver and no runtime (only the kernel's interfaces, and
+//! a runtime-free channel for [`ReapedChild`]'s status).
 //!
 //! - [`confine`]: what a child does to itself before it reads any input, in order: closes
 //!   every inherited descriptor but stdin, stdout and stderr; sets its rlimits ([`Limits`]:
@@ -14,6 +15,10 @@
 //!   ([`Confinement::missing`] names what is not).
 //! - [`RunClock`]: the time a child's bound charges it, without the time it waited for a
 //!   CPU (the scheduler's statistics of its threads).
+//! - [`ReapedChild`] (the parent's side): a child waited for and reaped on a thread of its
+//!   own, never on a worker of the async runtime (reaping runs the kernel's clean-up of the
+//!   child's `/proc` entries in the reaping thread, at times for a hundred milliseconds and
+//!   more).
 //! - [`Death`]: how a child that gave no answer died, from its exit status and the tail of
 //!   its stderr ([`StderrTail`]).
 mod confine;
@@ -24,6 +29,7 @@ mod descriptors;
 pub mod fixtures;
 mod identity;
 mod limits;
+mod reaped_child;
 mod ruleset;
 mod run_clock;
 mod stderr_tail;
@@ -34,6 +40,7 @@ pub use confinement::{Confinement, Enforcement, LastReport};
 pub use death::Death;
 pub use identity::{NOBODY, NOGROUP};
 pub use limits::{Limits, NICENESS};
+pub use reaped_child::ReapedChild;
 pub use run_clock::RunClock;
 pub use stderr_tail::StderrTail;
 pub use syscall_filter::FilterError;
