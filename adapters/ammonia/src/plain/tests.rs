@@ -38,6 +38,9 @@ fn plain_documents() -> Vec<String> {
         "<p>ünïcödé — ✓</p><!---->\n<!-- a -- b -->",
         "<html><head>\n<body>x",
         "text<p>",
+        "<head><!DOCTYPE HTML><p>x</p>",
+        "<html><head><!-- c --></head><body><!-- d --></body></html>",
+        "<p>a > b &amp; c</p>\r\n<div>\n</div>",
         "<p title=\"a\r\">x</p>",
     ]
     .map(str::to_owned)
