@@ -40,11 +40,16 @@
 //! (ambiguous, or beyond [`MAX_MEMORY`]) comes out as its text, escaped, in a `<pre>`.
 //!
 //! A document is rewritten in one pass (module `pass`), whole or fed in pieces as it is
-//! written ([`HtmlSanitizer::stream`]: the same output however it is cut).
+//! written ([`HtmlSanitizer::stream`]: the same output however it is cut). A document of
+//! plain markup — what the pass would leave exactly as written, such as a report's table of
+//! attribute-less rows — is recognized by a scan of its bytes instead (module `plain`) and
+//! comes out as written, with the declaration where the pass would add it; the first token
+//! that is not plain sends the whole document through the pass.
 mod attr_value;
 mod css_refs;
 mod origins;
 mod pass;
+mod plain;
 mod policy;
 
 pub use origins::{AllowedOrigins, OriginError};
@@ -85,29 +90,53 @@ impl DocumentSanitizer {
     }
 }
 
-impl HtmlSanitizer for DocumentSanitizer {
-    fn sanitize(&self, html: &str) -> String {
+impl DocumentSanitizer {
+    /// `html` rewritten by one [`Pass`] (escaped when the rewriter refuses it).
+    fn rewritten(&self, html: &str) -> String {
         let mut pass = Pass::new(self);
         pass.write(html.as_bytes())
             .and_then(|()| pass.finish())
             .unwrap_or_else(|_| refused(html))
     }
+}
 
-    /// Rewrites each piece as it comes; the document as written is kept beside the output,
-    /// for the case the rewriter refuses it (then it comes out escaped, as from
-    /// [`HtmlSanitizer::sanitize`]).
+impl HtmlSanitizer for DocumentSanitizer {
+    /// A document of plain markup ([`plain`]) as written, with its UTF-8 declaration; any
+    /// other rewritten.
+    fn sanitize(&self, html: &str) -> String {
+        match plain::PlainScan::new().finish(self, html) {
+            Ok(at) => plain::declared(html.to_owned(), at),
+            Err(plain::NotPlain) => self.rewritten(html),
+        }
+    }
+
+    /// Scans each piece as it comes while the document is plain markup, then, from the first
+    /// piece that is not, rewrites the document so far and each piece after it; the document
+    /// as written is kept beside the output, for the case the rewriter refuses it (then it
+    /// comes out escaped, as from [`HtmlSanitizer::sanitize`]).
     fn stream(&self) -> Box<dyn HtmlSanitizeStream + '_> {
         Box::new(DocumentStream {
-            pass: Some(Pass::new(self)),
+            rules: self,
+            mode: Mode::Plain(plain::PlainScan::new()),
             html: String::new(),
         })
     }
 }
 
-/// [`DocumentSanitizer`]'s stream: one [`Pass`] fed piece by piece.
+/// How a [`DocumentStream`] reads its document.
+enum Mode<'a> {
+    /// Plain markup so far: scanned, not rewritten.
+    Plain(plain::PlainScan),
+    /// Rewritten by one [`Pass`] fed piece by piece.
+    Rewriting(Box<Pass<'a>>),
+    /// The rewriter refused the document.
+    Refused,
+}
+
+/// [`DocumentSanitizer`]'s stream.
 struct DocumentStream<'a> {
-    /// `None` once the rewriter refused the document.
-    pass: Option<Pass<'a>>,
+    rules: &'a DocumentSanitizer,
+    mode: Mode<'a>,
     /// The document as written so far.
     html: String,
 }
@@ -115,17 +144,35 @@ struct DocumentStream<'a> {
 impl HtmlSanitizeStream for DocumentStream<'_> {
     fn write(&mut self, piece: &str) {
         self.html.push_str(piece);
-        if let Some(pass) = self.pass.as_mut()
-            && pass.write(piece.as_bytes()).is_err()
-        {
-            self.pass = None;
+        let plain = match &mut self.mode {
+            Mode::Plain(scan) => scan.advance(self.rules, &self.html),
+            Mode::Rewriting(pass) => {
+                if pass.write(piece.as_bytes()).is_err() {
+                    self.mode = Mode::Refused;
+                }
+                return;
+            }
+            Mode::Refused => return,
+        };
+        if plain.is_err() {
+            let mut pass = Pass::new(self.rules);
+            self.mode = match pass.write(self.html.as_bytes()) {
+                Ok(()) => Mode::Rewriting(Box::new(pass)),
+                Err(_) => Mode::Refused,
+            };
         }
     }
 
     fn finish(self: Box<Self>) -> String {
-        let Self { pass, html } = *self;
-        pass.map_or_else(|| Err(()), |pass| pass.finish().map_err(|_| ()))
-            .unwrap_or_else(|()| refused(&html))
+        let Self { rules, mode, html } = *self;
+        match mode {
+            Mode::Plain(scan) => match scan.finish(rules, &html) {
+                Ok(at) => plain::declared(html, at),
+                Err(plain::NotPlain) => rules.rewritten(&html),
+            },
+            Mode::Rewriting(pass) => pass.finish().unwrap_or_else(|_| refused(&html)),
+            Mode::Refused => refused(&html),
+        }
     }
 }
 

@@ -24,7 +24,7 @@ const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 
 /// Where the UTF-8 declaration goes if the document declares none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CharsetAt {
+pub(crate) enum CharsetAt {
     /// No element other than `<html>` yet: first in the output (a document of text only,
     /// or of `<html>` and text).
     NotYet,
