@@ -206,3 +206,99 @@ fn the_repository_documents_come_out_as_the_pass_writes_them() {
     }
     assert!(plain > 5, "only {plain} plain documents");
 }
+
+/// Pieces of markup, hostile and plain, that random documents are made of.
+const PIECES: &[&str] = &[
+    "<p>",
+    "</p>",
+    "<td class=\"n\">",
+    "</td>",
+    "<tr>",
+    "</tr>",
+    "<table border=\"1\">",
+    "</table>",
+    "<div style=\"color:red\">",
+    "<div style=\"background:url(https://e.test)\">",
+    "</div>",
+    "<br/>",
+    "<img src=\"data:image/png;base64,AA==\">",
+    "<img src=\"https://e.test/x.png\">",
+    "<img src=x onerror=alert(1)>",
+    "<p onclick=\"x()\">",
+    "<a href=\"javascript:alert(1)\">",
+    "</a>",
+    "<script>",
+    "</script>",
+    "<style>",
+    "</style>",
+    "<title>",
+    "</title>",
+    "<textarea>",
+    "</textarea>",
+    "<svg>",
+    "</svg>",
+    "<math>",
+    "<iframe src=\"x\">",
+    "<noscript>",
+    "<template>",
+    "<xmp>",
+    "<plaintext>",
+    "<meta charset=\"utf-8\">",
+    "<meta charset=\"iso-8859-1\">",
+    "<meta http-equiv=\"refresh\" content=\"0;url=x\">",
+    "<head>",
+    "</head>",
+    "<html>",
+    "<body>",
+    "<!DOCTYPE html>",
+    "<!-- c -->",
+    "<!--",
+    "-->",
+    "--!>",
+    "<!-",
+    "<![CDATA[",
+    "]]>",
+    "<?x?>",
+    "<",
+    ">",
+    "/",
+    "=",
+    "\"",
+    "'",
+    "&amp;",
+    "&lt;",
+    "&#x3c;",
+    "text",
+    " ",
+    "\n",
+    "\r",
+    "\t",
+    "\0",
+    "é",
+    "<P CLASS='a'>",
+    "<td class=a>",
+    "<td nowrap>",
+    "<td id=\"a\" id=\"b\">",
+    "<p title=\"a>b\">",
+    "</ p>",
+    "<p/>",
+    "<custom-x>",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// The security property of the fast path: whenever it answers, it answers exactly
+    /// what the rewriting pass writes, whole and in pieces, for documents made of plain and
+    /// hostile pieces in any order.
+    #[test]
+    fn where_the_fast_path_answers_it_answers_what_the_pass_writes(
+        picks in proptest::collection::vec(0..PIECES.len(), 0..40),
+        size in 1usize..64,
+    ) {
+        let doc: String = picks.iter().map(|&i| PIECES[i]).collect();
+        let want = rewritten(&doc);
+        proptest::prop_assert_eq!(DocumentSanitizer::new().sanitize(&doc), want.clone(), "{:?}", doc);
+        proptest::prop_assert_eq!(streamed(&doc, size), want, "pieces of {}: {:?}", size, doc);
+    }
+}
