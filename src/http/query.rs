@@ -168,10 +168,7 @@ impl QueryContract {
     pub fn path_match(&self, path: &str) -> PathMatch {
         let unbounded = self.paths.len() > MATCH_BITS;
         let Some(parts) = PathParts::of(path).filter(|_| !unbounded) else {
-            return PathMatch {
-                bits: 0,
-                unbounded,
-            };
+            return PathMatch { bits: 0, unbounded };
         };
         let bits = self
             .paths
@@ -473,7 +470,7 @@ mod tests {
         let mut paths: Vec<String> = c
             .paths
             .iter()
-            .map(|p| p.template.replace("{id}", "x1").replace('{', "").replace('}', ""))
+            .map(|p| p.template.replace("{id}", "x1").replace(['{', '}'], ""))
             .collect();
         paths.extend(
             [
@@ -486,15 +483,34 @@ mod tests {
             ]
             .map(str::to_owned),
         );
-        let methods = [Method::GET, Method::HEAD, Method::POST, Method::PATCH, Method::PUT, Method::DELETE];
+        let methods = [
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PATCH,
+            Method::PUT,
+            Method::DELETE,
+        ];
         let mut matched = 0;
         for path in &paths {
             let m = c.path_match(path);
             matched += usize::from(m.bits != 0);
             for method in &methods {
-                assert_eq!(c.allows_in(m, method, path), c.allows(method, path), "{method} {path}");
-                assert_eq!(c.scope_in(m, method, path), c.scope(method, path), "{method} {path}");
-                assert_eq!(c.known_in(m, method, path), c.known(method, path), "{method} {path}");
+                assert_eq!(
+                    c.allows_in(m, method, path),
+                    c.allows(method, path),
+                    "{method} {path}"
+                );
+                assert_eq!(
+                    c.scope_in(m, method, path),
+                    c.scope(method, path),
+                    "{method} {path}"
+                );
+                assert_eq!(
+                    c.known_in(m, method, path),
+                    c.known(method, path),
+                    "{method} {path}"
+                );
                 assert_eq!(
                     c.idempotent_in(m, method, path),
                     c.idempotent(method, path),
@@ -502,7 +518,10 @@ mod tests {
                 );
             }
         }
-        assert!(matched >= c.paths.len(), "every route's own path matches it");
+        assert!(
+            matched >= c.paths.len(),
+            "every route's own path matches it"
+        );
         assert_eq!(c.path_match("/v1/x").bits, 0);
     }
 
@@ -520,9 +539,14 @@ mod tests {
         let c = QueryContract::from_spec(&serde_json::json!({ "paths": paths }));
         let m = c.path_match("/p69/a");
         assert!(m.unbounded);
-        let known = c.known_in(m, &Method::GET, "/p69/a").expect("the last path's operation");
+        let known = c
+            .known_in(m, &Method::GET, "/p69/a")
+            .expect("the last path's operation");
         assert!(known.contains("k69"), "{known:?}");
-        assert!(c.known_in(c.path_match("/p70/a"), &Method::GET, "/p70/a").is_none());
+        assert!(
+            c.known_in(c.path_match("/p70/a"), &Method::GET, "/p70/a")
+                .is_none()
+        );
     }
 
     #[test]

@@ -64,13 +64,20 @@ async fn run(telemetry: bool, per_batch: usize, batches: usize) -> anyhow::Resul
             .finish()
     };
     let first = ep.get_response(get()).await;
-    anyhow::ensure!(first.status() == StatusCode::OK, "GET {path}: {}", first.status());
+    anyhow::ensure!(
+        first.status() == StatusCode::OK,
+        "GET {path}: {}",
+        first.status()
+    );
     for _ in 0..per_batch / 2 {
         std::hint::black_box(ep.get_response(get()).await);
     }
     let (mut thread, mut process) = (Vec::new(), Vec::new());
     for _ in 0..batches {
-        let (t0, p0) = (cpu(libc::CLOCK_THREAD_CPUTIME_ID), cpu(libc::CLOCK_PROCESS_CPUTIME_ID));
+        let (t0, p0) = (
+            cpu(libc::CLOCK_THREAD_CPUTIME_ID),
+            cpu(libc::CLOCK_PROCESS_CPUTIME_ID),
+        );
         for _ in 0..per_batch {
             std::hint::black_box(ep.get_response(get()).await);
         }
