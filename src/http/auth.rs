@@ -797,15 +797,16 @@ mod tests {
                     .map(|s| s.as_str())
                     .filter(|s| *s != documented)
                     .collect();
+                let m = checks.contract.path_match(&filled);
                 let mut req = send(others);
-                let refused = checks.refusal(&mut req).await.expect("refused");
+                let refused = checks.refusal(&mut req, m).await.expect("refused");
                 assert_eq!(refused.status().as_u16(), 403, "{method} {path}");
                 let body = refused.into_body().into_string().await.expect("a body");
                 assert!(body.contains(documented), "{method} {path}: {body}");
 
                 let mut req = send(vec![documented]);
                 assert!(
-                    checks.refusal(&mut req).await.is_none(),
+                    checks.refusal(&mut req, m).await.is_none(),
                     "{method} {path} with only '{documented}'"
                 );
                 let auth = Auth::of(&req).expect("the operation's caller");

@@ -10,7 +10,7 @@
 use super::auth::AuthOutcome;
 use super::error::error_response;
 use super::headers::{IdempotencyHeader, idempotency_key};
-use super::query::QueryContract;
+use super::query::{PathMatch, QueryContract};
 use crate::app::{AppError, Code, Idempotent};
 use chrono::{DateTime, Utc};
 use poem::http::{HeaderValue, StatusCode};
@@ -124,10 +124,15 @@ fn replay(stored: StoredResponse) -> Response {
 
 impl Idempotency {
     /// The key of `req` when the layer applies: `Ok(None)` when it does not, `Err` (400)
-    /// for a header that breaks the rule.
-    pub fn scope_of(&self, req: &Request) -> Result<Option<IdempotencyScope>, Response> {
+    /// for a header that breaks the rule. `m` is the match of the request's path
+    /// (`QueryContract::path_match`).
+    pub fn scope_of(
+        &self,
+        req: &Request,
+        m: PathMatch,
+    ) -> Result<Option<IdempotencyScope>, Response> {
         let path = req.uri().path().trim_end_matches('/');
-        let applies = self.contract.idempotent(req.method(), path);
+        let applies = self.contract.idempotent_in(m, req.method(), path);
         let tenant = match req.extensions().get::<AuthOutcome>() {
             Some(AuthOutcome(Ok(p))) if applies => p.tenant.clone(),
             _ => return Ok(None),

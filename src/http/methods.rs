@@ -2,7 +2,7 @@
 //! `TPL-0405` and lists the methods the path takes (RFC 9110 §15.5.6 requires `Allow`). The
 //! methods come from the generated OpenAPI document (`QueryContract`), like the query check.
 use super::error::error_response;
-use super::query::QueryContract;
+use super::query::{PathMatch, QueryContract};
 use crate::app::{AppError, Code};
 use poem::http::{HeaderValue, Method, header};
 use poem::{Request, Response};
@@ -19,9 +19,9 @@ pub fn allow_header(methods: &[Method]) -> String {
 }
 
 /// The 405 with `Allow` of a request whose path does not take its method (see the module
-/// docs), if it is.
-pub fn refusal(contract: &QueryContract, req: &Request) -> Option<Response> {
-    if contract.allows(req.method(), req.uri().path()) {
+/// docs), if it is; `m` is the match of the request's path (`QueryContract::path_match`).
+pub fn refusal(contract: &QueryContract, m: PathMatch, req: &Request) -> Option<Response> {
+    if contract.allows_in(m, req.method(), req.uri().path()) {
         return None;
     }
     let methods = contract.methods(req.uri().path());

@@ -35,10 +35,13 @@ impl<A: Endpoint> Pipeline<A> {
 
     /// The answer of `req`, or the error an operation or poem raised.
     async fn answer(&self, mut req: Request) -> poem::Result<Response> {
-        if let Some(refusal) = self.checks.refusal(&mut req).await {
+        // The path is matched against the API once for every check (it does not change:
+        // the query check rewrites only the query).
+        let m = self.checks.contract.path_match(req.uri().path());
+        if let Some(refusal) = self.checks.refusal(&mut req, m).await {
             return Ok(refusal);
         }
-        match self.idempotency.scope_of(&req) {
+        match self.idempotency.scope_of(&req, m) {
             Ok(None) => self.operate(req).await,
             Ok(Some(scope)) => Ok(Box::pin(
                 self.idempotency

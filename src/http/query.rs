@@ -74,6 +74,20 @@ impl RoutePath {
     }
 }
 
+/// The API paths a request path matches, found once per request ([`QueryContract::path_match`])
+/// and reused by every check that asks about the request's operation, instead of matching the
+/// path against every route once per check (four times per request before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathMatch {
+    /// Bit `i` set: the path at index `i` of [`QueryContract::paths`] matches (`i` < 64).
+    bits: u64,
+    /// The contract has more paths than `bits` holds: the match is recomputed from the path.
+    unbounded: bool,
+}
+
+/// Paths a [`PathMatch`] holds as bits.
+const MATCH_BITS: usize = u64::BITS as usize;
+
 /// The query parameters one operation declares.
 #[derive(Debug, Clone)]
 struct Operation {
@@ -149,23 +163,72 @@ impl QueryContract {
         }
     }
 
+    /// The API paths `path` matches (a trailing `/` ignored). The `*_in` methods given it and
+    /// the same `path` answer exactly what their plain forms answer for `path`.
+    pub fn path_match(&self, path: &str) -> PathMatch {
+        let unbounded = self.paths.len() > MATCH_BITS;
+        let Some(parts) = PathParts::of(path).filter(|_| !unbounded) else {
+            return PathMatch { bits: 0, unbounded };
+        };
+        let bits = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.matches(&parts))
+            .fold(0u64, |bits, (i, _)| bits | (1 << i));
+        PathMatch { bits, unbounded }
+    }
+
+    /// The indices of the paths `m` (of `path`) holds, the most literal first.
+    fn matching<'a>(&'a self, m: PathMatch, path: &'a str) -> impl Iterator<Item = usize> + 'a {
+        let parts = if m.unbounded {
+            PathParts::of(path)
+        } else {
+            None
+        };
+        let scanned = parts.map(|parts| {
+            self.paths
+                .iter()
+                .enumerate()
+                .filter(move |(_, p)| p.matches(&parts))
+                .map(|(i, _)| i)
+        });
+        let held = (0..MATCH_BITS.min(self.paths.len())).filter(move |i| m.bits & (1 << i) != 0);
+        held.chain(scanned.into_iter().flatten())
+    }
+
     /// The query keys the operation at `method` + `path` accepts; `None` when no operation
     /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
     pub fn known(&self, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
-        self.resolve(method, path).map(|o| &o.known)
+        self.known_in(self.path_match(path), method, path)
+    }
+
+    /// [`Self::known`] with `path`'s match `m`.
+    pub fn known_in(&self, m: PathMatch, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
+        self.resolve(m, method, path).map(|o| &o.known)
     }
 
     /// The scope the operation at `method` + `path` requires; `None` for a public operation
     /// and when no operation matches.
     pub fn scope(&self, method: &Method, path: &str) -> Option<Scope> {
-        self.resolve(method, path).and_then(|o| o.scope)
+        self.scope_in(self.path_match(path), method, path)
+    }
+
+    /// [`Self::scope`] with `path`'s match `m`.
+    pub fn scope_in(&self, m: PathMatch, method: &Method, path: &str) -> Option<Scope> {
+        self.resolve(m, method, path).and_then(|o| o.scope)
     }
 
     /// Whether the operation at `method` + `path` declares the `X-Idempotency` header (its
     /// `#[oai(name = "X-Idempotency")]` parameter): the one declaration the spec shows and
     /// `idempotency` applies. False when no operation matches.
     pub fn idempotent(&self, method: &Method, path: &str) -> bool {
-        self.resolve(method, path).is_some_and(|o| o.idempotent)
+        self.idempotent_in(self.path_match(path), method, path)
+    }
+
+    /// [`Self::idempotent`] with `path`'s match `m`.
+    pub fn idempotent_in(&self, m: PathMatch, method: &Method, path: &str) -> bool {
+        self.resolve(m, method, path).is_some_and(|o| o.idempotent)
     }
 
     /// The route `path` resolves to, as the document spells it (`/v1/templates/{id}`), or
@@ -177,15 +240,12 @@ impl QueryContract {
             .map(|p| p.template.as_str())
     }
 
-    /// The operation at `method` + `path`, the most literal path first. `HEAD` is `GET`.
-    fn resolve(&self, method: &Method, path: &str) -> Option<&Operation> {
+    /// The operation at `method` + `path` (matched as `m`), the most literal path first.
+    /// `HEAD` is `GET`.
+    fn resolve(&self, m: PathMatch, method: &Method, path: &str) -> Option<&Operation> {
         let method = as_get(method);
-        let parts = PathParts::of(path)?;
-        self.paths
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.matches(&parts))
-            .find_map(|(index, _)| self.operation(index, method))
+        self.matching(m, path)
+            .find_map(|index| self.operation(index, method))
     }
 
     /// The methods of the route `path` resolves to, as the router resolves it: the most
@@ -206,15 +266,20 @@ impl QueryContract {
     /// and when no operation has the path (the router answers 404 then). `HEAD` is `GET`.
     /// The same answer as [`Self::methods`], without allocating.
     pub fn allows(&self, method: &Method, path: &str) -> bool {
+        self.allows_in(self.path_match(path), method, path)
+    }
+
+    /// [`Self::allows`] with `path`'s match `m`.
+    pub fn allows_in(&self, m: PathMatch, method: &Method, path: &str) -> bool {
         let method = as_get(method);
-        self.route(path)
+        self.matching(m, path)
+            .next()
             .is_none_or(|route| self.operation(route, method).is_some())
     }
 
     /// The index of the path `path` resolves to, the most literal first.
     fn route(&self, path: &str) -> Option<usize> {
-        let parts = PathParts::of(path)?;
-        self.paths.iter().position(|p| p.matches(&parts))
+        self.matching(self.path_match(path), path).next()
     }
 
     /// The operation of `method` on the path at `index`.
@@ -335,9 +400,11 @@ pub fn unknown_error(unknown: &[String], known: &BTreeSet<String>) -> AppError {
 /// Rejects unknown query keys and drops empty-valued parameters (see the module docs): the
 /// 400 of a request with an unknown key, if it is; a query with empty values is rewritten in
 /// place.
-pub fn refusal(contract: &QueryContract, req: &mut Request) -> Option<Response> {
+///
+/// `m` is the match of the request's path (`QueryContract::path_match`).
+pub fn refusal(contract: &QueryContract, m: PathMatch, req: &mut Request) -> Option<Response> {
     let query = req.uri().query()?;
-    let known = contract.known(req.method(), req.uri().path())?;
+    let known = contract.known_in(m, req.method(), req.uri().path())?;
     // Authentication comes first: an unauthenticated caller learns nothing about the
     // operation's parameters (the operation answers 401).
     if matches!(
@@ -392,6 +459,93 @@ mod tests {
         assert_eq!(
             check("limit=1&foo=1&bar=&foo=2", &k),
             Verdict::Unknown(vec!["bar".into(), "foo".into()])
+        );
+    }
+
+    /// Every `*_in` answer given a path's match is its plain form's, on every route of the API,
+    /// literals shadowing parameters, unknown and over-long paths alike, for every method.
+    #[test]
+    fn a_paths_match_gives_the_answers_of_matching_it_again() {
+        let c = QueryContract::from_spec(&crate::http::spec::raw());
+        let mut paths: Vec<String> = c
+            .paths
+            .iter()
+            .map(|p| p.template.replace("{id}", "x1").replace(['{', '}'], ""))
+            .collect();
+        paths.extend(
+            [
+                "/v1/deadlines/notifications",
+                "/v1/deadlines/notifications/",
+                "/v1/templates/",
+                "/",
+                "/v1/x",
+                "/a/b/c/d/e/f/g/h/i/j",
+            ]
+            .map(str::to_owned),
+        );
+        let methods = [
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PATCH,
+            Method::PUT,
+            Method::DELETE,
+        ];
+        let mut matched = 0;
+        for path in &paths {
+            let m = c.path_match(path);
+            matched += usize::from(m.bits != 0);
+            for method in &methods {
+                assert_eq!(
+                    c.allows_in(m, method, path),
+                    c.allows(method, path),
+                    "{method} {path}"
+                );
+                assert_eq!(
+                    c.scope_in(m, method, path),
+                    c.scope(method, path),
+                    "{method} {path}"
+                );
+                assert_eq!(
+                    c.known_in(m, method, path),
+                    c.known(method, path),
+                    "{method} {path}"
+                );
+                assert_eq!(
+                    c.idempotent_in(m, method, path),
+                    c.idempotent(method, path),
+                    "{method} {path}"
+                );
+            }
+        }
+        assert!(
+            matched >= c.paths.len(),
+            "every route's own path matches it"
+        );
+        assert_eq!(c.path_match("/v1/x").bits, 0);
+    }
+
+    /// A contract of more paths than a match holds as bits still matches exactly.
+    #[test]
+    fn a_contract_past_the_bits_matches_by_scanning() {
+        let paths: serde_json::Map<String, serde_json::Value> = (0..70)
+            .map(|i| {
+                (
+                    format!("/p{i}/{{id}}"),
+                    serde_json::json!({"get": {"parameters": [{"in": "query", "name": format!("k{i}")}]}}),
+                )
+            })
+            .collect();
+        let c = QueryContract::from_spec(&serde_json::json!({ "paths": paths }));
+        let m = c.path_match("/p69/a");
+        assert!(m.unbounded);
+        let known = c
+            .known_in(m, &Method::GET, "/p69/a")
+            .expect("the last path's operation");
+        assert!(known.contains("k69"), "{known:?}");
+        assert!(
+            c.known_in(c.path_match("/p70/a"), &Method::GET, "/p70/a")
+                .is_none()
         );
     }
 

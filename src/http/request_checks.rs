@@ -7,7 +7,7 @@
 //! runs them.
 use super::auth::{self, Authenticator};
 use super::error::error_response;
-use super::query::{self, QueryContract};
+use super::query::{self, PathMatch, QueryContract};
 use super::{body_limit, head_limit, methods};
 use poem::{Request, Response};
 use std::sync::Arc;
@@ -27,16 +27,17 @@ pub struct RequestChecks {
 
 impl RequestChecks {
     /// The refusal of `req`, if a check refuses it; else `req` is authenticated, its body
-    /// read (when its method has one) and its query cleaned.
-    pub async fn refusal(&self, req: &mut Request) -> Option<Response> {
+    /// read (when its method has one) and its query cleaned. `m` is the match of its path
+    /// (`QueryContract::path_match`), found once for every check.
+    pub async fn refusal(&self, req: &mut Request, m: PathMatch) -> Option<Response> {
         if let Some(r) = head_limit::refusal(req) {
             return Some(r);
         }
-        if let Some(r) = methods::refusal(&self.contract, req) {
+        if let Some(r) = methods::refusal(&self.contract, m, req) {
             return Some(r);
         }
         auth::authenticate(&self.authenticator, req);
-        if let Some(scope) = self.contract.scope(req.method(), req.uri().path()) {
+        if let Some(scope) = self.contract.scope_in(m, req.method(), req.uri().path()) {
             if let Some(e) = auth::scope_refusal(req, scope) {
                 return Some(error_response(&e));
             }
@@ -54,6 +55,6 @@ impl RequestChecks {
         {
             return Some(r);
         }
-        query::refusal(&self.contract, req)
+        query::refusal(&self.contract, m, req)
     }
 }
