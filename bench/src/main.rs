@@ -12,11 +12,13 @@
 //! runs headless Chromium, `CHROMIUM_PATH` or `/usr/bin/chromium`), and the release `reporter`, `bare-poem` and `raw-publisher` binaries (`REPORTER_BIN`,
 //! `BARE_POEM_BIN`, `RAW_PUBLISHER_BIN`; default: next to this binary, else `target/release/`). A run of in-process figures only
 //! (`--only crm-decrypt`) needs none of these.
+mod bench_auth;
 mod broker;
 mod cpu;
 mod figures;
 mod harness;
 mod inproc;
+mod otlp_sink;
 mod raw;
 
 use anyhow::Context;

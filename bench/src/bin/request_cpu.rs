@@ -12,11 +12,15 @@
 //! `--telemetry`: ENABLE_TELEMETRY with OTLP/HTTP to a receiver in this process that reads and
 //! discards every export. The template sandbox's program is `TEMPLATE_SANDBOX_EXE`, else the
 //! `reporter` next to this binary. Prints the median, minimum and maximum over the batches.
+#[path = "../bench_auth.rs"]
+mod bench_auth;
+#[path = "../otlp_sink.rs"]
+mod otlp_sink;
+
+use bench_auth::{SECRET, token};
+use otlp_sink::sink;
 use poem::Endpoint as _;
 use poem::http::{Method, StatusCode};
-use std::io::{BufRead, BufReader, Read, Write};
-
-const SECRET: &str = "bench-secret-bench-secret-bench-secret-01";
 
 /// A small csv template over the bundled `bank` example data (as `template-read`'s).
 const TEMPLATE: &str = "account_id,holder_name\n{% for a in bank.accounts %}{{ a.account_id }},{{ a.holder_name }}\n{% endfor %}";
@@ -127,24 +131,6 @@ fn sandbox_exe() -> anyhow::Result<String> {
     Ok(reporter.to_string_lossy().into_owned())
 }
 
-/// A token for [`SECRET`] with every scope, valid two hours.
-fn token() -> anyhow::Result<String> {
-    let scopes: Vec<&str> = reporter::http::auth::Scope::ALL
-        .iter()
-        .map(|s| s.as_str())
-        .collect();
-    let claims = reporter::http::auth::Claims {
-        sub: Some("bench".into()),
-        exp: (chrono::Utc::now() + chrono::Duration::hours(2)).timestamp(),
-        scope: Some(scopes.join(" ")),
-        tenant_id: Some("default".into()),
-        iss: None,
-        aud: None,
-        iat: None,
-    };
-    reporter::http::auth::mint_hs256(SECRET.as_bytes(), &claims).map_err(|e| anyhow::anyhow!(e))
-}
-
 /// Uploads [`TEMPLATE`] through `ep`: its id.
 async fn upload(
     ep: &impl poem::Endpoint<Output = poem::Response>,
@@ -169,52 +155,4 @@ async fn upload(
         .as_str()
         .map(str::to_owned)
         .ok_or_else(|| anyhow::anyhow!("no id in {answer}"))
-}
-
-/// A local OTLP/HTTP receiver on its own thread: answers 200 to every export after reading
-/// its body. Its URL.
-fn sink() -> anyhow::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || receive(conn));
-        }
-    });
-    Ok(format!("http://{addr}"))
-}
-
-/// Reads the exports of one connection, answering each.
-fn receive(conn: std::net::TcpStream) {
-    let Ok(mut out) = conn.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(conn);
-    let mut line = String::new();
-    loop {
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err()
-            || out
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-                .is_err()
-        {
-            return;
-        }
-    }
 }

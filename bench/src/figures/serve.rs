@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The HS256 secret every figure's `reporter serve` (and the bare poem + JWT baseline) checks.
-pub const SECRET: &str = "bench-secret-bench-secret-bench-secret-01";
+pub use crate::bench_auth::{SECRET, token};
 
 /// The variables that would make `reporter serve` take its jobs from RabbitMQ instead of its
 /// in-process queue; removed from every figure's `reporter serve` (a figure that wants one
@@ -104,24 +104,6 @@ pub fn free_addr() -> String {
         .map(|a| a.port())
         .unwrap_or(4099);
     format!("127.0.0.1:{port}")
-}
-
-/// A token for [`SECRET`] with every scope, valid two hours.
-pub fn token() -> anyhow::Result<String> {
-    let scopes: Vec<&str> = reporter::http::auth::Scope::ALL
-        .iter()
-        .map(|s| s.as_str())
-        .collect();
-    let claims = reporter::http::auth::Claims {
-        sub: Some("bench".into()),
-        exp: (chrono::Utc::now() + chrono::Duration::hours(2)).timestamp(),
-        scope: Some(scopes.join(" ")),
-        tenant_id: Some("default".into()),
-        iss: None,
-        aud: None,
-        iat: None,
-    };
-    reporter::http::auth::mint_hs256(SECRET.as_bytes(), &claims).map_err(|e| anyhow::anyhow!(e))
 }
 
 /// One HTTP/1.1 request with a bearer token for [`SECRET`] (`Connection: close`, 60 s

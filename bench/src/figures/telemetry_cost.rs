@@ -6,7 +6,6 @@ use super::serve::{Server, token, wrk};
 use super::template_read::upload;
 use crate::harness::{Ctx, Figure, Sample, Target};
 use async_trait::async_trait;
-use std::io::{BufRead, BufReader, Read, Write};
 
 /// What BENCHMARKS.md says this figure measures.
 pub const DESCRIPTION: &str = "- **Telemetry cost** (issue 32): P3 (`GET /v1/templates/{id}`, `wrk -t2 -c32`, bearer token) against the release `reporter serve` (state in memory, auth on) with `ENABLE_TELEMETRY=true` and the default configuration a user gets (every trace sampled, `ParentBased(AlwaysOn)`, as the original; Reporter's batch defaults: batches of 2048 spans from a queue of 8192, an export every 5 s when no batch fills up), every request's spans (the server span `GET /v1/templates/{id}` and the use-case span `get_template`) exported over OTLP/HTTP (protobuf) to a local receiver that reads and discards each export, and the Prometheus metrics exported every 60 s, vs the same service with telemetry off; req/s and p99, and informational the service's CPU time per request over each `wrk` run (user + system of every thread, `/proc/<pid>/stat`, in 10 ms ticks), which other processes on the machine disturb less than req/s. The service, `wrk` and the receiver share the machine's cores, so the ratio follows the CPU telemetry adds per request. Target: ≥ 0.9×.\n";
@@ -17,55 +16,8 @@ pub struct TelemetryCost;
 const TEMPLATE: &str =
     "account_id,n\n{% for a in bank.accounts %}{{ a.account_id }},1\n{% endfor %}";
 
-/// A local OTLP/HTTP sink: answers 200 to every export after reading its body. Its address.
-fn sink() -> anyhow::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?.to_string();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let Ok(mut out) = conn.try_clone() else {
-                    return;
-                };
-                let mut reader = BufReader::new(conn);
-                loop {
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let l = line.trim_end();
-                        if l.is_empty() {
-                            break;
-                        }
-                        if let Some((k, v)) = l.split_once(':')
-                            && k.eq_ignore_ascii_case("content-length")
-                        {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0u8; length];
-                    if reader.read_exact(&mut body).is_err()
-                        || out
-                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-                            .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    Ok(format!("http://{addr}"))
-}
-
 fn measure(ctx: &Ctx, reporter_first: bool, secs: u64) -> anyhow::Result<[Run; 2]> {
-    let endpoint = sink()?;
+    let endpoint = crate::otlp_sink::sink()?;
     let on = Server::reporter(
         ctx,
         &[
