@@ -18,6 +18,12 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 /// Stack of a reaper thread: it only waits, reaps and sends the status.
 const REAPER_STACK: usize = 64 * 1024;
 
+/// Held while a child is reaped: one reap at a time in the process. The kernel's clean-up of
+/// a child's `/proc` entries takes locks that every other reap (and every `/proc` lookup)
+/// also takes; reaps at once spin against each other (8 reports at once took 2.9 s instead
+/// of 1.0 s with one reaper thread each reaping as soon as its child exited).
+static ONE_REAP_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 /// How the child ended, as its reaper read it (an error kind when `wait` itself failed).
 type Exit = Result<ExitStatus, io::ErrorKind>;
 
@@ -122,6 +128,7 @@ fn reap(mut child: std::process::Child, running: &Mutex<bool>) -> Exit {
     let exited = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
     while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(WaitId::Pid(pid), exited) {}
     *lock(running) = false;
+    let _alone = ONE_REAP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     child.wait().map_err(|e| e.kind())
 }
 
