@@ -296,7 +296,10 @@ def main():
         auth = {"Authorization": f"Bearer {token2}"}
         source = page2.request.get(f"{BASE}/v1/templates/{built_id}/source", headers=auth).text()
         marker_at = source.rindex("{# reporter-console:builder v1 ")
-        assert source[:marker_at].rstrip("\n") == generated.rstrip("\n"), "the generated code, byte for byte, first"
+        saved_code = source[:marker_at].rstrip("\n")
+        assert saved_code == generated.rstrip("\n"), (
+            "the generated code, byte for byte, first: saved "
+            f"{saved_code!r}, shown after the save {generated!r}")
         assert source.endswith(" #}") and "\n" not in source[marker_at:], source[-200:]
         screen(page2, "templates")
         page2.fill("form.filters input[type=search]", "Builder made")
