@@ -197,36 +197,42 @@ impl QueryContract {
         held.chain(scanned.into_iter().flatten())
     }
 
-    /// The query keys the operation at `method` + `path` accepts; `None` when no operation
-    /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
+    /// [`Self::known_in`] with `path` matched here (the tests' shorthand).
+    #[cfg(test)]
     pub fn known(&self, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
         self.known_in(self.path_match(path), method, path)
     }
 
-    /// [`Self::known`] with `path`'s match `m`.
+    /// The query keys the operation at `method` + `path` accepts; `None` when no operation
+    /// matches (the router answers 404 / 405 then). `HEAD` is checked as `GET`.
+    /// `m` is `path`'s match ([`Self::path_match`]), made once per request.
     pub fn known_in(&self, m: PathMatch, method: &Method, path: &str) -> Option<&BTreeSet<String>> {
         self.resolve(m, method, path).map(|o| &o.known)
     }
 
-    /// The scope the operation at `method` + `path` requires; `None` for a public operation
-    /// and when no operation matches.
+    /// [`Self::scope_in`] with `path` matched here (the tests' shorthand).
+    #[cfg(test)]
     pub fn scope(&self, method: &Method, path: &str) -> Option<Scope> {
         self.scope_in(self.path_match(path), method, path)
     }
 
-    /// [`Self::scope`] with `path`'s match `m`.
+    /// The scope the operation at `method` + `path` requires; `None` for a public operation
+    /// and when no operation matches.
+    /// `m` is `path`'s match ([`Self::path_match`]), made once per request.
     pub fn scope_in(&self, m: PathMatch, method: &Method, path: &str) -> Option<Scope> {
         self.resolve(m, method, path).and_then(|o| o.scope)
+    }
+
+    /// [`Self::idempotent_in`] with `path` matched here (the tests' shorthand).
+    #[cfg(test)]
+    pub fn idempotent(&self, method: &Method, path: &str) -> bool {
+        self.idempotent_in(self.path_match(path), method, path)
     }
 
     /// Whether the operation at `method` + `path` declares the `X-Idempotency` header (its
     /// `#[oai(name = "X-Idempotency")]` parameter): the one declaration the spec shows and
     /// `idempotency` applies. False when no operation matches.
-    pub fn idempotent(&self, method: &Method, path: &str) -> bool {
-        self.idempotent_in(self.path_match(path), method, path)
-    }
-
-    /// [`Self::idempotent`] with `path`'s match `m`.
+    /// `m` is `path`'s match ([`Self::path_match`]), made once per request.
     pub fn idempotent_in(&self, m: PathMatch, method: &Method, path: &str) -> bool {
         self.resolve(m, method, path).is_some_and(|o| o.idempotent)
     }
@@ -262,14 +268,16 @@ impl QueryContract {
             .collect()
     }
 
-    /// Whether `method` may reach the route `path` resolves to: true when the route takes it,
-    /// and when no operation has the path (the router answers 404 then). `HEAD` is `GET`.
-    /// The same answer as [`Self::methods`], without allocating.
+    /// [`Self::allows_in`] with `path` matched here (the tests' shorthand).
+    #[cfg(test)]
     pub fn allows(&self, method: &Method, path: &str) -> bool {
         self.allows_in(self.path_match(path), method, path)
     }
 
-    /// [`Self::allows`] with `path`'s match `m`.
+    /// Whether `method` may reach the route `path` resolves to: true when the route takes it,
+    /// and when no operation has the path (the router answers 404 then). `HEAD` is `GET`.
+    /// The same answer as [`Self::methods`], without allocating.
+    /// `m` is `path`'s match ([`Self::path_match`]), made once per request.
     pub fn allows_in(&self, m: PathMatch, method: &Method, path: &str) -> bool {
         let method = as_get(method);
         self.matching(m, path)
