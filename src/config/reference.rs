@@ -257,8 +257,9 @@ pub fn markdown() -> String {
     }
     out.push_str(
         "\n## Read by name elsewhere\n\n\
-         The Midaz CRM source's keys, and the OpenTelemetry SDK's own variables (read by the \
-         SDK when `ENABLE_TELEMETRY=true`).\n\n\
+         The Midaz CRM source's keys, and the OpenTelemetry SDK's standard variables (read \
+         when `ENABLE_TELEMETRY=true`, by the SDK or, over OTLP/HTTP, the service's span \
+         processor).\n\n\
          | Variable | Default | Allowed | Meaning |\n|---|---|---|---|\n",
     );
     for [names, default, allowed, meaning] in other_rows() {
