@@ -4,7 +4,10 @@
 //! `String` per name, attribute key and string value) and frees them after encoding: per span,
 //! that was most of the export's CPU (issue 32: telemetry's cost per request). The bytes are
 //! the same message: `tests` decodes them with the generated types and compares them with the
-//! stock conversion.
+//! stock conversion. Over OTLP/HTTP the service writes each span on the thread that ends it
+//! ([`encode_span`], [`put_encoded_span`]) and the request around the pending spans' bytes
+//! later ([`export_request_encoded`], see `encoding_processor`); [`export_request`] writes the
+//! same bytes from whole spans (the reference the processor's tests compare with).
 //!
 //! Layout (field numbers of opentelemetry-proto's `trace.proto`, `common.proto`,
 //! `resource.proto`): one `ResourceSpans` (the process's resource) holding one `ScopeSpans` per

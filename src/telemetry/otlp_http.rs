@@ -51,7 +51,7 @@ fn retryable(status: StatusCode) -> bool {
 
 impl Client {
     /// POSTs an OTLP/HTTP protobuf `body` to `url` with `headers`. A connection error or a
-    /// throttling / unavailable answer (429, 502, 503, 504) is retried up to [`RETRIES`]
+    /// throttling / unavailable answer (429, 502, 503, 504) is retried up to `RETRIES` (3)
     /// times, 100 ms then doubling up to 1.6 s apart, while the export's time
     /// ([`EXPORT_TIMEOUT`](super::otel::EXPORT_TIMEOUT)) lasts; any other answer but 2xx is
     /// an error at once.
