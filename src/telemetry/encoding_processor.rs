@@ -48,7 +48,8 @@ pub struct Limits {
     /// Pending spans that start an export; also the most spans one request carries (at
     /// least 1, at most `max_queue` unless that is 0).
     pub max_batch: usize,
-    /// An export leaves this long after the previous one when no batch filled up.
+    /// An export leaves this long after the previous one when no batch filled up (at least
+    /// 1 ms: the export thread never spins).
     pub schedule_delay: Duration,
 }
 
@@ -70,12 +71,13 @@ impl Limits {
         )
     }
 
-    /// The limits, the batch brought within the queue (as the SDK does) and to at least 1.
+    /// The limits, the batch brought within the queue (as the SDK does) and to at least 1,
+    /// the delay to at least 1 ms.
     pub fn new(max_queue: usize, max_batch: usize, schedule_delay: Duration) -> Self {
         Self {
             max_queue,
             max_batch: max_batch.min(max_queue).max(1),
-            schedule_delay,
+            schedule_delay: schedule_delay.max(Duration::from_millis(1)),
         }
     }
 }
@@ -600,6 +602,22 @@ mod tests {
         assert_eq!(p.dropped(), 1);
         assert!(matches!(p.shutdown(), Err(OTelSdkError::AlreadyShutdown)));
         assert!(p.force_flush().is_err());
+    }
+
+    #[test]
+    fn limits_are_brought_within_bounds() {
+        let l = Limits::new(10, 50, Duration::ZERO);
+        assert_eq!(
+            (l.max_queue, l.max_batch),
+            (10, 10),
+            "the batch within the queue"
+        );
+        assert_eq!(
+            l.schedule_delay,
+            Duration::from_millis(1),
+            "no spinning thread"
+        );
+        assert_eq!(Limits::new(0, 0, LONG).max_batch, 1);
     }
 
     #[test]
