@@ -2,9 +2,10 @@
 //! (`otel`, `context`, `bridge`).
 pub mod bridge;
 pub mod context;
+pub mod encoding_processor;
 pub mod otel;
 pub mod otlp_body;
-mod otlp_http;
+pub mod otlp_http;
 pub mod server_span;
 pub mod span_export;
 

@@ -138,29 +138,33 @@ fn other_rows() -> Vec<[String; 4]> {
             "`OTEL_BSP_MAX_QUEUE_SIZE`".into(),
             format!("`{EXPORT_QUEUE}`"),
             String::new(),
-            "Read by the OpenTelemetry SDK: spans waiting for export (past it new spans are \
-             dropped)."
+            "Read by the span processor (the service's over OTLP/HTTP, the SDK's over gRPC): \
+             spans waiting for export (past it new spans are dropped and counted)."
                 .into(),
         ],
         [
             "`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`".into(),
             format!("`{EXPORT_BATCH}`"),
             String::new(),
-            "Read by the OpenTelemetry SDK: spans per export.".into(),
+            "Read by the span processor: pending spans that start an export, and the most spans \
+             one export carries."
+                .into(),
         ],
         [
             "`OTEL_BSP_SCHEDULE_DELAY`".into(),
             "`5000`".into(),
             String::new(),
-            "Read by the OpenTelemetry SDK: milliseconds between two exports when no batch \
-             fills up."
-                .into(),
+            "Read by the span processor: milliseconds between two exports when no batch fills \
+             up."
+            .into(),
         ],
         [
             "`OTEL_BSP_EXPORT_TIMEOUT`".into(),
-            "`30000`".into(),
+            "—".into(),
             String::new(),
-            "Read by the OpenTelemetry SDK: milliseconds an export may take.".into(),
+            "Not honoured by either span processor (the SDK's thread-based one ignores it too): \
+             an OTLP/HTTP span export, retries included, takes at most 10 s."
+                .into(),
         ],
     ]
 }
@@ -253,8 +257,9 @@ pub fn markdown() -> String {
     }
     out.push_str(
         "\n## Read by name elsewhere\n\n\
-         The Midaz CRM source's keys, and the OpenTelemetry SDK's own variables (read by the \
-         SDK when `ENABLE_TELEMETRY=true`).\n\n\
+         The Midaz CRM source's keys, and the OpenTelemetry SDK's standard variables (read \
+         when `ENABLE_TELEMETRY=true`, by the SDK or, over OTLP/HTTP, the service's span \
+         processor).\n\n\
          | Variable | Default | Allowed | Meaning |\n|---|---|---|---|\n",
     );
     for [names, default, allowed, meaning] in other_rows() {

@@ -2,8 +2,9 @@
 //! variables (`ENABLE_TELEMETRY`, `OTEL_RESOURCE_*`, `OTEL_LIBRARY_NAME`,
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_INSECURE_EXPORTER`) plus the standard
 //! `OTEL_EXPORTER_OTLP_PROTOCOL` and `OTEL_METRIC_EXPORT_INTERVAL`. The standard sampler
-//! (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`) and batch processor (`OTEL_BSP_*`)
-//! variables are read by the OpenTelemetry SDK itself (see `telemetry::otel`).
+//! (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`) variables are read by the OpenTelemetry
+//! SDK itself, the batch processor's (`OTEL_BSP_*`) by the span processor: the SDK's over gRPC,
+//! `telemetry::encoding_processor` over HTTP (see `telemetry::otel`).
 use super::{Checker, problem};
 use clap::Args;
 use std::time::Duration;

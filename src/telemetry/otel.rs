@@ -3,6 +3,7 @@
 //!
 //! Off (the default) installs nothing: [`enabled`] answers `false`, no layer joins the
 //! subscriber and no trace context is read or written anywhere.
+use super::encoding_processor::{EncodingProcessor, Limits};
 use crate::config::{OtlpProtocol, TelemetrySettings};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::TracerProvider as _;
@@ -81,6 +82,13 @@ impl Drop for OtelGuard {
     }
 }
 
+/// The span processor of the protocol: over gRPC the SDK's batch span processor and the
+/// stock exporter; over HTTP/protobuf the service's own (spans encoded where they end).
+enum SpanExport {
+    Batch(opentelemetry_sdk::trace::BatchSpanProcessor),
+    Encoding(EncodingProcessor),
+}
+
 /// The tracer the tracing layer feeds.
 pub type Tracer = opentelemetry_sdk::trace::Tracer;
 
@@ -95,7 +103,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
         ])
         .build();
     let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
-    let (batch, metrics) = match s.protocol {
+    let (spans, metrics) = match s.protocol {
         OtlpProtocol::Grpc => {
             let tls = || {
                 opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
@@ -112,17 +120,21 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 metric = metric.with_tls_config(tls());
             }
             (
-                batch(span.build().map_err(err)?),
+                SpanExport::Batch(batch(span.build().map_err(err)?)),
                 metric.build().map_err(err)?,
             )
         }
         OtlpProtocol::HttpProtobuf => {
             let client =
                 super::otlp_http::Client::new().map_err(|e| OtelError::Exporter(e.to_string()))?;
-            let span = super::span_export::HttpSpanExporter::new(
-                client.clone(),
-                format!("{}/v1/traces", s.endpoint),
-            );
+            let span = super::encoding_processor::EncodingProcessor::start(
+                super::span_export::HttpSpanExport::new(
+                    client.clone(),
+                    format!("{}/v1/traces", s.endpoint),
+                ),
+                Limits::from_env(EXPORT_QUEUE, EXPORT_BATCH),
+            )
+            .map_err(|e| OtelError::Exporter(e.to_string()))?;
             let metric = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -130,13 +142,15 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 .with_endpoint(format!("{}/v1/metrics", s.endpoint))
                 .build()
                 .map_err(err)?;
-            (batch(span), metric)
+            (SpanExport::Encoding(span), metric)
         }
     };
-    let tracer_provider = SdkTracerProvider::builder()
-        .with_resource(resource.clone())
-        .with_span_processor(batch)
-        .build();
+    let tracer_provider = SdkTracerProvider::builder().with_resource(resource.clone());
+    let tracer_provider = match spans {
+        SpanExport::Batch(p) => tracer_provider.with_span_processor(p),
+        SpanExport::Encoding(p) => tracer_provider.with_span_processor(p),
+    }
+    .build();
     let meter_provider = SdkMeterProvider::builder()
         .with_resource(resource)
         .with_reader(
@@ -170,7 +184,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
 }
 
 /// Spans per export unless `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` says otherwise (the SDK's
-/// default is 512). Measured with `reporter-bench --only telemetry-cost` (P3, two spans a
+/// default is 512), over either protocol. Measured with `reporter-bench --only telemetry-cost` (P3, two spans a
 /// request): 2048 cut the service's CPU per request by about a quarter against 512, and 8192
 /// did no better.
 pub const EXPORT_BATCH: usize = 2048;
@@ -180,7 +194,7 @@ pub const EXPORT_BATCH: usize = 2048;
 /// new spans are dropped; at most a few MiB are held.
 pub const EXPORT_QUEUE: usize = 4 * EXPORT_BATCH;
 
-/// The batch span processor's settings: the standard `OTEL_BSP_*` variables (read by the
+/// The (gRPC) batch span processor's settings: the standard `OTEL_BSP_*` variables (read by the
 /// SDK), else [`EXPORT_BATCH`] and [`EXPORT_QUEUE`] and the SDK's defaults (an export every
 /// 5 s when no batch fills up, 30 s per export at most).
 fn batch_config() -> opentelemetry_sdk::trace::BatchConfig {

@@ -4,7 +4,10 @@
 //! `String` per name, attribute key and string value) and frees them after encoding: per span,
 //! that was most of the export's CPU (issue 32: telemetry's cost per request). The bytes are
 //! the same message: `tests` decodes them with the generated types and compares them with the
-//! stock conversion.
+//! stock conversion. Over OTLP/HTTP the service writes each span on the thread that ends it
+//! ([`encode_span`], [`put_encoded_span`]) and the request around the pending spans' bytes
+//! later ([`export_request_encoded`], see `encoding_processor`); [`export_request`] writes the
+//! same bytes from whole spans (the reference the processor's tests compare with).
 //!
 //! Layout (field numbers of opentelemetry-proto's `trace.proto`, `common.proto`,
 //! `resource.proto`): one `ResourceSpans` (the process's resource) holding one `ScopeSpans` per
@@ -67,6 +70,85 @@ pub fn export_request(spans: &[SpanData], resource: &EncodedResource) -> Vec<u8>
                 put_span(span, &mut buf);
             }
         }
+        put_str(3, scope.schema_url().unwrap_or_default(), &mut buf);
+    }
+    put_str(3, &resource.schema_url, &mut buf);
+    buf
+}
+
+/// Writes `span` as one `Span` message (no key, no length) into `scratch`, cleared first: the
+/// encoding [`crate::telemetry::encoding_processor`] does on the thread that ended the span.
+/// The trace state's header is spelled once (it is the only part that may allocate).
+pub fn encode_span(span: &SpanData, scratch: &mut Vec<u8>) {
+    scratch.clear();
+    put_span(span, scratch);
+}
+
+/// Appends one encoded `Span` message (from [`encode_span`]) to `out` as a `ScopeSpans.spans`
+/// field: key, length, message.
+pub fn put_encoded_span(message: &[u8], out: &mut Vec<u8>) {
+    put_len(2, message.len(), out);
+    out.put_slice(message);
+}
+
+/// How many whole `ScopeSpans.spans` fields (written by [`put_encoded_span`]) open `fields`,
+/// at most `max`, and the bytes they take. Bytes that are not such fields end the count.
+pub fn leading_spans(fields: &[u8], max: usize) -> (usize, usize) {
+    let (mut count, mut at) = (0, 0);
+    while count < max && at < fields.len() {
+        let mut rest = &fields[at..];
+        let before = rest.len();
+        match prost::encoding::decode_key(&mut rest) {
+            Ok((2, WireType::LengthDelimited)) => {}
+            _ => break,
+        }
+        let Ok(len) = prost::encoding::decode_varint(&mut rest) else {
+            break;
+        };
+        let header = before - rest.len();
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .and_then(|len| at.checked_add(header)?.checked_add(len))
+            .filter(|end| *end <= fields.len())
+        else {
+            break;
+        };
+        at = end;
+        count += 1;
+    }
+    (count, at)
+}
+
+/// The `ExportTraceServiceRequest` of spans already encoded as `ScopeSpans.spans` fields
+/// ([`put_encoded_span`]), given per instrumentation scope in order: the same bytes as
+/// [`export_request`] of the same spans grouped the same way. A scope without bytes is left
+/// out; no bytes at all give an empty request.
+pub fn export_request_encoded(
+    scopes: &[(&InstrumentationScope, &[u8])],
+    resource: &EncodedResource,
+) -> Vec<u8> {
+    let scope_spans_len = |scope: &InstrumentationScope, fields: &[u8]| {
+        len_delimited(1, scope_len(scope))
+            + fields.len()
+            + str_len(3, scope.schema_url().unwrap_or_default())
+    };
+    let present = || scopes.iter().filter(|(_, fields)| !fields.is_empty());
+    if present().next().is_none() {
+        return Vec::new();
+    }
+    let resource_spans_len = len_delimited(1, resource.message.len())
+        + present()
+            .map(|(scope, fields)| len_delimited(2, scope_spans_len(scope, fields)))
+            .sum::<usize>()
+        + str_len(3, &resource.schema_url);
+    let mut buf = Vec::with_capacity(len_delimited(1, resource_spans_len));
+    put_len(1, resource_spans_len, &mut buf);
+    put_len(1, resource.message.len(), &mut buf);
+    buf.put_slice(&resource.message);
+    for (scope, fields) in present() {
+        put_len(2, scope_spans_len(scope, fields), &mut buf);
+        put_scope(scope, &mut buf);
+        buf.put_slice(fields);
         put_str(3, scope.schema_url().unwrap_or_default(), &mut buf);
     }
     put_str(3, &resource.schema_url, &mut buf);
@@ -431,7 +513,7 @@ fn put_fixed32(tag: u32, v: u32, buf: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use opentelemetry::trace::{Event, Link, SpanContext, TraceFlags, TraceId, TraceState};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -453,7 +535,7 @@ mod tests {
     /// Spans of two scopes with every kind of field: attributes of each value type (arrays,
     /// empty strings, negative and zero numbers), events, links, trace state, statuses, a
     /// remote parent and a root.
-    fn spans() -> Vec<SpanData> {
+    pub(crate) fn spans() -> Vec<SpanData> {
         let scope = InstrumentationScope::builder("reporter")
             .with_version("1.2.3")
             .build();
@@ -544,7 +626,7 @@ mod tests {
         vec![server, root, child, producer, client]
     }
 
-    fn resource() -> Resource {
+    pub(crate) fn resource() -> Resource {
         Resource::builder()
             .with_service_name("reporter-test")
             .with_attributes([

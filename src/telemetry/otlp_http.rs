@@ -1,6 +1,6 @@
 //! The OTLP HTTP/protobuf exporters' client: the reqwest (0.12) the object store already
-//! builds, driven on the service's tokio runtime (the SDK's batch and periodic exporters call
-//! it from their own threads, where no runtime runs).
+//! builds, driven on the service's tokio runtime (the span export thread and the SDK's
+//! periodic metric exporter call it from their own threads, where no runtime runs).
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -51,7 +51,7 @@ fn retryable(status: StatusCode) -> bool {
 
 impl Client {
     /// POSTs an OTLP/HTTP protobuf `body` to `url` with `headers`. A connection error or a
-    /// throttling / unavailable answer (429, 502, 503, 504) is retried up to [`RETRIES`]
+    /// throttling / unavailable answer (429, 502, 503, 504) is retried up to `RETRIES` (3)
     /// times, 100 ms then doubling up to 1.6 s apart, while the export's time
     /// ([`EXPORT_TIMEOUT`](super::otel::EXPORT_TIMEOUT)) lasts; any other answer but 2xx is
     /// an error at once.
@@ -99,6 +99,20 @@ impl Client {
             }
         };
         self.runtime.spawn(call).await?
+    }
+}
+
+impl Client {
+    /// [`post_protobuf`](Self::post_protobuf) from a thread outside the runtime (the span
+    /// export thread), blocked until the answer. MUST NOT be called on a runtime thread.
+    pub fn post_protobuf_blocking(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<(), PostError> {
+        self.runtime
+            .block_on(self.post_protobuf(url, headers, body))
     }
 }
 

@@ -1,27 +1,22 @@
-//! The OTLP/HTTP (protobuf) span exporter: each batch the batch span processor hands over is
-//! written as one `ExportTraceServiceRequest` by [`otlp_body`](super::otlp_body) (no copy of
-//! the spans into the generated message types) and POSTed by the
-//! [`otlp_http`](super::otlp_http) client, with the headers of the standard
-//! `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (else `OTEL_EXPORTER_OTLP_HEADERS`) and the stock
-//! exporter's retries. The gRPC protocol keeps the stock exporter.
-use super::otlp_body::{self, EncodedResource};
-use super::otlp_http::Client;
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+//! Where the OTLP/HTTP (protobuf) spans go: each `ExportTraceServiceRequest` the
+//! [`encoding_processor`](super::encoding_processor) writes is POSTed to
+//! `<endpoint>/v1/traces` by the [`otlp_http`](super::otlp_http) client, with the headers of
+//! the standard `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (else `OTEL_EXPORTER_OTLP_HEADERS`) and
+//! the stock exporter's retries. The gRPC protocol keeps the stock exporter.
+use super::encoding_processor::Export;
+use super::otlp_http::{Client, PostError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-/// Exports spans to `<endpoint>/v1/traces`.
+/// POSTs span export requests to the collector's `/v1/traces`.
 #[derive(Debug)]
-pub struct HttpSpanExporter {
+pub struct HttpSpanExport {
     client: Client,
     url: String,
     headers: HeaderMap,
-    resource: EncodedResource,
 }
 
-impl HttpSpanExporter {
-    /// An exporter to `url` (the collector's `/v1/traces`) through `client`, with the headers
+impl HttpSpanExport {
+    /// An export to `url` (the collector's `/v1/traces`) through `client`, with the headers
     /// the environment names.
     pub fn new(client: Client, url: String) -> Self {
         let headers = std::env::var("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
@@ -32,8 +27,18 @@ impl HttpSpanExporter {
             client,
             url,
             headers,
-            resource: EncodedResource::default(),
         }
+    }
+}
+
+impl Export for HttpSpanExport {
+    type Error = PostError;
+
+    /// Blocks the export thread until the collector answered (at most the client's export
+    /// time, retries included).
+    fn export(&mut self, body: Vec<u8>) -> Result<(), PostError> {
+        self.client
+            .post_protobuf_blocking(&self.url, &self.headers, body)
     }
 }
 
@@ -54,24 +59,6 @@ fn headers(value: &str) -> HeaderMap {
             ))
         })
         .collect()
-}
-
-impl SpanExporter for HttpSpanExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let body = otlp_body::export_request(&batch, &self.resource);
-        drop(batch);
-        self.client
-            .post_protobuf(&self.url, &self.headers, body)
-            .await
-            .map_err(|e| OTelSdkError::InternalFailure(e.to_string()))
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.resource = otlp_body::resource(resource);
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! in memory, auth on, the token cache at its default) called on one thread, one request after
 //! another, with a bearer token, the template uploaded first through the same endpoint. The
 //! figure is the calling thread's CPU time per request (`CLOCK_THREAD_CPUTIME_ID`), and the
-//! process's (every thread: with telemetry on, the batch span processor's export and the local
+//! process's (every thread: with telemetry on, the span export thread and the local
 //! OTLP receiver's reads too). wrk's req/s on this shared machine varies by a third from run to
 //! run; this figure varies by a few percent, so it is the evidence for a cut on the request
 //! path (and `--only template-read` the figure the issue names).

@@ -5,9 +5,12 @@
 //! child of it), through the batch span processor (batches of 2048, queue of 8192) into an
 //! exporter that (a) drops each batch, (b) encodes it as the stock OTLP exporter does (the
 //! generated message types, then prost), (c) encodes it with Reporter's direct encoder
-//! (`reporter::telemetry::otlp_body`). The figure is the process's CPU time (every thread,
-//! the batch processor's included) per request: (a) is the SDK's floor, (b) − (a) and (c) − (a)
-//! the encodings'. Usage: `span-floor [requests]` (default 400,000).
+//! (`reporter::telemetry::otlp_body`); and (d) through Reporter's own OTLP/HTTP span processor
+//! instead (`reporter::telemetry::encoding_processor`: encoded on the ending thread, the
+//! requests written and dropped). The figure is the process's CPU time (every thread, the
+//! processors' included) per request: (a) is the SDK's floor, (b) − (a) and (c) − (a) the
+//! encodings', (d) − (a) what the service's path costs over the floor. Usage:
+//! `span-floor [requests]` (default 400,000).
 use opentelemetry::trace::{SpanKind, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -19,17 +22,35 @@ use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
 };
 use prost::Message as _;
+use reporter::telemetry::encoding_processor::{EncodingProcessor, Export, Limits};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// What the exporter does with a batch.
+/// What the exporter does with a batch; `Processor`: Reporter's OTLP/HTTP span processor
+/// (`reporter::telemetry::encoding_processor`, spans encoded on the thread that ends them) in
+/// place of the batch span processor, its requests counted and dropped.
 #[derive(Debug, Clone, Copy)]
 enum Mode {
     Drop,
     Stock,
     Direct,
+    Processor,
+}
+
+/// Counts the processor's requests' bytes.
+struct Counted {
+    bytes: Arc<AtomicU64>,
+}
+
+impl Export for Counted {
+    type Error = std::convert::Infallible;
+    fn export(&mut self, body: Vec<u8>) -> Result<(), Self::Error> {
+        self.bytes
+            .fetch_add(black_box(body).len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -46,7 +67,7 @@ impl SpanExporter for Sink {
         self.exported
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let len = match self.mode {
-            Mode::Drop => 0,
+            Mode::Drop | Mode::Processor => 0,
             Mode::Stock => {
                 let req = ExportTraceServiceRequest {
                     resource_spans: group_spans_by_resource_and_scope(batch, &self.stock),
@@ -94,15 +115,29 @@ fn run(mode: Mode, requests: usize) -> (f64, u64, f64) {
         stock: ResourceAttributesWithSchema::default(),
         direct: Default::default(),
     };
-    let processor = BatchSpanProcessor::builder(sink)
-        .with_batch_config(
-            BatchConfigBuilder::default()
-                .with_max_export_batch_size(2048)
-                .with_max_queue_size(8192)
+    let provider = SdkTracerProvider::builder();
+    let provider = if let Mode::Processor = mode {
+        let processor = EncodingProcessor::start(
+            Counted {
+                bytes: bytes.clone(),
+            },
+            Limits::new(8192, 2048, Duration::from_secs(5)),
+        )
+        .expect("the export thread starts");
+        provider.with_span_processor(processor)
+    } else {
+        provider.with_span_processor(
+            BatchSpanProcessor::builder(sink)
+                .with_batch_config(
+                    BatchConfigBuilder::default()
+                        .with_max_export_batch_size(2048)
+                        .with_max_queue_size(8192)
+                        .build(),
+                )
                 .build(),
         )
-        .build();
-    let provider = SdkTracerProvider::builder()
+    };
+    let provider = provider
         .with_resource(
             Resource::builder()
                 .with_service_name("reporter")
@@ -112,7 +147,6 @@ fn run(mode: Mode, requests: usize) -> (f64, u64, f64) {
                 ])
                 .build(),
         )
-        .with_span_processor(processor)
         .build();
     let tracer = provider.tracer_with_scope(
         InstrumentationScope::builder("reporter")
@@ -160,7 +194,10 @@ fn run(mode: Mode, requests: usize) -> (f64, u64, f64) {
     }
     let spent = cpu() - start;
     let _ = provider.shutdown();
-    let n = exported.load(Ordering::Relaxed);
+    let n = match mode {
+        Mode::Processor => 2 * done as u64,
+        _ => exported.load(Ordering::Relaxed),
+    };
     (
         spent.as_nanos() as f64 / done as f64,
         n,
@@ -175,7 +212,13 @@ fn main() {
         .unwrap_or(400_000);
     println!("CPU per request (two spans), {requests} requests, median of 3 runs:");
     let mut floor = 0.0;
-    for mode in [Mode::Drop, Mode::Stock, Mode::Direct, Mode::Drop] {
+    for mode in [
+        Mode::Drop,
+        Mode::Stock,
+        Mode::Direct,
+        Mode::Processor,
+        Mode::Drop,
+    ] {
         let mut runs: Vec<(f64, u64, f64)> = (0..3).map(|_| run(mode, requests)).collect();
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (ns, n, b) = runs[1];
