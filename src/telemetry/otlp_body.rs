@@ -40,40 +40,24 @@ pub fn resource(resource: &Resource) -> EncodedResource {
     }
 }
 
-/// The `ExportTraceServiceRequest` of `spans`. Empty spans give an empty request.
+/// The `ExportTraceServiceRequest` of `spans`, grouped by instrumentation scope in order of
+/// first appearance. Empty spans give an empty request.
 pub fn export_request(spans: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
-    if spans.is_empty() {
-        return Vec::new();
-    }
-    let scopes = scopes(spans);
-    let span_lens: Vec<usize> = spans.iter().map(span_len).collect();
-    let scope_lens: Vec<usize> = scopes
-        .iter()
-        .map(|scope| scope_spans_len(scope, spans, &span_lens))
-        .collect();
-    let resource_spans_len = len_delimited(1, resource.message.len())
-        + scope_lens
-            .iter()
-            .map(|l| len_delimited(2, *l))
-            .sum::<usize>()
-        + str_len(3, &resource.schema_url);
-    let mut buf = Vec::with_capacity(len_delimited(1, resource_spans_len));
-    put_len(1, resource_spans_len, &mut buf);
-    put_len(1, resource.message.len(), &mut buf);
-    buf.put_slice(&resource.message);
-    for (scope, len) in scopes.iter().zip(&scope_lens) {
-        put_len(2, *len, &mut buf);
-        put_scope(scope, &mut buf);
-        for (span, span_len) in spans.iter().zip(&span_lens) {
-            if span.instrumentation_scope == **scope {
-                put_len(2, *span_len, &mut buf);
-                put_span(span, &mut buf);
+    let mut message = Vec::new();
+    let fields: Vec<(&InstrumentationScope, Vec<u8>)> = scopes(spans)
+        .into_iter()
+        .map(|scope| {
+            let mut fields = Vec::new();
+            for span in spans.iter().filter(|s| s.instrumentation_scope == *scope) {
+                encode_span(span, &mut message);
+                put_encoded_span(&message, &mut fields);
             }
-        }
-        put_str(3, scope.schema_url().unwrap_or_default(), &mut buf);
-    }
-    put_str(3, &resource.schema_url, &mut buf);
-    buf
+            (scope, fields)
+        })
+        .collect();
+    let parts: Vec<(&InstrumentationScope, &[u8])> =
+        fields.iter().map(|(scope, f)| (*scope, f.as_slice())).collect();
+    export_request_encoded(&parts, resource)
 }
 
 /// Writes `span` as one `Span` message (no key, no length) into `scratch`, cleared first: the
@@ -166,17 +150,6 @@ fn scopes(spans: &[SpanData]) -> Vec<&InstrumentationScope> {
     scopes
 }
 
-fn scope_spans_len(scope: &InstrumentationScope, spans: &[SpanData], lens: &[usize]) -> usize {
-    len_delimited(1, scope_len(scope))
-        + spans
-            .iter()
-            .zip(lens)
-            .filter(|(s, _)| s.instrumentation_scope == *scope)
-            .map(|(_, l)| len_delimited(2, *l))
-            .sum::<usize>()
-        + str_len(3, scope.schema_url().unwrap_or_default())
-}
-
 /// `InstrumentationScope`: 1 name, 2 version, 3 attributes.
 fn scope_len(scope: &InstrumentationScope) -> usize {
     str_len(1, scope.name())
@@ -246,51 +219,6 @@ fn put_attributes(tag: u32, attributes: &[KeyValue], buf: &mut Vec<u8>) {
     }
 }
 
-/// `Span` (fields 1–16 of `trace.proto`).
-fn span_len(span: &SpanData) -> usize {
-    let sc = &span.span_context;
-    let parent = if span.parent_span_id == SpanId::INVALID {
-        0
-    } else {
-        len_delimited(4, 8)
-    };
-    len_delimited(1, 16)
-        + len_delimited(2, 8)
-        + str_len(3, &sc.trace_state().header())
-        + parent
-        + fixed32_len(
-            16,
-            span_flags(span.parent_span_is_remote, sc.trace_flags().to_u8()),
-        )
-        + str_len(5, &span.name)
-        + varint_len(6, kind(&span.span_kind))
-        + fixed64_len(7, nanos(span.start_time))
-        + fixed64_len(8, nanos(span.end_time))
-        + attributes_len(9, &span.attributes)
-        + varint_len(10, u64::from(span.dropped_attributes_count))
-        + span
-            .events
-            .iter()
-            .map(|e| {
-                len_delimited(
-                    11,
-                    fixed64_len(1, nanos(e.timestamp))
-                        + str_len(2, &e.name)
-                        + attributes_len(3, &e.attributes)
-                        + varint_len(4, u64::from(e.dropped_attributes_count)),
-                )
-            })
-            .sum::<usize>()
-        + varint_len(12, u64::from(span.events.dropped_count))
-        + span
-            .links
-            .iter()
-            .map(|l| len_delimited(13, link_len(l)))
-            .sum::<usize>()
-        + varint_len(14, u64::from(span.links.dropped_count))
-        + len_delimited(15, status_len(&span.status))
-}
-
 fn link_len(l: &opentelemetry::trace::Link) -> usize {
     let sc = &l.span_context;
     len_delimited(1, 16)
@@ -301,6 +229,7 @@ fn link_len(l: &opentelemetry::trace::Link) -> usize {
         + fixed32_len(6, span_flags(sc.is_remote(), sc.trace_flags().to_u8()))
 }
 
+/// `Span` (fields 1–16 of `trace.proto`).
 fn put_span(span: &SpanData, buf: &mut Vec<u8>) {
     let sc = &span.span_context;
     put_bytes(1, &sc.trace_id().to_bytes(), buf);

@@ -8,7 +8,8 @@
 //! run; this figure varies by a few percent, so it is the evidence for a cut on the request
 //! path (and `--only template-read` the figure the issue names).
 //!
-//! Usage: `request-cpu [--telemetry] [requests per batch] [batches]` (defaults 40,000 and 7).
+//! Usage: `request-cpu [--telemetry] [requests per batch] [batches]` (defaults 40,000 and 7);
+//! `LOG_LEVEL` as the service reads it (default here `error`: no log span is enabled).
 //! `--telemetry`: ENABLE_TELEMETRY with OTLP/HTTP to a receiver in this process that reads and
 //! discards every export. The template sandbox's program is `TEMPLATE_SANDBOX_EXE`, else the
 //! `reporter` next to this binary. Prints the median, minimum and maximum over the batches.
@@ -46,7 +47,9 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(telemetry: bool, per_batch: usize, batches: usize) -> anyhow::Result<()> {
     let mut raw = reporter::config::RawConfig::defaults();
-    raw.log_level = "error".into();
+    // LOG_LEVEL as a service runs it (`info` by default there) shows the cost of the log
+    // spans' fields; unset, only errors are logged and the request span is disabled.
+    raw.log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "error".into());
     raw.auth_jwt_secret = Some(SECRET.into());
     raw.template_sandbox_exe = Some(sandbox_exe()?);
     if telemetry {
