@@ -42,9 +42,13 @@ pub fn init_observability(
     };
     let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only on a terminal: a log file or a collector gets plain text (escape codes
+    // there are noise), and no request pays for writing them into its spans' fields.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     if !telemetry.enabled {
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(ansi)
             .with_writer(std::io::stderr);
         let _ = if json {
             builder.json().try_init()
@@ -92,7 +96,9 @@ pub fn init_observability(
         .with_context_activation(false)
         .with_tracer(tracer)
         .with_filter(spans);
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     let registry = tracing_subscriber::registry().with(otel_layer);
     let _ = if json {
         registry

@@ -162,8 +162,8 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
             && !span.is_disabled()
         {
             let (trace_id, span_id) = server.ids();
-            span.record("trace_id", trace_id);
-            span.record("span_id", span_id);
+            span.record("trace_id", tracing::field::display(trace_id));
+            span.record("span_id", tracing::field::display(span_id));
         }
         // The header value now, so that the id itself moves into the request's data.
         let id_header = HeaderValue::from_str(&id).ok();

@@ -55,8 +55,10 @@ pub fn export_request(spans: &[SpanData], resource: &EncodedResource) -> Vec<u8>
             (scope, fields)
         })
         .collect();
-    let parts: Vec<(&InstrumentationScope, &[u8])> =
-        fields.iter().map(|(scope, f)| (*scope, f.as_slice())).collect();
+    let parts: Vec<(&InstrumentationScope, &[u8])> = fields
+        .iter()
+        .map(|(scope, f)| (*scope, f.as_slice()))
+        .collect();
     export_request_encoded(&parts, resource)
 }
 

@@ -4,7 +4,7 @@
 //! (use cases, jobs, renders) stay `tracing` spans and find it as their parent through the
 //! OpenTelemetry context the request's future carries ([`ServerSpan::context`]).
 use super::otel::{tracer, trust_incoming};
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::trace::{SpanId, SpanKind, Status, TraceContextExt as _, TraceId, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use reporter_ports::TraceCarrier;
 use std::collections::HashMap;
@@ -101,11 +101,12 @@ impl ServerSpan {
         &self.cx
     }
 
-    /// `(trace_id, span_id)` as lower-case hex, for the log lines of the request.
-    pub fn ids(&self) -> (String, String) {
+    /// `(trace_id, span_id)` for the log lines of the request; both print as lower-case hex
+    /// (`Display`), so recording them allocates nothing.
+    pub fn ids(&self) -> (TraceId, SpanId) {
         let span = self.cx.span();
         let sc = span.span_context();
-        (sc.trace_id().to_string(), sc.span_id().to_string())
+        (sc.trace_id(), sc.span_id())
     }
 
     /// Ends the span with the response's status: `http.response.status_code`, and the span

@@ -679,3 +679,37 @@ fn sigterm_drains_a_running_job_and_leaves_nothing_behind() {
     });
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// Logs written to a pipe or a file carry no terminal colour codes (they are noise to a log
+/// collector, and writing them cost every request's log spans).
+#[test]
+fn logs_to_a_pipe_are_plain_text() {
+    use std::io::{BufRead, BufReader};
+    let addr = common::free_addr();
+    let mut child = reporter()
+        .arg("serve")
+        .env("SERVER_ADDRESS", &addr)
+        .env("LOG_LEVEL", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = Vec::new();
+    for line in BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .take(50)
+    {
+        let info = line.contains("INFO");
+        lines.push(line);
+        if info {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let all = lines.join("\n");
+    assert!(all.contains("INFO"), "info lines were logged: {all}");
+    assert!(!all.contains('\u{1b}'), "no escape codes: {all:?}");
+}
