@@ -465,10 +465,6 @@ fn print_banner(addr: &str, built: &wiring::Built, role: wiring::Role) {
     for line in &built.summary {
         println!("  - {line}");
     }
-    println!(
-        "  - memory allocator: {} (template and PDF children: the system's)",
-        crate::allocator::name()
-    );
     if role == wiring::Role::Worker {
         println!("  health: {base}/health    readiness: {base}/readyz    metrics: {base}/metrics");
         return;

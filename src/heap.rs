@@ -1,10 +1,5 @@
 //! How the service's heap gives memory back to the operating system.
 //!
-//! The service's own allocations go to jemalloc (`allocator`), which returns freed pages by
-//! itself after its decay time and at once on [`release_freed`]; what follows is about
-//! glibc's allocator, which the sandbox and PDF children use, and the C libraries linked into
-//! the service.
-//!
 //! glibc's allocator serves a large buffer from `mmap` (returned on free) only below a
 //! threshold that it raises, by default, to the size of every such buffer freed, up to 32 MiB:
 //! after the first large report, the next report's multi-megabyte buffers (the render
@@ -74,19 +69,16 @@ pub fn configure_sandbox_child() {
 }
 
 /// Releases the free pages of every allocator arena (on the blocking pool: the walk takes a few
-/// milliseconds on a large heap): jemalloc's arenas in the service (`allocator`), and
-/// glibc's, which C libraries still allocate from. Elsewhere than glibc, only jemalloc's.
+/// milliseconds on a large heap). Elsewhere than glibc it does nothing.
 pub async fn release_freed() {
-    let trimmed = tokio::task::spawn_blocking(|| {
-        let jemalloc = crate::allocator::purge_jemalloc();
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
         // SAFETY: malloc_trim has no preconditions; it is thread-safe (it takes each arena's
         // lock) and only returns free pages, never memory in use.
-        let glibc = unsafe { libc::malloc_trim(0) } == 1;
-        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        let glibc = false;
-        (jemalloc, glibc)
-    })
-    .await;
-    tracing::debug!(?trimmed, "freed heap purged after a large job");
+        let trimmed = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+        tracing::debug!(
+            released = matches!(trimmed, Ok(1)),
+            "freed heap trimmed after a large job"
+        );
+    }
 }

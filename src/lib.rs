@@ -6,7 +6,6 @@
 //! - [`config`]: environment configuration.
 //! - [`wiring`]: builds adapters from configuration.
 //! - [`cli`]: the `reporter` command.
-pub mod allocator;
 pub mod app;
 #[cfg(test)]
 mod architecture_check;

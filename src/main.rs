@@ -2,10 +2,6 @@ use clap::Parser;
 use reporter::cli::{Cli, Command};
 use std::process::ExitCode;
 
-/// jemalloc for the service, glibc's for the children (`reporter::allocator`).
-#[global_allocator]
-static ALLOCATOR: reporter::allocator::RoleAllocator = reporter::allocator::RoleAllocator;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A template sandbox child runs no async runtime: it confines itself, answers, exits.

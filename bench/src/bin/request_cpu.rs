@@ -23,10 +23,6 @@ use otlp_sink::sink;
 use poem::Endpoint as _;
 use poem::http::{Method, StatusCode};
 
-/// The service's allocator, as the `reporter` binary has it.
-#[global_allocator]
-static ALLOCATOR: reporter::allocator::RoleAllocator = reporter::allocator::RoleAllocator;
-
 /// A small csv template over the bundled `bank` example data (as `template-read`'s).
 const TEMPLATE: &str = "account_id,holder_name\n{% for a in bank.accounts %}{{ a.account_id }},{{ a.holder_name }}\n{% endfor %}";
 
