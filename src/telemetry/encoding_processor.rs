@@ -140,6 +140,29 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Waits for export rounds until `done` says the wait is over (`Ok(true)`) or failed, or
+    /// until `deadline` (then `Timeout(timeout)`).
+    fn wait_rounds<'a>(
+        &'a self,
+        mut queue: MutexGuard<'a, Queue>,
+        deadline: Instant,
+        timeout: Duration,
+        done: impl Fn(&Queue) -> Result<bool, OTelSdkError>,
+    ) -> Result<MutexGuard<'a, Queue>, OTelSdkError> {
+        while !done(&queue)? {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(OTelSdkError::Timeout(timeout));
+            }
+            queue = self
+                .round
+                .wait_timeout(queue, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Ok(queue)
+    }
 }
 
 thread_local! {
@@ -194,21 +217,15 @@ impl EncodingProcessor {
         queue.flush_asked += 1;
         let asked = queue.flush_asked;
         self.shared.work.notify_one();
-        while queue.flush_done < asked {
-            if queue.stopped {
-                return Err(OTelSdkError::AlreadyShutdown);
+        let _exported = self.shared.wait_rounds(queue, deadline, timeout, |q| {
+            if q.flush_done >= asked {
+                Ok(true)
+            } else if q.stopped {
+                Err(OTelSdkError::AlreadyShutdown)
+            } else {
+                Ok(false)
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(OTelSdkError::Timeout(timeout));
-            }
-            queue = self
-                .shared
-                .round
-                .wait_timeout(queue, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        })?;
         Ok(())
     }
 }
@@ -272,18 +289,9 @@ impl SpanProcessor for EncodingProcessor {
         }
         queue.shutdown = true;
         self.shared.work.notify_one();
-        while !queue.stopped {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(OTelSdkError::Timeout(timeout));
-            }
-            queue = self
-                .shared
-                .round
-                .wait_timeout(queue, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let queue = self
+            .shared
+            .wait_rounds(queue, deadline, timeout, |q| Ok(q.stopped))?;
         drop(queue);
         let thread = self
             .thread
