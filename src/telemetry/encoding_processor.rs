@@ -458,10 +458,8 @@ fn requests(taken: &[Pending], max_batch: usize, resource: &EncodedResource) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::otlp_body::tests::{resource, spans};
+    use crate::telemetry::otlp_body::tests::{resource, spans, stock_request};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-    use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
-    use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
     use prost::Message as _;
     use std::sync::mpsc;
 
@@ -533,13 +531,7 @@ mod tests {
         let expected = otlp_body::export_request(&spans, &otlp_body::resource(&resource));
         assert_eq!(body, expected, "byte for byte");
         let decoded = ExportTraceServiceRequest::decode(body.as_slice()).expect("decodes");
-        let stock = ExportTraceServiceRequest {
-            resource_spans: group_spans_by_resource_and_scope(
-                spans,
-                &ResourceAttributesWithSchema::from(&resource),
-            ),
-        };
-        assert_eq!(decoded, stock);
+        assert_eq!(decoded, stock_request(spans, &resource));
         assert_eq!(decoded.resource_spans[0].scope_spans.len(), 2, "two scopes");
         assert!(bodies.try_recv().is_err(), "one request only");
     }

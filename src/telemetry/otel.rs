@@ -82,13 +82,6 @@ impl Drop for OtelGuard {
     }
 }
 
-/// The span processor of the protocol: over gRPC the SDK's batch span processor and the
-/// stock exporter; over HTTP/protobuf the service's own (spans encoded where they end).
-enum SpanExport {
-    Batch(opentelemetry_sdk::trace::BatchSpanProcessor),
-    Encoding(EncodingProcessor),
-}
-
 /// The tracer the tracing layer feeds.
 pub type Tracer = opentelemetry_sdk::trace::Tracer;
 
@@ -103,7 +96,10 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
         ])
         .build();
     let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
-    let (spans, metrics) = match s.protocol {
+    // The span processor of the protocol: over gRPC the SDK's batch span processor and the
+    // stock exporter; over HTTP/protobuf the service's own (spans encoded where they end).
+    let tracer_provider = SdkTracerProvider::builder().with_resource(resource.clone());
+    let (tracer_provider, metrics) = match s.protocol {
         OtlpProtocol::Grpc => {
             let tls = || {
                 opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
@@ -120,14 +116,14 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 metric = metric.with_tls_config(tls());
             }
             (
-                SpanExport::Batch(batch(span.build().map_err(err)?)),
+                tracer_provider.with_span_processor(batch(span.build().map_err(err)?)),
                 metric.build().map_err(err)?,
             )
         }
         OtlpProtocol::HttpProtobuf => {
             let client =
                 super::otlp_http::Client::new().map_err(|e| OtelError::Exporter(e.to_string()))?;
-            let span = super::encoding_processor::EncodingProcessor::start(
+            let span = EncodingProcessor::start(
                 super::span_export::HttpSpanExport::new(
                     client.clone(),
                     format!("{}/v1/traces", s.endpoint),
@@ -142,15 +138,10 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 .with_endpoint(format!("{}/v1/metrics", s.endpoint))
                 .build()
                 .map_err(err)?;
-            (SpanExport::Encoding(span), metric)
+            (tracer_provider.with_span_processor(span), metric)
         }
     };
-    let tracer_provider = SdkTracerProvider::builder().with_resource(resource.clone());
-    let tracer_provider = match spans {
-        SpanExport::Batch(p) => tracer_provider.with_span_processor(p),
-        SpanExport::Encoding(p) => tracer_provider.with_span_processor(p),
-    }
-    .build();
+    let tracer_provider = tracer_provider.build();
     let meter_provider = SdkMeterProvider::builder()
         .with_resource(resource)
         .with_reader(

@@ -567,17 +567,25 @@ pub(crate) mod tests {
             .build()
     }
 
+    /// The request the stock OTLP exporter builds of `spans` (the generated message types).
+    pub(crate) fn stock_request(
+        spans: Vec<SpanData>,
+        resource: &Resource,
+    ) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: group_spans_by_resource_and_scope(
+                spans,
+                &ResourceAttributesWithSchema::from(resource),
+            ),
+        }
+    }
+
     #[test]
     fn the_body_is_the_stock_export_request() {
         let (spans, resource) = (spans(), resource());
         let ours = export_request(&spans, &super::resource(&resource));
         let decoded = ExportTraceServiceRequest::decode(ours.as_slice()).expect("decodes");
-        let stock = ExportTraceServiceRequest {
-            resource_spans: group_spans_by_resource_and_scope(
-                spans,
-                &ResourceAttributesWithSchema::from(&resource),
-            ),
-        };
+        let stock = stock_request(spans, &resource);
         assert_eq!(decoded, stock);
         assert_eq!(decoded.resource_spans[0].scope_spans.len(), 2, "two scopes");
         assert_eq!(ours.len(), stock.encoded_len(), "no byte more or less");

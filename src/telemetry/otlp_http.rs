@@ -100,9 +100,7 @@ impl Client {
         };
         self.runtime.spawn(call).await?
     }
-}
 
-impl Client {
     /// [`post_protobuf`](Self::post_protobuf) from a thread outside the runtime (the span
     /// export thread), blocked until the answer. MUST NOT be called on a runtime thread.
     pub fn post_protobuf_blocking(
