@@ -1,5 +1,6 @@
 //! Logging and Prometheus metrics, and OpenTelemetry export when ENABLE_TELEMETRY is on
 //! (`otel`, `context`, `bridge`).
+pub mod ambient;
 pub mod bridge;
 pub mod context;
 pub mod encoding_processor;
@@ -8,6 +9,9 @@ pub mod otlp_body;
 pub mod otlp_http;
 pub mod server_span;
 pub mod span_export;
+pub mod span_layer;
+pub mod span_record;
+pub mod span_sink;
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
@@ -57,7 +61,7 @@ pub fn init_observability(
         };
         return None;
     }
-    let (tracer, guard) = match otel::start(telemetry) {
+    let (sink, guard) = match otel::start(telemetry) {
         Ok(started) => started,
         Err(e) => {
             eprintln!("telemetry: {e}; continuing without export");
@@ -75,7 +79,9 @@ pub fn init_observability(
     // own fields (closed sets and ids), never a driver's error text or anything a log names.
     use tracing_subscriber::filter::FilterExt;
     // The request's `tracing` span only carries the log lines' fields: its server span is
-    // built with the SDK directly (`server_span`), so it is no OpenTelemetry span here.
+    // built by the edge (`server_span`) and is the ambient context of the request's polls
+    // (`ambient`), so it is no OpenTelemetry span here (nor, while no log wants it, a span at
+    // all).
     let spans = tracing_subscriber::filter::Targets::new()
         .with_target("reporter", tracing::Level::INFO)
         .and(tracing_subscriber::filter::filter_fn(|meta| {
@@ -84,18 +90,8 @@ pub fn init_observability(
                     && meta.target() == crate::http::middleware::REQUEST_SPAN_TARGET)
         }));
     // Per span, only what the span says: no source location, thread, target or busy/idle
-    // timing attributes (each was work on every request and bytes in every export).
-    let otel_layer = tracing_opentelemetry::layer()
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_target(false)
-        // A span's parent is the nearest enclosing OpenTelemetry `tracing` span, else the
-        // OpenTelemetry context the code runs in (the request's server span): entering a span
-        // need not attach its context to the thread (work on every poll otherwise).
-        .with_context_activation(false)
-        .with_tracer(tracer)
-        .with_filter(spans);
+    // timing attributes.
+    let otel_layer = span_layer::SpanLayer::new(sink).with_filter(spans);
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .with_writer(std::io::stderr);

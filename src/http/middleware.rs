@@ -142,7 +142,6 @@ fn server_span(
 impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
     type Output = Response;
     async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        use opentelemetry::context::FutureExt as _;
         let start = Instant::now();
         let id = super::headers::client_request_id(&req)
             .map_or_else(super::headers::fresh_request_id, str::to_owned);
@@ -169,17 +168,13 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
         let id_header = HeaderValue::from_str(&id).ok();
         req.extensions_mut().insert(RequestId(id));
         // `instrument`, not `enter`: an entered guard held across an await would attach this
-        // span to whatever else runs on the thread meanwhile. The server span's context is
-        // attached on every poll the same way, so the spans the request opens are its children.
-        let call = self.inner.call(req);
-        let answer = match &server {
-            Some(server) => {
-                call.with_context(server.context().clone())
-                    .instrument(span)
-                    .await
-            }
-            None => call.instrument(span).await,
-        };
+        // span to whatever else runs on the thread meanwhile. The server span is the ambient
+        // context of every poll the same way, so the spans the request opens are its children.
+        let answer = crate::telemetry::ambient::in_context(
+            server.as_ref().map(|s| s.context().clone()),
+            self.inner.call(req).instrument(span),
+        )
+        .await;
         let mut resp = match answer {
             Ok(r) => r.into_response(),
             Err(e) => e.into_response(),

@@ -2,13 +2,13 @@
 //! [`TraceCarrier`] (for a job or an event), and a carrier or incoming headers as a span's
 //! parent. Every function is a no-op answering `None` while telemetry is off.
 use super::otel::enabled;
+use super::span_layer::context_of;
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceFlags};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use reporter_ports::TraceCarrier;
 use std::collections::HashMap;
 use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The current span's context as a carrier (`None` when off or outside any trace).
 pub fn current() -> Option<TraceCarrier> {
@@ -18,22 +18,20 @@ pub fn current() -> Option<TraceCarrier> {
     carrier_of(&Span::current())
 }
 
-/// `span`'s context as a carrier. A span that is no OpenTelemetry span (the request's
-/// `tracing` span: its server span is built with the SDK, `server_span`) stands for the
-/// OpenTelemetry context it runs in.
+/// `span`'s context as a carrier: its own OpenTelemetry span's, the one it stands for (the
+/// request's `tracing` span stands for its server span), else its nearest enclosing span's.
 pub fn carrier_of(span: &Span) -> Option<TraceCarrier> {
-    let mut cx = span.context();
-    if !cx.span().span_context().is_valid() {
-        cx = opentelemetry::Context::current();
-    }
-    if !cx.span().span_context().is_valid() {
-        return None;
-    }
-    let mut map: HashMap<String, String> = HashMap::with_capacity(2);
-    TraceContextPropagator::new().inject_context(&cx, &mut map);
+    let cx = context_of(span).filter(SpanContext::is_valid)?;
+    let traceparent = format!(
+        "00-{}-{}-{:02x}",
+        cx.trace_id(),
+        cx.span_id(),
+        (cx.trace_flags() & TraceFlags::SAMPLED).to_u8()
+    );
+    let tracestate = cx.trace_state().header();
     TraceCarrier::new(
-        map.get("traceparent")?,
-        map.get("tracestate").map(String::as_str),
+        &traceparent,
+        Some(tracestate.as_str()).filter(|s| !s.is_empty()),
     )
 }
 
@@ -44,27 +42,32 @@ pub fn continue_from(span: &Span, carrier: Option<&TraceCarrier>) {
         return;
     }
     if let Some(c) = carrier {
-        let _ = span.set_parent(parent_of(c));
+        let parent = parent_of(c);
+        if parent.is_valid() {
+            super::span_layer::continue_remote(span, &parent);
+        }
     }
     record_ids(span);
 }
 
-/// The remote parent `carrier` names, as a context to start a span in.
-pub fn parent_of(carrier: &TraceCarrier) -> opentelemetry::Context {
+/// The remote span `carrier` names (W3C trace context; invalid when it names none).
+pub fn parent_of(carrier: &TraceCarrier) -> SpanContext {
     let mut map: HashMap<String, String> = HashMap::with_capacity(2);
     map.insert("traceparent".into(), carrier.traceparent().to_owned());
     if let Some(ts) = carrier.tracestate() {
         map.insert("tracestate".into(), ts.to_owned());
     }
-    TraceContextPropagator::new().extract(&map)
+    TraceContextPropagator::new()
+        .extract(&map)
+        .span()
+        .span_context()
+        .clone()
 }
 
 /// Records the span's `trace_id` / `span_id` fields (declared empty by the span), which JSON
 /// logs then show with every line logged inside it.
 pub fn record_ids(span: &Span) {
-    let cx = span.context();
-    let sc = cx.span().span_context().clone();
-    if sc.is_valid() {
+    if let Some(sc) = context_of(span).filter(SpanContext::is_valid) {
         span.record("trace_id", tracing::field::display(sc.trace_id()));
         span.record("span_id", tracing::field::display(sc.span_id()));
     }

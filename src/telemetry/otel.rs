@@ -4,20 +4,20 @@
 //! Off (the default) installs nothing: [`enabled`] answers `false`, no layer joins the
 //! subscriber and no trace context is read or written anywhere.
 use super::encoding_processor::{EncodingProcessor, Limits};
+use super::span_sink::SpanSink;
 use crate::config::{OtlpProtocol, TelemetrySettings};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::SpanProcessor;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The running export, once [`start`] succeeded.
 struct State {
     trust_incoming: bool,
-    tracer: Tracer,
+    spans: SpanSink,
     meter: SdkMeterProvider,
     scope: String,
     metric_interval: Duration,
@@ -31,9 +31,9 @@ pub fn enabled() -> bool {
     STATE.get().is_some()
 }
 
-/// The tracer of the spans built without `tracing` (the request's server span); `None` off.
-pub fn tracer() -> Option<&'static Tracer> {
-    STATE.get().map(|s| &s.tracer)
+/// Where the service's spans start and end; `None` off.
+pub fn spans() -> Option<&'static SpanSink> {
+    STATE.get().map(|s| &s.spans)
 }
 
 /// True when an incoming `traceparent` continues the trace (`OTEL_TRUST_INCOMING_TRACEPARENT`).
@@ -57,10 +57,10 @@ pub enum OtelError {
     Exporter(String),
 }
 
-/// Keeps the providers alive; dropping it flushes and shuts them down (pending spans and a
-/// last metrics export leave before the process exits).
+/// Keeps the export alive; dropping it flushes and shuts it down (pending spans and a last
+/// metrics export leave before the process exits).
 pub struct OtelGuard {
-    tracer: SdkTracerProvider,
+    spans: &'static SpanSink,
     meter: SdkMeterProvider,
 }
 
@@ -73,7 +73,7 @@ impl OtelGuard {
 
 impl Drop for OtelGuard {
     fn drop(&mut self) {
-        if let Err(e) = self.tracer.shutdown() {
+        if let Err(e) = self.spans.shutdown(SHUTDOWN_TIMEOUT) {
             eprintln!("telemetry: span export shutdown: {e}");
         }
         if let Err(e) = self.meter.shutdown() {
@@ -82,12 +82,21 @@ impl Drop for OtelGuard {
     }
 }
 
-/// The tracer the tracing layer feeds.
-pub type Tracer = opentelemetry_sdk::trace::Tracer;
+/// How long the span export's shutdown waits for the pending spans (the SDK's default).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Builds the exporters and providers. MUST run inside the tokio runtime (the exporters'
-/// connections live on it). Marks telemetry on for the whole process.
-pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
+/// Telemetry was started already in this process.
+fn started_twice() -> OtelError {
+    OtelError::Exporter("telemetry is already started in this process".into())
+}
+
+/// Builds the exporters, the span sink and the meter provider. MUST run inside the tokio
+/// runtime (the exporters' connections live on it). Marks telemetry on for the whole
+/// process; a second start is refused.
+pub fn start(s: &TelemetrySettings) -> Result<(&'static SpanSink, OtelGuard), OtelError> {
+    if enabled() {
+        return Err(started_twice());
+    }
     let resource = Resource::builder()
         .with_service_name(s.service_name.clone())
         .with_attributes([
@@ -98,8 +107,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
     let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
     // The span processor of the protocol: over gRPC the SDK's batch span processor and the
     // stock exporter; over HTTP/protobuf the service's own (spans encoded where they end).
-    let tracer_provider = SdkTracerProvider::builder().with_resource(resource.clone());
-    let (tracer_provider, metrics) = match s.protocol {
+    let (mut processor, metrics): (Box<dyn SpanProcessor>, _) = match s.protocol {
         OtlpProtocol::Grpc => {
             let tls = || {
                 opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
@@ -116,7 +124,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 metric = metric.with_tls_config(tls());
             }
             (
-                tracer_provider.with_span_processor(batch(span.build().map_err(err)?)),
+                Box::new(batch(span.build().map_err(err)?)),
                 metric.build().map_err(err)?,
             )
         }
@@ -138,10 +146,10 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
                 .with_endpoint(format!("{}/v1/metrics", s.endpoint))
                 .build()
                 .map_err(err)?;
-            (tracer_provider.with_span_processor(span), metric)
+            (Box::new(span), metric)
         }
     };
-    let tracer_provider = tracer_provider.build();
+    processor.set_resource(&resource);
     let meter_provider = SdkMeterProvider::builder()
         .with_resource(resource)
         .with_reader(
@@ -157,18 +165,25 @@ pub fn start(s: &TelemetrySettings) -> Result<(Tracer, OtelGuard), OtelError> {
     let scope = opentelemetry::InstrumentationScope::builder(library)
         .with_version(version)
         .build();
-    let tracer = tracer_provider.tracer_with_scope(scope);
-    let _ = STATE.set(State {
-        trust_incoming: s.trust_incoming_traceparent,
-        tracer: tracer.clone(),
-        meter: meter_provider.clone(),
-        scope: s.library_name.clone(),
-        metric_interval: s.metric_interval,
-    });
+    // The sampler the standard variables configure (`OTEL_TRACES_SAMPLER`, `_ARG`), read by
+    // the SDK's configuration.
+    let config = opentelemetry_sdk::trace::Config::default();
+    let spans = SpanSink::new(processor, config.sampler, scope)
+        .with_max_attributes(config.span_limits.max_attributes_per_span);
+    STATE
+        .set(State {
+            trust_incoming: s.trust_incoming_traceparent,
+            spans,
+            meter: meter_provider.clone(),
+            scope: s.library_name.clone(),
+            metric_interval: s.metric_interval,
+        })
+        .map_err(|_| started_twice())?;
+    let spans = &STATE.get().ok_or_else(started_twice)?.spans;
     Ok((
-        tracer,
+        spans,
         OtelGuard {
-            tracer: tracer_provider,
+            spans,
             meter: meter_provider,
         },
     ))

@@ -1,12 +1,14 @@
-//! The server span of one HTTP request, built with the OpenTelemetry SDK directly rather than
-//! through `tracing`: no `tracing` span registry entry, field visiting or per-poll enter/exit
-//! bookkeeping is paid for it (issue 32: telemetry's cost per request). The spans below it
-//! (use cases, jobs, renders) stay `tracing` spans and find it as their parent through the
-//! OpenTelemetry context the request's future carries ([`ServerSpan::context`]).
-use super::otel::{tracer, trust_incoming};
-use opentelemetry::trace::{SpanId, SpanKind, Status, TraceContextExt as _, TraceId, Tracer as _};
-use opentelemetry::{Context, KeyValue};
+//! The server span of one HTTP request, started by the edge rather than through `tracing`
+//! (its attributes come from the request, not from a span's fields). The request's future
+//! runs with it as the [`ambient`](super::ambient) context, so the spans the request opens
+//! (use cases, jobs, renders) are its children.
+use super::otel::{spans, trust_incoming};
+use super::span_record::SpanRecord;
+use super::span_sink::{Parent, SpanSink};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceId};
 use reporter_ports::TraceCarrier;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
@@ -61,7 +63,8 @@ fn attributes(
 
 /// A request's server span while the request runs (telemetry on).
 pub struct ServerSpan {
-    cx: Context,
+    record: SpanRecord,
+    sink: &'static SpanSink,
 }
 
 impl ServerSpan {
@@ -78,49 +81,45 @@ impl ServerSpan {
         version: &'static str,
         header: impl Fn(&str) -> Option<&'a str>,
     ) -> Option<Self> {
-        let tracer = tracer()?;
-        let parent = trust_incoming()
+        let sink = spans()?;
+        let remote = trust_incoming()
             .then(|| header("traceparent"))
             .flatten()
             .and_then(|tp| TraceCarrier::new(tp, header("tracestate")))
-            .map_or_else(Context::new, |c| super::context::parent_of(&c));
+            .map(|c| super::context::parent_of(&c));
+        let parent = remote.as_ref().map_or(Parent::Root, Parent::Remote);
         let (name, route) = names(method, route);
-        let span = tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes(method, route, scheme, version))
-            .start_with_context(tracer, &parent);
-        Some(Self {
-            cx: parent.with_span(span),
-        })
+        let record = sink.start(
+            parent,
+            Cow::Borrowed(name),
+            SpanKind::Server,
+            attributes(method, route, scheme, version),
+        );
+        Some(Self { record, sink })
     }
 
-    /// The context whose active span is this one: the request's future MUST run inside it
-    /// (`opentelemetry::context::FutureExt::with_context`) so the spans it opens are children.
-    pub fn context(&self) -> &Context {
-        &self.cx
+    /// This span's context.
+    pub fn context(&self) -> &SpanContext {
+        &self.record.context
     }
 
     /// `(trace_id, span_id)` for the log lines of the request; both print as lower-case hex
     /// (`Display`), so recording them allocates nothing.
     pub fn ids(&self) -> (TraceId, SpanId) {
-        let span = self.cx.span();
-        let sc = span.span_context();
-        (sc.trace_id(), sc.span_id())
+        (self.context().trace_id(), self.context().span_id())
     }
 
     /// Ends the span with the response's status: `http.response.status_code`, and the span
     /// status `Error` for a 5xx (a 4xx is the client's error, not the server's).
-    pub fn end(self, status: u16) {
-        let span = self.cx.span();
-        span.set_attribute(KeyValue::new(
+    pub fn end(mut self, status: u16) {
+        self.record.attributes.push(KeyValue::new(
             "http.response.status_code",
             i64::from(status),
         ));
         if status >= 500 {
-            span.set_status(Status::error(""));
+            self.record.status = Status::error("");
         }
-        span.end();
+        self.sink.end(self.record);
     }
 }
 

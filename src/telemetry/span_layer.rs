@@ -1,0 +1,415 @@
+//! The `tracing` layer that makes the service's `tracing` spans OpenTelemetry spans (telemetry
+//! on), in place of `tracing-opentelemetry` (issue 32: telemetry's cost per request). A span
+//! keeps one [`SpanRecord`] in its registry entry from creation to close: no span builder, no
+//! OpenTelemetry context copied per span or attached per poll. Its parent is the nearest
+//! enclosing span that has a record, else the [`ambient`](super::ambient) context (the
+//! request's server span while the request's future is polled), else none (a new trace).
+//!
+//! Fields become attributes as `tracing-opentelemetry` made them (`%` and `?` values as their
+//! text, integers, floats and booleans as such), with its special fields: `otel.name` (the
+//! span's name), `otel.kind` (`server`, `client`, `producer`, `consumer`, `internal`),
+//! `otel.status_code` (`ok`, `error`) and `otel.status_description` (an error status with that
+//! description). The log-correlation fields `trace_id` and `span_id` are not attributes (the
+//! span carries its ids anyway).
+use super::span_record::SpanRecord;
+use super::span_sink::{Parent, SpanSink};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{SpanContext, SpanKind, Status};
+use std::borrow::Cow;
+use std::fmt;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::{Extensions, LookupSpan, SpanRef};
+
+/// A span's record while it runs, and where it goes when it ends.
+struct Live {
+    record: SpanRecord,
+    sink: &'static SpanSink,
+}
+
+/// The layer (see the module's documentation).
+#[derive(Debug, Clone, Copy)]
+pub struct SpanLayer {
+    sink: &'static SpanSink,
+}
+
+impl SpanLayer {
+    /// A layer that makes every span it sees an OpenTelemetry span of `sink` (a per-layer
+    /// filter says which spans it sees).
+    pub fn new(sink: &'static SpanSink) -> Self {
+        Self { sink }
+    }
+}
+
+/// The context of the nearest span from `span` up that has a record.
+fn nearest<'a, S: LookupSpan<'a>>(span: SpanRef<'a, S>) -> Option<SpanContext> {
+    span.scope().find_map(|s| context_in(&s.extensions()))
+}
+
+fn context_in(ext: &Extensions<'_>) -> Option<SpanContext> {
+    ext.get::<Live>().map(|live| live.record.context.clone())
+}
+
+impl<S> tracing_subscriber::Layer<S> for SpanLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let parent = span
+            .parent()
+            .and_then(nearest)
+            .or_else(super::ambient::current);
+        let mut fields = Fields::new(attrs.metadata().name(), attrs.fields().len());
+        attrs.record(&mut fields);
+        let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
+        let mut record = self
+            .sink
+            .start(parent, fields.name, fields.kind, fields.attributes);
+        record.status = fields.status;
+        span.extensions_mut().insert(Live {
+            record,
+            sink: self.sink,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut ext = span.extensions_mut();
+        if let Some(live) = ext.get_mut::<Live>() {
+            values.record(&mut Update(&mut live.record));
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let live = span.extensions_mut().remove::<Live>();
+        if let Some(Live { record, sink }) = live {
+            sink.end(record);
+        }
+    }
+}
+
+/// Runs `f` on the registry entry of `span` (`None` for a disabled span, or when the global
+/// subscriber is not built on `tracing_subscriber`'s registry).
+fn with_entry<R>(span: &tracing::Span, f: impl FnOnce(SpanRef<'_, tracing_subscriber::Registry>) -> R) -> Option<R> {
+    let mut out = None;
+    span.with_subscriber(|(id, dispatch)| {
+        if let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>()
+            && let Some(entry) = registry.span(id)
+        {
+            out = Some(f(entry));
+        }
+    });
+    out
+}
+
+/// The OpenTelemetry context of `span`: its own span's, else its nearest enclosing span's,
+/// else the [`ambient`](super::ambient) one. `None` when there is none (telemetry off,
+/// outside any trace).
+pub fn context_of(span: &tracing::Span) -> Option<SpanContext> {
+    with_entry(span, |entry| nearest(entry))
+        .flatten()
+        .or_else(super::ambient::current)
+}
+
+/// Moves `span`'s OpenTelemetry span under the remote parent `remote` (see
+/// [`SpanSink::continue_remote`](super::span_sink::SpanSink::continue_remote)). MUST be called
+/// before any span is opened inside it (those keep the trace they started in).
+pub fn continue_remote(span: &tracing::Span, remote: &SpanContext) {
+    with_entry(span, |entry| {
+        if let Some(live) = entry.extensions_mut().get_mut::<Live>() {
+            live.sink.continue_remote(&mut live.record, remote);
+        }
+    });
+}
+
+/// Fields that are no attribute: the log lines' ids of the span itself.
+fn is_log_id(name: &str) -> bool {
+    matches!(name, "trace_id" | "span_id")
+}
+
+fn kind_of(s: &str) -> Option<SpanKind> {
+    [
+        ("server", SpanKind::Server),
+        ("client", SpanKind::Client),
+        ("producer", SpanKind::Producer),
+        ("consumer", SpanKind::Consumer),
+        ("internal", SpanKind::Internal),
+    ]
+    .into_iter()
+    .find(|(n, _)| s.eq_ignore_ascii_case(n))
+    .map(|(_, k)| k)
+}
+
+fn status_of(s: &str) -> Status {
+    if s.eq_ignore_ascii_case("ok") {
+        Status::Ok
+    } else if s.eq_ignore_ascii_case("error") {
+        Status::error("")
+    } else {
+        Status::Unset
+    }
+}
+
+/// What one field says of a span.
+enum Said {
+    Name(String),
+    Kind(Option<SpanKind>),
+    Status(Status),
+    Attribute(KeyValue),
+    Nothing,
+}
+
+/// What field `field` with text `text` says.
+fn said_by_text(field: &Field, text: String) -> Said {
+    match field.name() {
+        "otel.name" => Said::Name(text),
+        "otel.kind" => Said::Kind(kind_of(&text)),
+        "otel.status_code" => Said::Status(status_of(&text)),
+        "otel.status_description" => Said::Status(Status::error(text)),
+        name if is_log_id(name) => Said::Nothing,
+        name => Said::Attribute(KeyValue::new(name, text)),
+    }
+}
+
+/// What a field with a non-text value says.
+fn said_by_value(field: &Field, value: opentelemetry::Value) -> Said {
+    if is_log_id(field.name()) || field.name().starts_with("otel.") {
+        return Said::Nothing;
+    }
+    Said::Attribute(KeyValue::new(field.name(), value))
+}
+
+/// Turns `tracing`'s typed field callbacks into [`Said`] for `say`.
+macro_rules! visit_by_saying {
+    () => {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.say(said_by_text(field, value.to_owned()));
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.say(said_by_text(field, format!("{value:?}")));
+        }
+        fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+            self.say(said_by_text(field, value.to_string()));
+        }
+        fn record_i64(&mut self, field: &Field, value: i64) {
+            self.say(said_by_value(field, value.into()));
+        }
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            match i64::try_from(value) {
+                Ok(v) => self.say(said_by_value(field, v.into())),
+                Err(_) => self.say(said_by_text(field, value.to_string())),
+            }
+        }
+        fn record_f64(&mut self, field: &Field, value: f64) {
+            self.say(said_by_value(field, value.into()));
+        }
+        fn record_bool(&mut self, field: &Field, value: bool) {
+            self.say(said_by_value(field, value.into()));
+        }
+    };
+}
+
+/// A new span's fields.
+struct Fields {
+    name: Cow<'static, str>,
+    kind: SpanKind,
+    status: Status,
+    attributes: Vec<KeyValue>,
+}
+
+impl Fields {
+    fn new(name: &'static str, fields: usize) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            kind: SpanKind::Internal,
+            status: Status::Unset,
+            attributes: Vec::with_capacity(fields),
+        }
+    }
+
+    fn say(&mut self, said: Said) {
+        match said {
+            Said::Name(n) => self.name = n.into(),
+            Said::Kind(Some(k)) => self.kind = k,
+            Said::Status(s) => self.status = s,
+            Said::Attribute(kv) => self.attributes.push(kv),
+            Said::Kind(None) | Said::Nothing => {}
+        }
+    }
+}
+
+impl Visit for Fields {
+    visit_by_saying!();
+}
+
+/// Fields recorded on a running span.
+struct Update<'a>(&'a mut SpanRecord);
+
+impl Update<'_> {
+    fn say(&mut self, said: Said) {
+        match said {
+            Said::Name(n) => self.0.name = n.into(),
+            Said::Kind(Some(k)) => self.0.kind = k,
+            Said::Status(s) => self.0.status = s,
+            Said::Attribute(kv) => self.0.set_attribute(kv),
+            Said::Kind(None) | Said::Nothing => {}
+        }
+    }
+}
+
+impl Visit for Update<'_> {
+    visit_by_saying!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::span_sink::collect::{Collect, sink};
+    use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
+    use opentelemetry::Value;
+    use opentelemetry_sdk::trace::{Sampler, SpanData};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    /// Runs `f` with the layer as the subscriber, and answers the spans it ended.
+    fn traced(f: impl FnOnce()) -> Vec<SpanData> {
+        let (sink, Collect(ended)) = sink(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+        let sink: &'static SpanSink = Box::leak(Box::new(sink));
+        let subscriber = tracing_subscriber::registry().with(SpanLayer::new(sink));
+        tracing::subscriber::with_default(subscriber, f);
+        let ended = ended.lock().unwrap().clone();
+        ended
+    }
+
+    fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| &kv.value)
+    }
+
+    fn named<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name}"))
+    }
+
+    #[test]
+    fn spans_nest_and_carry_their_fields_as_attributes() {
+        let spans = traced(|| {
+            let outer = tracing::info_span!("outer", tenant = %"acme", n = 3u32, ok = true);
+            let _o = outer.enter();
+            let inner = tracing::info_span!(
+                "inner",
+                otel.name = %format_args!("datasource query {}", "ledger"),
+                otel.kind = "client",
+                otel.status_code = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                ratio = 0.5,
+            );
+            inner.record("otel.status_code", "ERROR");
+            inner.record("trace_id", "not an attribute");
+            drop(inner);
+        });
+        assert_eq!(spans.len(), 2);
+        let outer = named(&spans, "outer");
+        let inner = named(&spans, "datasource query ledger");
+        assert_eq!(inner.parent_span_id, outer.span_context.span_id());
+        assert_eq!(inner.span_context.trace_id(), outer.span_context.trace_id());
+        assert_eq!(outer.parent_span_id, SpanId::INVALID);
+        assert_eq!(inner.span_kind, SpanKind::Client);
+        assert_eq!(outer.span_kind, SpanKind::Internal);
+        assert_eq!(inner.status, Status::error(""));
+        assert_eq!(attribute(outer, "tenant"), Some(&Value::from("acme")));
+        assert_eq!(attribute(outer, "n"), Some(&Value::I64(3)));
+        assert_eq!(attribute(outer, "ok"), Some(&Value::Bool(true)));
+        assert_eq!(attribute(inner, "ratio"), Some(&Value::F64(0.5)));
+        for span in &spans {
+            assert!(
+                span.attributes
+                    .iter()
+                    .all(|kv| !kv.key.as_str().starts_with("otel.") && kv.key.as_str() != "trace_id"),
+                "{:?}",
+                span.attributes
+            );
+        }
+    }
+
+    #[test]
+    fn a_recorded_field_replaces_the_attribute() {
+        let spans = traced(|| {
+            let s = tracing::info_span!("render", bytes = tracing::field::Empty);
+            s.record("bytes", 10);
+            s.record("bytes", 12);
+        });
+        let render = named(&spans, "render");
+        assert_eq!(render.attributes, vec![KeyValue::new("bytes", 12)]);
+    }
+
+    #[test]
+    fn outside_any_span_the_ambient_context_is_the_parent() {
+        let server = SpanContext::new(
+            TraceId::from(5),
+            SpanId::from(6),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        );
+        let mut seen = None;
+        let spans = traced(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(crate::telemetry::ambient::in_context(Some(server.clone()), async {
+                seen = context_of(&tracing::Span::current());
+                let _ = tracing::info_span!("get_template").entered();
+            }));
+        });
+        assert_eq!(seen.as_ref(), Some(&server));
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0].span_context.trace_id(), TraceId::from(5));
+        assert_eq!(spans[0].parent_span_id, SpanId::from(6));
+    }
+
+    #[test]
+    fn a_span_continues_a_remote_parent_and_its_children_follow() {
+        let remote = SpanContext::new(
+            TraceId::from(9),
+            SpanId::from(10),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let mut own = None;
+        let spans = traced(|| {
+            let job = tracing::info_span!("job");
+            continue_remote(&job, &remote);
+            own = context_of(&job);
+            let _j = job.enter();
+            let _ = tracing::info_span!("render").entered();
+        });
+        let job = named(&spans, "job");
+        let render = named(&spans, "render");
+        assert_eq!(job.parent_span_id, SpanId::from(10));
+        assert!(job.parent_span_is_remote);
+        assert_eq!(job.span_context.trace_id(), TraceId::from(9));
+        assert_eq!(own.map(|c| c.span_id()), Some(job.span_context.span_id()));
+        assert_eq!(render.parent_span_id, job.span_context.span_id());
+        assert_eq!(render.span_context.trace_id(), TraceId::from(9));
+    }
+
+    #[test]
+    fn outside_the_layer_nothing_is_found_or_changed() {
+        let span = tracing::Span::none();
+        assert_eq!(context_of(&span), None);
+        continue_remote(&span, &SpanContext::empty_context());
+    }
+}

@@ -1,0 +1,126 @@
+//! One span while it runs, as the service records it (issue 32: telemetry's cost per request):
+//! its ids, parent, name, kind, start time, attributes and status, nothing else. It becomes
+//! the SDK's [`SpanData`] only when it ends ([`SpanRecord::finish`]), for the span processor
+//! of the configured protocol. The SDK's `SpanBuilder` → `Span` → `SpanData` path and
+//! `tracing-opentelemetry`'s per-span builder and context copies are not paid per span.
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::trace::SpanData;
+use std::borrow::Cow;
+use std::time::SystemTime;
+
+/// A span that has started and not yet ended.
+#[derive(Debug, Clone)]
+pub struct SpanRecord {
+    /// Its own ids, trace flags (sampled or not) and trace state.
+    pub context: SpanContext,
+    /// Its parent's span id (`SpanId::INVALID` for a root).
+    pub parent: SpanId,
+    /// The parent came from another process (a `traceparent` or a carrier).
+    pub parent_is_remote: bool,
+    /// Server, client, producer, consumer or internal.
+    pub kind: SpanKind,
+    /// The span's name.
+    pub name: Cow<'static, str>,
+    /// When it started.
+    pub start: SystemTime,
+    /// Its attributes; a key appears once ([`SpanRecord::set_attribute`]).
+    pub attributes: Vec<KeyValue>,
+    /// Unset, Ok or Error.
+    pub status: Status,
+}
+
+impl SpanRecord {
+    /// Sets `attribute`, replacing the value of the same key if the span has one.
+    pub fn set_attribute(&mut self, attribute: KeyValue) {
+        match self
+            .attributes
+            .iter_mut()
+            .find(|kv| kv.key == attribute.key)
+        {
+            Some(kv) => kv.value = attribute.value,
+            None => self.attributes.push(attribute),
+        }
+    }
+
+    /// True when the span is exported when it ends (its trace is sampled).
+    pub fn is_sampled(&self) -> bool {
+        self.context.is_sampled()
+    }
+
+    /// The span, ended at `end`, as the span processors take it.
+    pub fn finish(self, end: SystemTime, scope: &InstrumentationScope) -> SpanData {
+        SpanData {
+            span_context: self.context,
+            parent_span_id: self.parent,
+            parent_span_is_remote: self.parent_is_remote,
+            span_kind: self.kind,
+            name: self.name,
+            start_time: self.start,
+            end_time: end.max(self.start),
+            attributes: self.attributes,
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: self.status,
+            instrumentation_scope: scope.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{TraceFlags, TraceId, TraceState};
+    use std::time::Duration;
+
+    fn record() -> SpanRecord {
+        SpanRecord {
+            context: SpanContext::new(
+                TraceId::from(7),
+                SpanId::from(8),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent: SpanId::from(9),
+            parent_is_remote: true,
+            kind: SpanKind::Consumer,
+            name: "x".into(),
+            start: SystemTime::UNIX_EPOCH + Duration::from_secs(10),
+            attributes: vec![KeyValue::new("a", 1)],
+            status: Status::Unset,
+        }
+    }
+
+    #[test]
+    fn an_attribute_set_twice_keeps_its_last_value_once() {
+        let mut r = record();
+        r.set_attribute(KeyValue::new("b", "x"));
+        r.set_attribute(KeyValue::new("a", 2));
+        assert_eq!(r.attributes, vec![KeyValue::new("a", 2), KeyValue::new("b", "x")]);
+    }
+
+    #[test]
+    fn a_finished_span_carries_what_was_recorded() {
+        let scope = InstrumentationScope::builder("reporter").build();
+        let data = record().finish(SystemTime::UNIX_EPOCH + Duration::from_secs(11), &scope);
+        assert_eq!(data.span_context.span_id(), SpanId::from(8));
+        assert_eq!(data.parent_span_id, SpanId::from(9));
+        assert!(data.parent_span_is_remote);
+        assert_eq!(data.span_kind, SpanKind::Consumer);
+        assert_eq!(data.name, "x");
+        assert_eq!(
+            data.end_time.duration_since(data.start_time).ok(),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(data.instrumentation_scope, scope);
+    }
+
+    #[test]
+    fn a_clock_stepping_back_gives_no_negative_duration() {
+        let scope = InstrumentationScope::builder("reporter").build();
+        let data = record().finish(SystemTime::UNIX_EPOCH, &scope);
+        assert_eq!(data.end_time, data.start_time);
+    }
+}
