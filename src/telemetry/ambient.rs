@@ -106,7 +106,10 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_context_the_thread_s_own_stays() {
-        let seen = in_context(Some(cx(1)), async { in_context(None, async { current() }).await }).await;
+        let seen = in_context(Some(cx(1)), async {
+            in_context(None, async { current() }).await
+        })
+        .await;
         assert_eq!(seen, Some(cx(1)));
     }
 

@@ -171,6 +171,40 @@ pub fn artifact_span() -> Span {
 mod tests {
     use super::*;
 
+    /// A sampled span's carrier names it (W3C version 00, sampled flag), and the carrier read
+    /// back is that span as a remote parent; an unsampled one says so in its flags.
+    #[test]
+    fn a_span_s_carrier_names_it_and_reads_back_as_its_remote_parent() {
+        use crate::telemetry::span_layer::{SpanLayer, context_of};
+        use crate::telemetry::span_sink::collect::sink;
+        use opentelemetry_sdk::trace::Sampler;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let carried = |sampler: Sampler| {
+            let (sink, _) = sink(sampler);
+            let sink: &'static _ = Box::leak(Box::new(sink));
+            let subscriber = tracing_subscriber::registry().with(SpanLayer::new(sink));
+            tracing::subscriber::with_default(subscriber, || {
+                let span = tracing::info_span!("job_publish");
+                (carrier_of(&span), context_of(&span))
+            })
+        };
+        let (carrier, cx) = carried(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+        let (carrier, cx) = (carrier.expect("a carrier"), cx.expect("a context"));
+        assert_eq!(
+            carrier.traceparent(),
+            format!("00-{}-{}-01", cx.trace_id(), cx.span_id())
+        );
+        assert_eq!(carrier.tracestate(), None);
+        let parent = parent_of(&carrier);
+        assert_eq!(
+            (parent.trace_id(), parent.span_id()),
+            (cx.trace_id(), cx.span_id())
+        );
+        assert!(parent.is_remote() && parent.is_sampled());
+        let (unsampled, _) = carried(Sampler::AlwaysOff);
+        assert!(unsampled.expect("a carrier").traceparent().ends_with("-00"));
+    }
+
     /// Off (no `otel::start` in this process): nothing is read or written.
     #[test]
     fn off_does_no_propagation_work() {

@@ -17,9 +17,9 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanContext, SpanKind, Status};
 use std::borrow::Cow;
 use std::fmt;
+use tracing::Subscriber;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
-use tracing::Subscriber;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{Extensions, LookupSpan, SpanRef};
 
@@ -100,7 +100,10 @@ where
 
 /// Runs `f` on the registry entry of `span` (`None` for a disabled span, or when the global
 /// subscriber is not built on `tracing_subscriber`'s registry).
-fn with_entry<R>(span: &tracing::Span, f: impl FnOnce(SpanRef<'_, tracing_subscriber::Registry>) -> R) -> Option<R> {
+fn with_entry<R>(
+    span: &tracing::Span,
+    f: impl FnOnce(SpanRef<'_, tracing_subscriber::Registry>) -> R,
+) -> Option<R> {
     let mut out = None;
     span.with_subscriber(|(id, dispatch)| {
         if let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>()
@@ -275,8 +278,8 @@ impl Visit for Update<'_> {
 mod tests {
     use super::*;
     use crate::telemetry::span_sink::collect::{Collect, sink};
-    use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
     use opentelemetry::Value;
+    use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
     use opentelemetry_sdk::trace::{Sampler, SpanData};
     use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -336,9 +339,9 @@ mod tests {
         assert_eq!(attribute(inner, "ratio"), Some(&Value::F64(0.5)));
         for span in &spans {
             assert!(
-                span.attributes
-                    .iter()
-                    .all(|kv| !kv.key.as_str().starts_with("otel.") && kv.key.as_str() != "trace_id"),
+                span.attributes.iter().all(
+                    |kv| !kv.key.as_str().starts_with("otel.") && kv.key.as_str() != "trace_id"
+                ),
                 "{:?}",
                 span.attributes
             );
@@ -367,11 +370,16 @@ mod tests {
         );
         let mut seen = None;
         let spans = traced(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-            rt.block_on(crate::telemetry::ambient::in_context(Some(server.clone()), async {
-                seen = context_of(&tracing::Span::current());
-                let _ = tracing::info_span!("get_template").entered();
-            }));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(crate::telemetry::ambient::in_context(
+                Some(server.clone()),
+                async {
+                    seen = context_of(&tracing::Span::current());
+                    let _ = tracing::info_span!("get_template").entered();
+                },
+            ));
         });
         assert_eq!(seen.as_ref(), Some(&server));
         assert_eq!(spans.len(), 1);

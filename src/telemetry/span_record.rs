@@ -98,7 +98,10 @@ mod tests {
         let mut r = record();
         r.set_attribute(KeyValue::new("b", "x"));
         r.set_attribute(KeyValue::new("a", 2));
-        assert_eq!(r.attributes, vec![KeyValue::new("a", 2), KeyValue::new("b", "x")]);
+        assert_eq!(
+            r.attributes,
+            vec![KeyValue::new("a", 2), KeyValue::new("b", "x")]
+        );
     }
 
     #[test]

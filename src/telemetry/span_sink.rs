@@ -14,8 +14,7 @@
 //! the same for every span of a trace).
 use super::span_record::SpanRecord;
 use opentelemetry::trace::{
-    SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags,
-    TraceId, TraceState,
+    SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -155,7 +154,8 @@ impl SpanSink {
         name: &str,
         kind: &SpanKind,
     ) -> (SpanContext, SpanId, bool) {
-        let context = |trace_id, flags, state| SpanContext::new(trace_id, span_id, flags, false, state);
+        let context =
+            |trace_id, flags, state| SpanContext::new(trace_id, span_id, flags, false, state);
         match parent {
             Parent::Local(p) if p.is_valid() => (
                 context(p.trace_id(), p.trace_flags(), p.trace_state().clone()),
@@ -255,7 +255,12 @@ mod tests {
         let root = sink.start(Parent::Root, "root".into(), SpanKind::Server, vec![]);
         assert!(root.context.is_valid() && root.is_sampled());
         assert_eq!(root.parent, SpanId::INVALID);
-        let child = sink.start(Parent::Local(&root.context), "child".into(), SpanKind::Internal, vec![]);
+        let child = sink.start(
+            Parent::Local(&root.context),
+            "child".into(),
+            SpanKind::Internal,
+            vec![],
+        );
         assert_eq!(child.context.trace_id(), root.context.trace_id());
         assert_ne!(child.context.span_id(), root.context.span_id());
         assert_eq!(child.parent, root.context.span_id());
@@ -265,28 +270,57 @@ mod tests {
         sink.end(child);
         sink.end(root);
         let ended = collect.0.lock().unwrap();
-        assert_eq!(ended.iter().map(|s| s.name.as_ref()).collect::<Vec<_>>(), ["child", "root"]);
-        assert!(ended.iter().all(|s| s.instrumentation_scope.name() == "reporter"));
+        assert_eq!(
+            ended.iter().map(|s| s.name.as_ref()).collect::<Vec<_>>(),
+            ["child", "root"]
+        );
+        assert!(
+            ended
+                .iter()
+                .all(|s| s.instrumentation_scope.name() == "reporter")
+        );
     }
 
     #[test]
     fn a_remote_parent_continues_its_trace_state_and_decision() {
         let (sink, collect) = sink(always_on());
         let parent = remote(TraceFlags::SAMPLED);
-        let span = sink.start(Parent::Remote(&parent), "s".into(), SpanKind::Server, vec![]);
+        let span = sink.start(
+            Parent::Remote(&parent),
+            "s".into(),
+            SpanKind::Server,
+            vec![],
+        );
         assert_eq!(span.context.trace_id(), parent.trace_id());
         assert_eq!(span.parent, parent.span_id());
         assert!(span.parent_is_remote && span.is_sampled());
         assert_eq!(span.context.trace_state().get("vendor"), Some("v"));
         let unsampled = remote(TraceFlags::default());
-        let dropped = sink.start(Parent::Remote(&unsampled), "d".into(), SpanKind::Server, vec![]);
-        assert!(!dropped.is_sampled(), "parent-based: an unsampled parent is followed");
-        let child = sink.start(Parent::Local(&dropped.context), "c".into(), SpanKind::Internal, vec![]);
+        let dropped = sink.start(
+            Parent::Remote(&unsampled),
+            "d".into(),
+            SpanKind::Server,
+            vec![],
+        );
+        assert!(
+            !dropped.is_sampled(),
+            "parent-based: an unsampled parent is followed"
+        );
+        let child = sink.start(
+            Parent::Local(&dropped.context),
+            "c".into(),
+            SpanKind::Internal,
+            vec![],
+        );
         assert!(!child.is_sampled(), "a local child inherits the decision");
         sink.end(child);
         sink.end(dropped);
         sink.end(span);
-        assert_eq!(collect.0.lock().unwrap().len(), 1, "only the sampled span is exported");
+        assert_eq!(
+            collect.0.lock().unwrap().len(),
+            1,
+            "only the sampled span is exported"
+        );
     }
 
     #[test]
@@ -309,7 +343,10 @@ mod tests {
         let attributes = (0..5).map(|i| KeyValue::new(format!("k{i}"), i)).collect();
         sink.end(sink.start(Parent::Root, "s".into(), SpanKind::Internal, attributes));
         let ended = collect.0.lock().unwrap();
-        assert_eq!(ended[0].attributes, vec![KeyValue::new("k0", 0), KeyValue::new("k1", 1)]);
+        assert_eq!(
+            ended[0].attributes,
+            vec![KeyValue::new("k0", 0), KeyValue::new("k1", 1)]
+        );
         assert_eq!(ended[0].dropped_attributes_count, 3);
     }
 
@@ -317,14 +354,24 @@ mod tests {
     fn the_configured_sampler_decides_for_roots() {
         let (off, collect) = sink(Sampler::AlwaysOff);
         let root = off.start(Parent::Root, "r".into(), SpanKind::Server, vec![]);
-        assert!(root.context.is_valid(), "an unsampled span still has ids to propagate");
+        assert!(
+            root.context.is_valid(),
+            "an unsampled span still has ids to propagate"
+        );
         assert!(!root.is_sampled());
         off.end(root);
         let (ratio, _) = sink(Sampler::TraceIdRatioBased(0.5));
         let sampled = (0..400)
-            .filter(|_| ratio.start(Parent::Root, "r".into(), SpanKind::Server, vec![]).is_sampled())
+            .filter(|_| {
+                ratio
+                    .start(Parent::Root, "r".into(), SpanKind::Server, vec![])
+                    .is_sampled()
+            })
             .count();
-        assert!((100..300).contains(&sampled), "about half of 400: {sampled}");
+        assert!(
+            (100..300).contains(&sampled),
+            "about half of 400: {sampled}"
+        );
         assert!(collect.0.lock().unwrap().is_empty());
     }
 }

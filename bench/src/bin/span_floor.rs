@@ -11,6 +11,9 @@
 //! processors' included) per request: (a) is the SDK's floor, (b) − (a) and (c) − (a) the
 //! encodings', (d) − (a) what the service's path costs over the floor. Usage:
 //! `span-floor [requests]` (default 400,000).
+//! Since 2026-12-06 the service no longer builds its spans through the SDK's tracer (its own
+//! `tracing` layer, `reporter::telemetry::span_layer`, hands finished span data to the
+//! processor), so (a) is the floor of the SDK path it replaced, kept for comparison.
 use opentelemetry::trace::{SpanKind, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
