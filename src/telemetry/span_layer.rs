@@ -119,9 +119,10 @@ fn with_entry<R>(
 /// else the [`ambient`](super::ambient) one. `None` when there is none (telemetry off,
 /// outside any trace).
 pub fn context_of(span: &tracing::Span) -> Option<SpanContext> {
-    with_entry(span, |entry| nearest(entry))
-        .flatten()
-        .or_else(super::ambient::current)
+    // A closure, not `nearest` itself: the entry's lifetime is the callback's own.
+    #[allow(clippy::redundant_closure)]
+    let own = with_entry(span, |entry| nearest(entry));
+    own.flatten().or_else(super::ambient::current)
 }
 
 /// Moves `span`'s OpenTelemetry span under the remote parent `remote` (see
@@ -289,8 +290,7 @@ mod tests {
         let sink: &'static SpanSink = Box::leak(Box::new(sink));
         let subscriber = tracing_subscriber::registry().with(SpanLayer::new(sink));
         tracing::subscriber::with_default(subscriber, f);
-        let ended = ended.lock().unwrap().clone();
-        ended
+        ended.lock().unwrap().clone()
     }
 
     fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
