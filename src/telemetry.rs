@@ -9,9 +9,12 @@ pub mod otlp_http;
 pub mod server_span;
 pub mod span_export;
 
+use poem::http::StatusCode;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+    TextEncoder,
 };
+use std::sync::OnceLock;
 
 /// lapin logs every `basic.return` as a warning; the publisher returns its own confirm
 /// barriers on purpose (adapters/rabbitmq `confirms`) and logs the returned events itself, so
@@ -115,15 +118,35 @@ pub fn init_observability(
     Some(guard)
 }
 
-/// HTTP request metrics.
+/// HTTP request metrics: `reporter_http_requests_total` (method, route, status) and
+/// `reporter_http_request_duration_seconds` (method, route).
+///
+/// A request's series are found through a slot its caller names (a dense index of its method
+/// and route, see [`Self::observe`]) instead of hashing the label strings on every request:
+/// each slot resolves its histogram once, and its counters once per status, on first use. A
+/// series appears in `/metrics` when its first request is observed, as with
+/// `with_label_values` alone.
 pub struct HttpMetrics {
     requests: IntCounterVec,
     latency: HistogramVec,
+    /// The resolved series of each slot (`None` until the slot's first request).
+    slots: Box<[OnceLock<SlotSeries>]>,
+}
+
+/// Statuses whose counter a slot keeps resolved; a slot that sees more statuses looks the
+/// others up by their labels (correct, only slower).
+const STATUSES_PER_SLOT: usize = 6;
+
+/// The series of one (method, route) slot.
+struct SlotSeries {
+    latency: Histogram,
+    /// Claimed in order, each by the first status that finds it empty.
+    statuses: [OnceLock<(StatusCode, IntCounter)>; STATUSES_PER_SLOT],
 }
 
 impl HttpMetrics {
-    /// Registers the metrics in `registry`.
-    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+    /// Registers the metrics in `registry`, with `slots` slots for [`Self::observe`].
+    pub fn register(registry: &Registry, slots: usize) -> Result<Self, prometheus::Error> {
         let requests = IntCounterVec::new(
             Opts::new(
                 "reporter_http_requests_total",
@@ -143,17 +166,54 @@ impl HttpMetrics {
         )?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(latency.clone()))?;
-        Ok(Self { requests, latency })
+        Ok(Self {
+            requests,
+            latency,
+            slots: (0..slots).map(|_| OnceLock::new()).collect(),
+        })
     }
 
-    /// Records one request.
-    pub fn observe(&self, method: &str, route: &str, status: &str, seconds: f64) {
-        self.requests
-            .with_label_values(&[method, route, status])
-            .inc();
-        self.latency
-            .with_label_values(&[method, route])
-            .observe(seconds);
+    /// Records one request of `method` on `route` answered `status` after `seconds`.
+    /// `slot` MUST name the same (`method`, `route`) pair on every call (one slot per pair);
+    /// a slot beyond those registered is recorded by its labels alone.
+    pub fn observe(
+        &self,
+        slot: usize,
+        method: &str,
+        route: &str,
+        status: StatusCode,
+        seconds: f64,
+    ) {
+        let Some(cell) = self.slots.get(slot) else {
+            self.requests
+                .with_label_values(&[method, route, status.as_str()])
+                .inc();
+            self.latency
+                .with_label_values(&[method, route])
+                .observe(seconds);
+            return;
+        };
+        let series = cell.get_or_init(|| SlotSeries {
+            latency: self.latency.with_label_values(&[method, route]),
+            statuses: Default::default(),
+        });
+        series.latency.observe(seconds);
+        let resolved = series.statuses.iter().find_map(|claim| {
+            let (claimed, counter) = claim.get_or_init(|| {
+                let counter = self
+                    .requests
+                    .with_label_values(&[method, route, status.as_str()]);
+                (status, counter)
+            });
+            (*claimed == status).then_some(counter)
+        });
+        match resolved {
+            Some(counter) => counter.inc(),
+            None => self
+                .requests
+                .with_label_values(&[method, route, status.as_str()])
+                .inc(),
+        }
     }
 }
 

@@ -177,7 +177,14 @@ pub fn endpoint(
     app: Arc<App>,
     setup: HttpSetup,
 ) -> Result<impl poem::Endpoint<Output = Response> + 'static, prometheus::Error> {
-    let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let service = api_service();
+    let query_contract = Arc::new(query::QueryContract::from_spec(
+        &serde_json::from_str(&service.spec()).unwrap_or_default(),
+    ));
+    let http_metrics = Arc::new(HttpMetrics::register(
+        &setup.registry,
+        middleware::metrics_slots(&query_contract),
+    )?);
     let rate_limit = match setup.rate_limit {
         Some((limiter, policy)) => Some(rate_limit::RateLimit {
             limiter,
@@ -186,10 +193,6 @@ pub fn endpoint(
         }),
         None => None,
     };
-    let service = api_service();
-    let query_contract = Arc::new(query::QueryContract::from_spec(
-        &serde_json::from_str(&service.spec()).unwrap_or_default(),
-    ));
     let limits = spec::ParamLimits {
         max_page_limit: app.settings().max_page_limit,
     };

@@ -241,9 +241,19 @@ impl QueryContract {
     /// `None` when no path of the API matches: a value from a closed set, fit for a metric
     /// label whatever the client sends.
     pub fn route_template(&self, path: &str) -> Option<&str> {
+        self.route_index(path).map(|(_, template)| template)
+    }
+
+    /// [`Self::route_template`] with the route's place among the document's paths (below
+    /// [`Self::route_count`]), one per template.
+    pub fn route_index(&self, path: &str) -> Option<(usize, &str)> {
         self.route(path)
-            .and_then(|i| self.paths.get(i))
-            .map(|p| p.template.as_str())
+            .and_then(|i| self.paths.get(i).map(|p| (i, p.template.as_str())))
+    }
+
+    /// How many paths the document has.
+    pub fn route_count(&self) -> usize {
+        self.paths.len()
     }
 
     /// The operation at `method` + `path` (matched as `m`), the most literal path first.
