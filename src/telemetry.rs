@@ -225,3 +225,54 @@ pub fn render(registry: &Registry) -> String {
     }
     String::from_utf8(buf).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{HttpMetrics, STATUSES_PER_SLOT, render};
+    use poem::http::StatusCode;
+    use prometheus::Registry;
+
+    /// What `/metrics` shows after the same requests are observed through `slots` slots.
+    fn shown(slots: usize) -> String {
+        let registry = Registry::new();
+        let metrics = HttpMetrics::register(&registry, slots).expect("registered");
+        let statuses = (0..STATUSES_PER_SLOT as u16 + 3)
+            .map(|i| StatusCode::from_u16(200 + i).expect("a status"))
+            .collect::<Vec<_>>();
+        for (i, status) in statuses.iter().enumerate() {
+            for _ in 0..=i {
+                metrics.observe(0, "GET", "/v1/templates/{id}", *status, 0.003);
+            }
+            metrics.observe(1, "POST", "/v1/templates", StatusCode::CREATED, 0.02);
+        }
+        // A slot beyond those registered is recorded by its labels.
+        metrics.observe(
+            slots + 7,
+            "other",
+            "unmatched",
+            StatusCode::NOT_FOUND,
+            0.0001,
+        );
+        render(&registry)
+    }
+
+    #[test]
+    fn slots_show_what_the_labels_alone_show() {
+        let by_labels = shown(0);
+        assert_eq!(shown(4), by_labels);
+        assert!(
+            by_labels.contains(
+                r#"reporter_http_requests_total{method="GET",route="/v1/templates/{id}",status="208"} 9"#
+            ),
+            "{by_labels}"
+        );
+        assert!(by_labels.contains(r#"reporter_http_request_duration_seconds_count{method="POST",route="/v1/templates"} 9"#), "{by_labels}");
+    }
+
+    #[test]
+    fn a_series_shows_once_its_first_request_is_observed() {
+        let registry = Registry::new();
+        let _metrics = HttpMetrics::register(&registry, 100).expect("registered");
+        assert!(!render(&registry).contains("method="));
+    }
+}
