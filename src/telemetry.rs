@@ -13,9 +13,12 @@ pub mod span_layer;
 pub mod span_record;
 pub mod span_sink;
 
+use poem::http::StatusCode;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+    TextEncoder,
 };
+use std::sync::OnceLock;
 
 /// lapin logs every `basic.return` as a warning; the publisher returns its own confirm
 /// barriers on purpose (adapters/rabbitmq `confirms`) and logs the returned events itself, so
@@ -111,15 +114,35 @@ pub fn init_observability(
     Some(guard)
 }
 
-/// HTTP request metrics.
+/// HTTP request metrics: `reporter_http_requests_total` (method, route, status) and
+/// `reporter_http_request_duration_seconds` (method, route).
+///
+/// A request's series are found through a slot its caller names (a dense index of its method
+/// and route, see [`Self::observe`]) instead of hashing the label strings on every request:
+/// each slot resolves its histogram once, and its counters once per status, on first use. A
+/// series appears in `/metrics` when its first request is observed, as with
+/// `with_label_values` alone.
 pub struct HttpMetrics {
     requests: IntCounterVec,
     latency: HistogramVec,
+    /// The resolved series of each slot (`None` until the slot's first request).
+    slots: Box<[OnceLock<SlotSeries>]>,
+}
+
+/// Statuses whose counter a slot keeps resolved; a slot that sees more statuses looks the
+/// others up by their labels (correct, only slower).
+const STATUSES_PER_SLOT: usize = 6;
+
+/// The series of one (method, route) slot.
+struct SlotSeries {
+    latency: Histogram,
+    /// Claimed in order, each by the first status that finds it empty.
+    statuses: [OnceLock<(StatusCode, IntCounter)>; STATUSES_PER_SLOT],
 }
 
 impl HttpMetrics {
-    /// Registers the metrics in `registry`.
-    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+    /// Registers the metrics in `registry`, with `slots` slots for [`Self::observe`].
+    pub fn register(registry: &Registry, slots: usize) -> Result<Self, prometheus::Error> {
         let requests = IntCounterVec::new(
             Opts::new(
                 "reporter_http_requests_total",
@@ -139,17 +162,54 @@ impl HttpMetrics {
         )?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(latency.clone()))?;
-        Ok(Self { requests, latency })
+        Ok(Self {
+            requests,
+            latency,
+            slots: (0..slots).map(|_| OnceLock::new()).collect(),
+        })
     }
 
-    /// Records one request.
-    pub fn observe(&self, method: &str, route: &str, status: &str, seconds: f64) {
-        self.requests
-            .with_label_values(&[method, route, status])
-            .inc();
-        self.latency
-            .with_label_values(&[method, route])
-            .observe(seconds);
+    /// Records one request of `method` on `route` answered `status` after `seconds`.
+    /// `slot` MUST name the same (`method`, `route`) pair on every call (one slot per pair);
+    /// a slot beyond those registered is recorded by its labels alone.
+    pub fn observe(
+        &self,
+        slot: usize,
+        method: &str,
+        route: &str,
+        status: StatusCode,
+        seconds: f64,
+    ) {
+        let Some(cell) = self.slots.get(slot) else {
+            self.requests
+                .with_label_values(&[method, route, status.as_str()])
+                .inc();
+            self.latency
+                .with_label_values(&[method, route])
+                .observe(seconds);
+            return;
+        };
+        let series = cell.get_or_init(|| SlotSeries {
+            latency: self.latency.with_label_values(&[method, route]),
+            statuses: Default::default(),
+        });
+        series.latency.observe(seconds);
+        let resolved = series.statuses.iter().find_map(|claim| {
+            let (claimed, counter) = claim.get_or_init(|| {
+                let counter = self
+                    .requests
+                    .with_label_values(&[method, route, status.as_str()]);
+                (status, counter)
+            });
+            (*claimed == status).then_some(counter)
+        });
+        match resolved {
+            Some(counter) => counter.inc(),
+            None => self
+                .requests
+                .with_label_values(&[method, route, status.as_str()])
+                .inc(),
+        }
     }
 }
 
@@ -160,4 +220,55 @@ pub fn render(registry: &Registry) -> String {
         tracing::error!(error = %e, "metrics encoding failed");
     }
     String::from_utf8(buf).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HttpMetrics, STATUSES_PER_SLOT, render};
+    use poem::http::StatusCode;
+    use prometheus::Registry;
+
+    /// What `/metrics` shows after the same requests are observed through `slots` slots.
+    fn shown(slots: usize) -> String {
+        let registry = Registry::new();
+        let metrics = HttpMetrics::register(&registry, slots).expect("registered");
+        let statuses = (0..STATUSES_PER_SLOT as u16 + 3)
+            .map(|i| StatusCode::from_u16(200 + i).expect("a status"))
+            .collect::<Vec<_>>();
+        for (i, status) in statuses.iter().enumerate() {
+            for _ in 0..=i {
+                metrics.observe(0, "GET", "/v1/templates/{id}", *status, 0.003);
+            }
+            metrics.observe(1, "POST", "/v1/templates", StatusCode::CREATED, 0.02);
+        }
+        // A slot beyond those registered is recorded by its labels.
+        metrics.observe(
+            slots + 7,
+            "other",
+            "unmatched",
+            StatusCode::NOT_FOUND,
+            0.0001,
+        );
+        render(&registry)
+    }
+
+    #[test]
+    fn slots_show_what_the_labels_alone_show() {
+        let by_labels = shown(0);
+        assert_eq!(shown(4), by_labels);
+        assert!(
+            by_labels.contains(
+                r#"reporter_http_requests_total{method="GET",route="/v1/templates/{id}",status="208"} 9"#
+            ),
+            "{by_labels}"
+        );
+        assert!(by_labels.contains(r#"reporter_http_request_duration_seconds_count{method="POST",route="/v1/templates"} 9"#), "{by_labels}");
+    }
+
+    #[test]
+    fn a_series_shows_once_its_first_request_is_observed() {
+        let registry = Registry::new();
+        let _metrics = HttpMetrics::register(&registry, 100).expect("registered");
+        assert!(!render(&registry).contains("method="));
+    }
 }

@@ -74,25 +74,47 @@ fn harden(h: &mut HeaderMap, id: Option<HeaderValue>) {
 /// spells it (`/v1/templates/{id}`), the ops route it names, else `unmatched`. Every value
 /// comes from a closed set, so no client can create a metric series by inventing paths.
 pub fn route_label<'a>(contract: &'a QueryContract, path: &str) -> &'a str {
-    if let Some(template) = contract.route_template(path) {
-        return template;
+    route_of(contract, path).1
+}
+
+/// The labels of the routes outside the API's document, in their [`route_of`] order.
+const OTHER_ROUTES: [&str; 6] = [
+    "/metrics",
+    "/openapi.json",
+    "/openapi.yaml",
+    "/swagger",
+    "/console",
+    UNMATCHED,
+];
+
+/// The route of a request to `path`: its place among the routes (the document's, in the
+/// contract's order, then [`OTHER_ROUTES`]) and its label ([`route_label`]).
+fn route_of<'a>(contract: &'a QueryContract, path: &str) -> (usize, &'a str) {
+    if let Some((index, template)) = contract.route_index(path) {
+        return (index, template);
     }
-    match path {
-        "/metrics" => "/metrics",
-        "/openapi.json" => "/openapi.json",
-        "/openapi.yaml" => "/openapi.yaml",
-        _ if super::ops_or_api::is_swagger(path) => "/swagger",
-        _ if super::console::is_console(path) => "/console",
-        _ => UNMATCHED,
-    }
+    let other = match path {
+        "/metrics" => 0,
+        "/openapi.json" => 1,
+        "/openapi.yaml" => 2,
+        _ if super::ops_or_api::is_swagger(path) => 3,
+        _ if super::console::is_console(path) => 4,
+        _ => 5,
+    };
+    (contract.route_count() + other, OTHER_ROUTES[other])
 }
 
 /// The route label of a path no route serves.
 pub const UNMATCHED: &str = "unmatched";
 
-/// The method label: a standard method's name, else `other` (a client may send any token as
-/// its method).
-pub fn method_label(method: &Method) -> &'static str {
+/// The method labels: the standard methods' names, then `other` (a client may send any token
+/// as its method).
+const METHOD_LABELS: [&str; 10] = [
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "other",
+];
+
+/// The place of `method`'s label in [`METHOD_LABELS`].
+fn method_index(method: &Method) -> usize {
     const KNOWN: [Method; 9] = [
         Method::GET,
         Method::HEAD,
@@ -106,8 +128,25 @@ pub fn method_label(method: &Method) -> &'static str {
     ];
     KNOWN
         .iter()
-        .find(|m| *m == method)
-        .map_or("other", |m| m.as_str())
+        .position(|m| m == method)
+        .unwrap_or(KNOWN.len())
+}
+
+/// The method label: a standard method's name, else `other` (a client may send any token as
+/// its method).
+pub fn method_label(method: &Method) -> &'static str {
+    METHOD_LABELS[method_index(method)]
+}
+
+/// The metric slots of the requests to `contract`'s routes (see [`metrics_slot`]).
+pub fn metrics_slots(contract: &QueryContract) -> usize {
+    (contract.route_count() + OTHER_ROUTES.len()) * METHOD_LABELS.len()
+}
+
+/// The [`HttpMetrics`] slot of a request's method (its [`METHOD_LABELS`] index) and route
+/// (its [`route_of`] index): one per pair.
+fn metrics_slot(method: usize, route: usize) -> usize {
+    route * METHOD_LABELS.len() + method
 }
 
 /// The name of a request's `tracing` span (its log lines' `request_id`, `method`, `path`, and
@@ -145,8 +184,9 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
         let start = Instant::now();
         let id = super::headers::client_request_id(&req)
             .map_or_else(super::headers::fresh_request_id, str::to_owned);
-        let method = method_label(req.method());
-        let route = route_label(&self.contract, req.uri().path());
+        let method_index = method_index(req.method());
+        let method = METHOD_LABELS[method_index];
+        let (route_index, route) = route_of(&self.contract, req.uri().path());
         let server = server_span(&req, method, route);
         let span = tracing::info_span!(
             target: REQUEST_SPAN_TARGET,
@@ -183,9 +223,10 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
             server.end(resp.status().as_u16());
         }
         self.metrics.observe(
+            metrics_slot(method_index, route_index),
             method,
             route,
-            resp.status().as_str(),
+            resp.status(),
             start.elapsed().as_secs_f64(),
         );
         harden(resp.headers_mut(), id_header);

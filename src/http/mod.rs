@@ -4,6 +4,7 @@
 // Operations return poem-openapi response enums by value (that is how the derive documents
 // them); boxing them would hide the error shapes from the spec.
 #![allow(clippy::result_large_err)]
+mod api_routes;
 pub mod auth;
 pub mod body_limit;
 pub mod client_ip;
@@ -49,7 +50,7 @@ use middleware::Edge;
 use poem::endpoint::{EitherEndpoint, make_sync};
 use poem::middleware::{CatchPanic, Cors};
 use poem::web::Data;
-use poem::{EndpointExt, IntoEndpoint, IntoResponse, Response, Route, handler};
+use poem::{EndpointExt, IntoResponse, Response, Route, handler};
 use poem_openapi::OpenApiService;
 use std::sync::Arc;
 
@@ -177,7 +178,14 @@ pub fn endpoint(
     app: Arc<App>,
     setup: HttpSetup,
 ) -> Result<impl poem::Endpoint<Output = Response> + 'static, prometheus::Error> {
-    let http_metrics = Arc::new(HttpMetrics::register(&setup.registry)?);
+    let service = api_service();
+    let query_contract = Arc::new(query::QueryContract::from_spec(
+        &serde_json::from_str(&service.spec()).unwrap_or_default(),
+    ));
+    let http_metrics = Arc::new(HttpMetrics::register(
+        &setup.registry,
+        middleware::metrics_slots(&query_contract),
+    )?);
     let rate_limit = match setup.rate_limit {
         Some((limiter, policy)) => Some(rate_limit::RateLimit {
             limiter,
@@ -186,15 +194,11 @@ pub fn endpoint(
         }),
         None => None,
     };
-    let service = api_service();
-    let query_contract = Arc::new(query::QueryContract::from_spec(
-        &serde_json::from_str(&service.spec()).unwrap_or_default(),
-    ));
     let limits = spec::ParamLimits {
         max_page_limit: app.settings().max_page_limit,
     };
     let ops_or_api = ops_or_api::OpsOrApi {
-        api: service.into_endpoint(),
+        api: api_routes::routes(Apis::default()),
         ops: ops_routes(limits, setup.original.swagger_enabled, &setup.console),
     };
     let request_data = request_data::RequestData {

@@ -85,6 +85,17 @@ pub struct PathMatch {
     unbounded: bool,
 }
 
+/// The indices of the bits set in `bits`, the lowest first.
+fn set_bits(mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            i
+        })
+    })
+}
+
 /// Paths a [`PathMatch`] holds as bits.
 const MATCH_BITS: usize = u64::BITS as usize;
 
@@ -107,6 +118,9 @@ pub struct QueryContract {
     /// The API's paths, the most literal first (`/v1/deadlines/notifications` before
     /// `/v1/deadlines/{id}`), as the router prefers them.
     paths: Vec<RoutePath>,
+    /// By segment count: bit `i` set when the path at index `i` of [`Self::paths`] has that
+    /// many segments (`i` < 64), so a request's path is compared with those paths only.
+    by_length: [u64; MAX_SEGMENTS + 1],
     operations: Vec<Operation>,
 }
 
@@ -157,8 +171,16 @@ impl QueryContract {
                 });
             }
         }
+        let paths: Vec<RoutePath> = paths.into_iter().map(|(p, _)| p).collect();
+        let mut by_length = [0u64; MAX_SEGMENTS + 1];
+        for (i, p) in paths.iter().enumerate().take(MATCH_BITS) {
+            if let Some(mask) = by_length.get_mut(p.segments.len()) {
+                *mask |= 1 << i;
+            }
+        }
         Self {
-            paths: paths.into_iter().map(|(p, _)| p).collect(),
+            paths,
+            by_length,
             operations,
         }
     }
@@ -170,12 +192,10 @@ impl QueryContract {
         let Some(parts) = PathParts::of(path).filter(|_| !unbounded) else {
             return PathMatch { bits: 0, unbounded };
         };
-        let bits = self
-            .paths
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.matches(&parts))
-            .fold(0u64, |bits, (i, _)| bits | (1 << i));
+        let same_length = self.by_length.get(parts.len).copied().unwrap_or(0);
+        let bits = set_bits(same_length)
+            .filter(|i| self.paths.get(*i).is_some_and(|p| p.matches(&parts)))
+            .fold(0u64, |bits, i| bits | (1 << i));
         PathMatch { bits, unbounded }
     }
 
@@ -193,7 +213,7 @@ impl QueryContract {
                 .filter(move |(_, p)| p.matches(&parts))
                 .map(|(i, _)| i)
         });
-        let held = (0..MATCH_BITS.min(self.paths.len())).filter(move |i| m.bits & (1 << i) != 0);
+        let held = set_bits(m.bits);
         held.chain(scanned.into_iter().flatten())
     }
 
@@ -241,9 +261,19 @@ impl QueryContract {
     /// `None` when no path of the API matches: a value from a closed set, fit for a metric
     /// label whatever the client sends.
     pub fn route_template(&self, path: &str) -> Option<&str> {
+        self.route_index(path).map(|(_, template)| template)
+    }
+
+    /// [`Self::route_template`] with the route's place among the document's paths (below
+    /// [`Self::route_count`]), one per template.
+    pub fn route_index(&self, path: &str) -> Option<(usize, &str)> {
         self.route(path)
-            .and_then(|i| self.paths.get(i))
-            .map(|p| p.template.as_str())
+            .and_then(|i| self.paths.get(i).map(|p| (i, p.template.as_str())))
+    }
+
+    /// How many paths the document has.
+    pub fn route_count(&self) -> usize {
+        self.paths.len()
     }
 
     /// The operation at `method` + `path` (matched as `m`), the most literal path first.

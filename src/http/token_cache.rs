@@ -25,7 +25,10 @@ struct Verified {
 
 /// A bounded cache of verified tokens. Cheap to share (`&self` everywhere).
 pub struct TokenCache {
-    tokens: moka::sync::Cache<Box<str>, Verified>,
+    /// Hashed with foldhash (seeded per process): SipHash of the whole token cost more than
+    /// the rest of a hit. Only tokens that passed verification are inserted, so no client can
+    /// choose the keys a flood of collisions would need.
+    tokens: moka::sync::Cache<Box<str>, Verified, foldhash::quality::RandomState>,
     leeway_seconds: u64,
 }
 
@@ -37,7 +40,7 @@ impl TokenCache {
             tokens: moka::sync::Cache::builder()
                 .max_capacity(max_tokens)
                 .time_to_live(TOKEN_TTL)
-                .build(),
+                .build_with_hasher(foldhash::quality::RandomState::default()),
             leeway_seconds,
         })
     }
