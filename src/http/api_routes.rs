@@ -15,8 +15,9 @@ use poem_openapi::__private::UrlQuery;
 use poem_openapi::OpenApi;
 use std::collections::HashMap;
 
-/// The router of `api`'s operations: each path poem-openapi routes, with its operations. It
-/// MUST answer what `OpenApiService::into_endpoint` answers: 404 (`NotFoundError`) for a path
+/// The router of `api`'s operations: each path poem-openapi routes, with its operations
+/// (unlike `into_endpoint` it does not check the operation ids: a test of this module does,
+/// for the service's [`Apis`](super::Apis)). It MUST answer what `OpenApiService::into_endpoint` answers: 404 (`NotFoundError`) for a path
 /// no operation has, 405 (`MethodNotAllowedError`) for a method the path does not have, a
 /// `HEAD` the path does not declare as its `GET` without the body, and every operation's
 /// `Query` parameters read from the request's query string.
@@ -86,6 +87,21 @@ mod tests {
         let status = resp.status();
         let body = resp.into_body().into_vec().await.unwrap_or_default();
         (status, body)
+    }
+
+    /// What `into_endpoint` checks at start-up (and panics on): no operation id twice.
+    #[test]
+    fn operation_ids_are_unique() {
+        use poem_openapi::OpenApi as _;
+        let mut ids = std::collections::BTreeSet::new();
+        let operations = crate::http::Apis::meta()
+            .into_iter()
+            .flat_map(|api| api.paths)
+            .flat_map(|path| path.operations);
+        for id in operations.filter_map(|op| op.operation_id) {
+            assert!(ids.insert(id), "duplicate operation id: {id}");
+        }
+        assert!(ids.len() > 10, "{ids:?}");
     }
 
     #[tokio::test]
