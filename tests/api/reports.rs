@@ -175,13 +175,41 @@ fn pdftotext(pdf: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-async fn pdf_flow(t: &TestApp) {
+/// A small PDF report of the ledger, requested and waited for: its id and final state.
+async fn small_pdf(t: &TestApp) -> (String, serde_json::Value) {
     let source = "<html><body><h1>Ledger ✓</h1><table border=1>{% for e in ledger.entries %}<tr><td>{{ e.account }}</td><td>{{ e.amount }}</td></tr>{% endfor %}</table></body></html>";
     let tpl = t.upload_template("pdf", source).await;
     let id = t.request_report(&tpl, json!({})).await;
     let r = t.wait_report(&id, 600).await;
+    (id, r)
+}
+
+async fn pdf_flow(t: &TestApp) {
+    let (id, r) = small_pdf(t).await;
     assert_eq!(r["status"], "Finished", "{r}");
-    let (ct, _, bytes) = download(t, &id).await;
+    pdf_download_reads(t, &id).await;
+}
+
+/// Still serving, PDF included, with `PDF_TIMEOUT_SECONDS=1`: on a busy machine (CI runs the
+/// chaos scenarios beside the suite) a small PDF can itself exceed a 1 s bound, so an attempt
+/// that timed out is made again, at most three in all; any other outcome fails at once.
+async fn pdf_flow_under_a_short_bound(t: &TestApp) {
+    for _ in 0..2 {
+        let (id, r) = small_pdf(t).await;
+        if r["status"] == "Finished" {
+            return pdf_download_reads(t, &id).await;
+        }
+        assert_eq!(
+            r["metadata"]["error_code"], "report_generation_timeout",
+            "{r}"
+        );
+    }
+    pdf_flow(t).await;
+}
+
+/// The finished PDF report `id` downloads as a PDF whose text holds the ledger.
+async fn pdf_download_reads(t: &TestApp, id: &str) {
+    let (ct, _, bytes) = download(t, id).await;
     assert_eq!(ct, "application/pdf");
     assert!(bytes.starts_with(b"%PDF-"));
     if let Some(text) = pdftotext(&bytes) {
@@ -251,7 +279,11 @@ async fn a_pdf_layout_over_its_bounds_ends_errored_and_the_service_serves_on() {
             "service peak RSS {peak_before} MiB -> {peak_after} MiB"
         );
         // Still serving, PDF included.
-        pdf_flow(&t).await;
+        if code == "report_generation_timeout" {
+            pdf_flow_under_a_short_bound(&t).await;
+        } else {
+            pdf_flow(&t).await;
+        }
         let resp = t.get(&token(), "/health").await;
         assert_eq!(resp.0.status(), StatusCode::OK);
         std::fs::remove_dir_all(dir).unwrap();
