@@ -306,6 +306,17 @@ mod tests {
         ended.lock().unwrap().clone()
     }
 
+    /// A sampled span context of trace `trace` and span `span`.
+    fn sampled(trace: u128, span: u64, remote: bool) -> SpanContext {
+        SpanContext::new(
+            TraceId::from(trace),
+            SpanId::from(span),
+            TraceFlags::SAMPLED,
+            remote,
+            TraceState::default(),
+        )
+    }
+
     fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
         span.attributes
             .iter()
@@ -374,13 +385,7 @@ mod tests {
 
     #[test]
     fn outside_any_span_the_ambient_context_is_the_parent() {
-        let server = SpanContext::new(
-            TraceId::from(5),
-            SpanId::from(6),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        );
+        let server = sampled(5, 6, false);
         let mut seen = None;
         let spans = traced(|| {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -402,13 +407,7 @@ mod tests {
 
     #[test]
     fn a_span_continues_a_remote_parent_and_its_children_follow() {
-        let remote = SpanContext::new(
-            TraceId::from(9),
-            SpanId::from(10),
-            TraceFlags::SAMPLED,
-            true,
-            TraceState::default(),
-        );
+        let remote = sampled(9, 10, true);
         let mut own = None;
         let spans = traced(|| {
             let job = tracing::info_span!("job");
