@@ -19,7 +19,7 @@
 //! thread never blocks; an export leaves when `max_batch` spans are pending or every
 //! `schedule_delay`, and one request carries at most `max_batch` spans. While one export is in
 //! flight, up to `max_queue` more spans may wait: at most twice the queue's bytes are held.
-use super::otlp_body::{self, EncodedResource};
+use super::otlp_body::{self, EncodedResource, SpanView};
 use opentelemetry::{Context, InstrumentationScope};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
@@ -202,6 +202,43 @@ impl EncodingProcessor {
         })
     }
 
+    /// Encodes the ended span `span` of `scope` on this thread and queues its bytes, or drops
+    /// it when `max_queue` spans are pending or the processor is shut down. Never blocks but
+    /// on the queue's short mutex; allocates nothing in the steady state.
+    pub fn end_view(&self, span: &SpanView<'_>, scope: &InstrumentationScope) {
+        let mut scratch = SCRATCH.take();
+        otlp_body::encode_span(span, &mut scratch);
+        let limits = &self.shared.limits;
+        let mut queue = self.shared.lock();
+        if queue.shutdown || queue.spans >= limits.max_queue {
+            drop(queue);
+            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let at = match queue.pending.iter().position(|p| p.scope == *scope) {
+                Some(at) => at,
+                None => {
+                    let fields = queue.free.pop().unwrap_or_default();
+                    queue.pending.push(Pending {
+                        scope: scope.clone(),
+                        fields,
+                        spans: 0,
+                    });
+                    queue.pending.len() - 1
+                }
+            };
+            let pending = &mut queue.pending[at];
+            otlp_body::put_encoded_span(&scratch, &mut pending.fields);
+            pending.spans += 1;
+            queue.spans += 1;
+            let batch_ready = queue.spans == limits.max_batch;
+            drop(queue);
+            if batch_ready {
+                self.shared.work.notify_one();
+            }
+        }
+        SCRATCH.set(scratch);
+    }
+
     /// Spans dropped so far because `max_queue` were pending (or after shutdown).
     pub fn dropped(&self) -> usize {
         self.shared.dropped.load(Ordering::Relaxed)
@@ -235,43 +272,8 @@ impl SpanProcessor for EncodingProcessor {
 
     /// Encodes `span` on this thread, queues its bytes (or drops it when `max_queue` spans are
     /// pending) and drops the `SpanData` here. Never blocks but on the queue's short mutex.
-    fn on_end(&self, mut span: SpanData) {
-        let mut scratch = SCRATCH.take();
-        otlp_body::encode_span(&span, &mut scratch);
-        let limits = &self.shared.limits;
-        let mut queue = self.shared.lock();
-        if queue.shutdown || queue.spans >= limits.max_queue {
-            drop(queue);
-            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-        } else {
-            let at = match queue
-                .pending
-                .iter()
-                .position(|p| p.scope == span.instrumentation_scope)
-            {
-                Some(at) => at,
-                None => {
-                    let fields = queue.free.pop().unwrap_or_default();
-                    queue.pending.push(Pending {
-                        scope: std::mem::take(&mut span.instrumentation_scope),
-                        fields,
-                        spans: 0,
-                    });
-                    queue.pending.len() - 1
-                }
-            };
-            let pending = &mut queue.pending[at];
-            otlp_body::put_encoded_span(&scratch, &mut pending.fields);
-            pending.spans += 1;
-            queue.spans += 1;
-            let batch_ready = queue.spans == limits.max_batch;
-            drop(queue);
-            if batch_ready {
-                self.shared.work.notify_one();
-            }
-        }
-        SCRATCH.set(scratch);
-        drop(span);
+    fn on_end(&self, span: SpanData) {
+        self.end_view(&SpanView::of_data(&span), &span.instrumentation_scope);
     }
 
     /// Exports every pending span and waits, at most [`FLUSH_TIMEOUT`].
@@ -641,7 +643,7 @@ mod tests {
                     taken.len() - 1
                 }
             };
-            otlp_body::encode_span(span, &mut scratch);
+            otlp_body::encode_span(&otlp_body::SpanView::of_data(span), &mut scratch);
             otlp_body::put_encoded_span(&scratch, &mut taken[at].fields);
             taken[at].spans += 1;
         }

@@ -4,13 +4,12 @@
 //! Off (the default) installs nothing: [`enabled`] answers `false`, no layer joins the
 //! subscriber and no trace context is read or written anywhere.
 use super::encoding_processor::{EncodingProcessor, Limits};
-use super::span_sink::SpanSink;
+use super::span_sink::{Processor, SpanSink};
 use crate::config::{OtlpProtocol, TelemetrySettings};
 use opentelemetry::KeyValue;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::SpanProcessor;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -107,7 +106,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(&'static SpanSink, OtelGuard), Ot
     let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter(e.to_string());
     // The span processor of the protocol: over gRPC the SDK's batch span processor and the
     // stock exporter; over HTTP/protobuf the service's own (spans encoded where they end).
-    let (mut processor, metrics): (Box<dyn SpanProcessor>, _) = match s.protocol {
+    let (mut processor, metrics) = match s.protocol {
         OtlpProtocol::Grpc => {
             let tls = || {
                 opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
@@ -124,7 +123,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(&'static SpanSink, OtelGuard), Ot
                 metric = metric.with_tls_config(tls());
             }
             (
-                Box::new(batch(span.build().map_err(err)?)),
+                Processor::Sdk(Box::new(batch(span.build().map_err(err)?))),
                 metric.build().map_err(err)?,
             )
         }
@@ -146,7 +145,7 @@ pub fn start(s: &TelemetrySettings) -> Result<(&'static SpanSink, OtelGuard), Ot
                 .with_endpoint(format!("{}/v1/metrics", s.endpoint))
                 .build()
                 .map_err(err)?;
-            (Box::new(span), metric)
+            (Processor::Encoding(span), metric)
         }
     };
     processor.set_resource(&resource);

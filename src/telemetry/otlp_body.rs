@@ -13,12 +13,11 @@
 //! `resource.proto`): one `ResourceSpans` (the process's resource) holding one `ScopeSpans` per
 //! instrumentation scope, in order of first appearance. As prost does, a proto3 field holding
 //! its default value is left out, except a `oneof` member and a present sub-message.
-use opentelemetry::trace::{SpanId, SpanKind, Status};
+use opentelemetry::trace::{Event, Link, SpanContext, SpanId, SpanKind, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
-use prost::bytes::BufMut;
-use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
+use prost::encoding::{WireType, encoded_len_varint, key_len};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The encoded `Resource` message of the process, written once (see [`resource`]).
@@ -49,7 +48,7 @@ pub fn export_request(spans: &[SpanData], resource: &EncodedResource) -> Vec<u8>
         .map(|scope| {
             let mut fields = Vec::new();
             for span in spans.iter().filter(|s| s.instrumentation_scope == *scope) {
-                encode_span(span, &mut message);
+                encode_span(&SpanView::of_data(span), &mut message);
                 put_encoded_span(&message, &mut fields);
             }
             (scope, fields)
@@ -62,10 +61,64 @@ pub fn export_request(spans: &[SpanData], resource: &EncodedResource) -> Vec<u8>
     export_request_encoded(&parts, resource)
 }
 
+/// One ended span as the encoder reads it, borrowed from the SDK's [`SpanData`]
+/// ([`SpanView::of_data`]) or from the service's own record of it
+/// ([`SpanRecord::view`](super::span_record::SpanRecord::view)), so that a span the service
+/// recorded is written without first being moved into a `SpanData`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanView<'a> {
+    /// Its ids, trace flags and trace state.
+    pub context: &'a SpanContext,
+    /// Its parent's span id (`SpanId::INVALID` for a root).
+    pub parent: SpanId,
+    /// The parent came from another process.
+    pub parent_is_remote: bool,
+    /// Server, client, producer, consumer or internal.
+    pub kind: &'a SpanKind,
+    /// The span's name.
+    pub name: &'a str,
+    /// When it started and ended.
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// The attributes kept, and how many were dropped past the limit.
+    pub attributes: &'a [KeyValue],
+    pub dropped_attributes: u32,
+    /// Its events, and how many were dropped.
+    pub events: &'a [Event],
+    pub dropped_events: u32,
+    /// Its links, and how many were dropped.
+    pub links: &'a [Link],
+    pub dropped_links: u32,
+    /// Unset, Ok or Error.
+    pub status: &'a Status,
+}
+
+impl<'a> SpanView<'a> {
+    /// The SDK's ended span as the encoder reads it.
+    pub fn of_data(span: &'a SpanData) -> Self {
+        Self {
+            context: &span.span_context,
+            parent: span.parent_span_id,
+            parent_is_remote: span.parent_span_is_remote,
+            kind: &span.span_kind,
+            name: &span.name,
+            start: span.start_time,
+            end: span.end_time,
+            attributes: &span.attributes,
+            dropped_attributes: span.dropped_attributes_count,
+            events: &span.events.events,
+            dropped_events: span.events.dropped_count,
+            links: &span.links.links,
+            dropped_links: span.links.dropped_count,
+            status: &span.status,
+        }
+    }
+}
+
 /// Writes `span` as one `Span` message (no key, no length) into `scratch`, cleared first: the
 /// encoding [`crate::telemetry::encoding_processor`] does on the thread that ended the span.
 /// The trace state's header is spelled once (it is the only part that may allocate).
-pub fn encode_span(span: &SpanData, scratch: &mut Vec<u8>) {
+pub fn encode_span(span: &SpanView<'_>, scratch: &mut Vec<u8>) {
     scratch.clear();
     put_span(span, scratch);
 }
@@ -74,7 +127,7 @@ pub fn encode_span(span: &SpanData, scratch: &mut Vec<u8>) {
 /// field: key, length, message.
 pub fn put_encoded_span(message: &[u8], out: &mut Vec<u8>) {
     put_len(2, message.len(), out);
-    out.put_slice(message);
+    out.extend_from_slice(message);
 }
 
 /// How many whole `ScopeSpans.spans` fields (written by [`put_encoded_span`]) open `fields`,
@@ -130,11 +183,11 @@ pub fn export_request_encoded(
     let mut buf = Vec::with_capacity(len_delimited(1, resource_spans_len));
     put_len(1, resource_spans_len, &mut buf);
     put_len(1, resource.message.len(), &mut buf);
-    buf.put_slice(&resource.message);
+    buf.extend_from_slice(&resource.message);
     for (scope, fields) in present() {
         put_len(2, scope_spans_len(scope, fields), &mut buf);
         put_scope(scope, &mut buf);
-        buf.put_slice(fields);
+        buf.extend_from_slice(fields);
         put_str(3, scope.schema_url().unwrap_or_default(), &mut buf);
     }
     put_str(3, &resource.schema_url, &mut buf);
@@ -221,7 +274,7 @@ fn put_attributes(tag: u32, attributes: &[KeyValue], buf: &mut Vec<u8>) {
     }
 }
 
-fn link_len(l: &opentelemetry::trace::Link) -> usize {
+fn link_len(l: &Link) -> usize {
     let sc = &l.span_context;
     len_delimited(1, 16)
         + len_delimited(2, 8)
@@ -232,26 +285,26 @@ fn link_len(l: &opentelemetry::trace::Link) -> usize {
 }
 
 /// `Span` (fields 1–16 of `trace.proto`).
-fn put_span(span: &SpanData, buf: &mut Vec<u8>) {
-    let sc = &span.span_context;
+fn put_span(span: &SpanView<'_>, buf: &mut Vec<u8>) {
+    let sc = span.context;
     put_bytes(1, &sc.trace_id().to_bytes(), buf);
     put_bytes(2, &sc.span_id().to_bytes(), buf);
     put_str(3, &sc.trace_state().header(), buf);
-    if span.parent_span_id != SpanId::INVALID {
-        put_bytes(4, &span.parent_span_id.to_bytes(), buf);
+    if span.parent != SpanId::INVALID {
+        put_bytes(4, &span.parent.to_bytes(), buf);
     }
     put_fixed32(
         16,
-        span_flags(span.parent_span_is_remote, sc.trace_flags().to_u8()),
+        span_flags(span.parent_is_remote, sc.trace_flags().to_u8()),
         buf,
     );
-    put_str(5, &span.name, buf);
-    put_varint(6, kind(&span.span_kind), buf);
-    put_fixed64(7, nanos(span.start_time), buf);
-    put_fixed64(8, nanos(span.end_time), buf);
-    put_attributes(9, &span.attributes, buf);
-    put_varint(10, u64::from(span.dropped_attributes_count), buf);
-    for e in span.events.iter() {
+    put_str(5, span.name, buf);
+    put_varint(6, kind(span.kind), buf);
+    put_fixed64(7, nanos(span.start), buf);
+    put_fixed64(8, nanos(span.end), buf);
+    put_attributes(9, span.attributes, buf);
+    put_varint(10, u64::from(span.dropped_attributes), buf);
+    for e in span.events {
         let len = fixed64_len(1, nanos(e.timestamp))
             + str_len(2, &e.name)
             + attributes_len(3, &e.attributes)
@@ -262,8 +315,8 @@ fn put_span(span: &SpanData, buf: &mut Vec<u8>) {
         put_attributes(3, &e.attributes, buf);
         put_varint(4, u64::from(e.dropped_attributes_count), buf);
     }
-    put_varint(12, u64::from(span.events.dropped_count), buf);
-    for l in span.links.iter() {
+    put_varint(12, u64::from(span.dropped_events), buf);
+    for l in span.links {
         let sc = &l.span_context;
         put_len(13, link_len(l), buf);
         put_bytes(1, &sc.trace_id().to_bytes(), buf);
@@ -273,9 +326,9 @@ fn put_span(span: &SpanData, buf: &mut Vec<u8>) {
         put_varint(5, u64::from(l.dropped_attributes_count), buf);
         put_fixed32(6, span_flags(sc.is_remote(), sc.trace_flags().to_u8()), buf);
     }
-    put_varint(14, u64::from(span.links.dropped_count), buf);
-    put_len(15, status_len(&span.status), buf);
-    let (message, code) = status(&span.status);
+    put_varint(14, u64::from(span.dropped_links), buf);
+    put_len(15, status_len(span.status), buf);
+    let (message, code) = status(span.status);
     put_str(2, message, buf);
     put_varint(3, code, buf);
 }
@@ -286,9 +339,10 @@ fn key_value_len(key: &str, value: &Value) -> usize {
 }
 
 fn put_key_value(tag: u32, key: &str, value: &Value, buf: &mut Vec<u8>) {
-    put_len(tag, key_value_len(key, value), buf);
+    let value_len = any_value_len(value);
+    put_len(tag, str_len(1, key) + len_delimited(2, value_len), buf);
     put_str(1, key, buf);
-    put_len(2, any_value_len(value), buf);
+    put_len(2, value_len, buf);
     put_any_value(value, buf);
 }
 
@@ -315,19 +369,19 @@ fn put_scalar(s: &Scalar<'_>, buf: &mut Vec<u8>) {
     match s {
         Scalar::Str(v) => {
             put_len(1, v.len(), buf);
-            buf.put_slice(v.as_bytes());
+            buf.extend_from_slice(v.as_bytes());
         }
         Scalar::Bool(v) => {
-            encode_key(2, WireType::Varint, buf);
-            encode_varint(u64::from(*v), buf);
+            put_key(2, WireType::Varint, buf);
+            put_raw_varint(u64::from(*v), buf);
         }
         Scalar::I64(v) => {
-            encode_key(3, WireType::Varint, buf);
-            encode_varint(*v as u64, buf);
+            put_key(3, WireType::Varint, buf);
+            put_raw_varint(*v as u64, buf);
         }
         Scalar::F64(v) => {
-            encode_key(4, WireType::SixtyFourBit, buf);
-            buf.put_f64_le(*v);
+            put_key(4, WireType::SixtyFourBit, buf);
+            buf.extend_from_slice(&v.to_le_bytes());
         }
     }
 }
@@ -382,9 +436,28 @@ fn len_delimited(tag: u32, len: usize) -> usize {
     key_len(tag) + encoded_len_varint(len as u64) + len
 }
 
+/// A varint, written inline: prost's `encode_varint` is an out-of-line call per number (a
+/// third of a span's encoding went to it), and a `Vec`'s pushes need no `BufMut` checks.
+#[inline]
+fn put_raw_varint(mut v: u64, buf: &mut Vec<u8>) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// A field's key: its number and wire type as one varint (`tag` is a field number of the
+/// `.proto` files here, far below the protocol's maximum).
+#[inline]
+fn put_key(tag: u32, wire: WireType, buf: &mut Vec<u8>) {
+    put_raw_varint(u64::from(tag << 3 | wire as u32), buf);
+}
+
+#[inline]
 fn put_len(tag: u32, len: usize, buf: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, buf);
-    encode_varint(len as u64, buf);
+    put_key(tag, WireType::LengthDelimited, buf);
+    put_raw_varint(len as u64, buf);
 }
 
 fn str_len(tag: u32, s: &str) -> usize {
@@ -402,7 +475,7 @@ fn put_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
 fn put_bytes(tag: u32, b: &[u8], buf: &mut Vec<u8>) {
     if !b.is_empty() {
         put_len(tag, b.len(), buf);
-        buf.put_slice(b);
+        buf.extend_from_slice(b);
     }
 }
 
@@ -416,8 +489,8 @@ fn varint_len(tag: u32, v: u64) -> usize {
 
 fn put_varint(tag: u32, v: u64, buf: &mut Vec<u8>) {
     if v != 0 {
-        encode_key(tag, WireType::Varint, buf);
-        encode_varint(v, buf);
+        put_key(tag, WireType::Varint, buf);
+        put_raw_varint(v, buf);
     }
 }
 
@@ -427,8 +500,8 @@ fn fixed64_len(tag: u32, v: u64) -> usize {
 
 fn put_fixed64(tag: u32, v: u64, buf: &mut Vec<u8>) {
     if v != 0 {
-        encode_key(tag, WireType::SixtyFourBit, buf);
-        buf.put_u64_le(v);
+        put_key(tag, WireType::SixtyFourBit, buf);
+        buf.extend_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -438,8 +511,8 @@ fn fixed32_len(tag: u32, v: u32) -> usize {
 
 fn put_fixed32(tag: u32, v: u32, buf: &mut Vec<u8>) {
     if v != 0 {
-        encode_key(tag, WireType::ThirtyTwoBit, buf);
-        buf.put_u32_le(v);
+        put_key(tag, WireType::ThirtyTwoBit, buf);
+        buf.extend_from_slice(&v.to_le_bytes());
     }
 }
 

@@ -164,17 +164,24 @@ fn status_of(s: &str) -> Status {
     }
 }
 
-/// Room for the text of a field written with `%` or `?` (an id, a tenant, a name) without
-/// growing the string on the way: `format!` starts empty and grows a UUID's 36 characters
-/// three times.
-const FIELD_TEXT: usize = 48;
-
-/// `value` written with `Debug` (for a `%` field, its `Display`).
+/// `value` written with `Debug` (for a `%` field, its `Display`), in a string of exactly its
+/// length: the text is written into a buffer the thread keeps, then copied once. (Formatting
+/// into a fresh string grows it on the way, and the attribute's `String` → `Box<str>` then
+/// shrinks it: two reallocations per field.)
 fn text_of(value: &dyn fmt::Debug) -> String {
     use std::fmt::Write as _;
-    let mut text = String::with_capacity(FIELD_TEXT);
-    let _ = write!(text, "{value:?}");
-    text
+    thread_local! {
+        static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    TEXT.with(|text| match text.try_borrow_mut() {
+        Ok(mut text) => {
+            text.clear();
+            let _ = write!(text, "{value:?}");
+            String::from(text.as_str())
+        }
+        // A `Debug` that records a span field itself: its own string.
+        Err(_) => format!("{value:?}"),
+    })
 }
 
 /// What one field says of a span.

@@ -3,6 +3,7 @@
 //! the SDK's [`SpanData`] only when it ends ([`SpanRecord::finish`]), for the span processor
 //! of the configured protocol. The SDK's `SpanBuilder` → `Span` → `SpanData` path and
 //! `tracing-opentelemetry`'s per-span builder and context copies are not paid per span.
+use super::otlp_body::SpanView;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::SpanData;
@@ -46,6 +47,28 @@ impl SpanRecord {
     /// True when the span is exported when it ends (its trace is sampled).
     pub fn is_sampled(&self) -> bool {
         self.context.is_sampled()
+    }
+
+    /// The span, ended at `end`, as the encoder reads it, keeping its first `max_attributes`
+    /// attributes (the others counted as dropped): no copy of it is made.
+    pub fn view(&self, end: SystemTime, max_attributes: usize) -> SpanView<'_> {
+        let kept = self.attributes.len().min(max_attributes);
+        SpanView {
+            context: &self.context,
+            parent: self.parent,
+            parent_is_remote: self.parent_is_remote,
+            kind: &self.kind,
+            name: &self.name,
+            start: self.start,
+            end: end.max(self.start),
+            attributes: &self.attributes[..kept],
+            dropped_attributes: u32::try_from(self.attributes.len() - kept).unwrap_or(u32::MAX),
+            events: &[],
+            dropped_events: 0,
+            links: &[],
+            dropped_links: 0,
+            status: &self.status,
+        }
     }
 
     /// The span, ended at `end`, as the span processors take it.
@@ -118,6 +141,24 @@ mod tests {
             Some(Duration::from_secs(1))
         );
         assert_eq!(data.instrumentation_scope, scope);
+    }
+
+    #[test]
+    fn a_view_reads_the_record_and_counts_the_attributes_past_the_limit() {
+        let mut r = record();
+        r.set_attribute(KeyValue::new("b", "x"));
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(11);
+        let view = r.view(end, 1);
+        assert_eq!(view.context.span_id(), SpanId::from(8));
+        assert_eq!(view.parent, SpanId::from(9));
+        assert!(view.parent_is_remote);
+        assert_eq!(*view.kind, SpanKind::Consumer);
+        assert_eq!(view.name, "x");
+        assert_eq!((view.start, view.end), (r.start, end));
+        assert_eq!(view.attributes, &[KeyValue::new("a", 1)]);
+        assert_eq!(view.dropped_attributes, 1);
+        assert_eq!(r.view(SystemTime::UNIX_EPOCH, usize::MAX).end, r.start);
+        assert_eq!(r.view(end, usize::MAX).dropped_attributes, 0);
     }
 
     #[test]

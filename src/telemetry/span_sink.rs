@@ -12,6 +12,7 @@
 //! decision: for each standard sampler that is the decision the sampler would make (a
 //! parent-based one follows the parent; `always_on`, `always_off` and `traceidratio` decide
 //! the same for every span of a trace).
+use super::encoding_processor::EncodingProcessor;
 use super::span_record::SpanRecord;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState,
@@ -33,9 +34,35 @@ pub enum Parent<'a> {
     Remote(&'a SpanContext),
 }
 
+/// Where ended, sampled spans go.
+pub enum Processor {
+    /// The OTLP/HTTP processor: a span is encoded straight from its record.
+    Encoding(EncodingProcessor),
+    /// Any SDK span processor (over gRPC, the batch processor): a span is handed over as the
+    /// SDK's `SpanData`.
+    Sdk(Box<dyn SpanProcessor>),
+}
+
+impl Processor {
+    fn as_sdk(&self) -> &dyn SpanProcessor {
+        match self {
+            Self::Encoding(p) => p,
+            Self::Sdk(p) => p.as_ref(),
+        }
+    }
+
+    /// Gives the processor the process's resource, which every export carries.
+    pub fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        match self {
+            Self::Encoding(p) => p.set_resource(resource),
+            Self::Sdk(p) => p.set_resource(resource),
+        }
+    }
+}
+
 /// Starts and ends the service's spans (see the module's documentation).
 pub struct SpanSink {
-    processor: Box<dyn SpanProcessor>,
+    processor: Processor,
     sampler: Box<dyn ShouldSample>,
     scope: InstrumentationScope,
     max_attributes: usize,
@@ -63,7 +90,7 @@ impl SpanSink {
     /// A sink whose ended, sampled spans go to `processor` (its resource already set), each
     /// carrying `scope`; `sampler` decides for the spans that start a trace here.
     pub fn new(
-        processor: Box<dyn SpanProcessor>,
+        processor: Processor,
         sampler: Box<dyn ShouldSample>,
         scope: InstrumentationScope,
     ) -> Self {
@@ -124,25 +151,34 @@ impl SpanSink {
 
     /// Ends `record` now: a sampled span goes to the processor, any other is dropped.
     pub fn end(&self, record: SpanRecord) {
-        if record.is_sampled() {
-            let mut span = record.finish(SystemTime::now(), &self.scope);
-            if span.attributes.len() > self.max_attributes {
-                let dropped = span.attributes.len() - self.max_attributes;
-                span.attributes.truncate(self.max_attributes);
-                span.dropped_attributes_count = u32::try_from(dropped).unwrap_or(u32::MAX);
+        if !record.is_sampled() {
+            return;
+        }
+        let end = SystemTime::now();
+        match &self.processor {
+            Processor::Encoding(p) => {
+                p.end_view(&record.view(end, self.max_attributes), &self.scope)
             }
-            self.processor.on_end(span);
+            Processor::Sdk(p) => {
+                let mut span = record.finish(end, &self.scope);
+                if span.attributes.len() > self.max_attributes {
+                    let dropped = span.attributes.len() - self.max_attributes;
+                    span.attributes.truncate(self.max_attributes);
+                    span.dropped_attributes_count = u32::try_from(dropped).unwrap_or(u32::MAX);
+                }
+                p.on_end(span);
+            }
         }
     }
 
     /// Exports the pending spans and waits for them.
     pub fn force_flush(&self) -> OTelSdkResult {
-        self.processor.force_flush()
+        self.processor.as_sdk().force_flush()
     }
 
     /// Exports the pending spans and stops the processor, waiting at most `timeout`.
     pub fn shutdown(&self, timeout: Duration) -> OTelSdkResult {
-        self.processor.shutdown_with_timeout(timeout)
+        self.processor.as_sdk().shutdown_with_timeout(timeout)
     }
 
     /// The span context of span `span_id` under `parent`, with the parent's id and whether
@@ -223,7 +259,11 @@ pub(crate) mod collect {
         let collect = Collect::default();
         let scope = InstrumentationScope::builder("reporter").build();
         (
-            SpanSink::new(Box::new(collect.clone()), Box::new(sampler), scope),
+            SpanSink::new(
+                Processor::Sdk(Box::new(collect.clone())),
+                Box::new(sampler),
+                scope,
+            ),
             collect,
         )
     }
