@@ -20,7 +20,10 @@ use opentelemetry::trace::{
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample, SpanProcessor};
+use rand::rngs::SmallRng;
+use rand::{Rng as _, SeedableRng as _};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::time::{Duration, SystemTime};
 
 /// What a starting span continues.
@@ -76,14 +79,21 @@ impl std::fmt::Debug for SpanSink {
     }
 }
 
+thread_local! {
+    /// The ids' generator of this thread, seeded from the operating system: a small fast
+    /// generator, as the SDK's own id generator uses (the thread's ChaCha generator cost a
+    /// request's two ids a block refill now and then and a reference-counted handle each).
+    static IDS: RefCell<SmallRng> = RefCell::new(SmallRng::from_os_rng());
+}
+
 /// A new trace id: random, never the invalid all-zero id.
 fn new_trace_id() -> TraceId {
-    TraceId::from(rand::random::<u128>().max(1))
+    TraceId::from(IDS.with(|ids| ids.borrow_mut().random::<u128>()).max(1))
 }
 
 /// A new span id: random, never the invalid all-zero id.
 fn new_span_id() -> SpanId {
-    SpanId::from(rand::random::<u64>().max(1))
+    SpanId::from(IDS.with(|ids| ids.borrow_mut().random::<u64>()).max(1))
 }
 
 impl SpanSink {
