@@ -45,6 +45,7 @@ mod load;
 mod storage;
 mod sweep;
 mod upload;
+mod writeback;
 
 pub use datasource::FileDataSource;
 pub use storage::{DEFAULT_CONTENT_TYPE, LocalObjectStorage};

@@ -1,5 +1,6 @@
 //! [`LocalObjectStorage`]: object storage in a local directory.
 use crate::upload::LocalUpload;
+use crate::writeback::Writeback;
 use async_trait::async_trait;
 use bytes::Bytes;
 use reporter_ports::ports::{ObjectStorage, ObjectUpload, StoredObject, SweepReport};
@@ -155,6 +156,7 @@ fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub(crate) struct TempObject {
     file: tempfile::NamedTempFile,
     target: PathBuf,
+    writeback: Writeback,
 }
 
 impl TempObject {
@@ -178,12 +180,21 @@ impl TempObject {
         Ok(Self {
             file,
             target: target.to_owned(),
+            writeback: Writeback::default(),
         })
     }
 
     /// Appends `bytes`.
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.as_file_mut().write_all(bytes)
+    }
+
+    /// Appends `bytes`, one piece of several: the pieces written so far go to the disk as
+    /// the file grows ([`Writeback`]), so [`Self::persist`] waits for the last ones only.
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.write_all(bytes)?;
+        self.writeback.wrote(self.file.as_file(), bytes.len());
+        Ok(())
     }
 
     /// The path it becomes.

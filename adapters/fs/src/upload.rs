@@ -36,7 +36,7 @@ impl ObjectUpload for LocalUpload {
     async fn write(&mut self, piece: Bytes) -> Result<(), StoreError> {
         let mut temp = self.temp.take().ok_or_else(|| self.failed_before())?;
         let temp = blocking(move || {
-            let written = temp.write_all(&piece);
+            let written = temp.append(&piece);
             written.map_err(|e| write_failed(temp.target(), e))?;
             Ok(temp)
         })
