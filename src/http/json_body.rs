@@ -121,37 +121,37 @@ pub mod as_openapi {
     /// written digit by digit ([`rfc3339`]); chrono's formatter (`to_rfc3339`'s writer, about
     /// a third of the answer's JSON time in the P3 profile) writes the others.
     pub fn instant<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-        match rfc3339_text(t) {
-            Ok(text) => s.serialize_str(text.as_str()),
-            Err(text) => s.serialize_str(&text),
+        let mut text = StackText::default();
+        match rfc3339_text(t, &mut text) {
+            Ok(()) => s.serialize_str(text.as_str()),
+            Err(long) => s.serialize_str(&long),
         }
     }
 
     /// Appends the JSON string [`instant`] serializes `t` as to `out` (the same bytes: RFC 3339
     /// text is ASCII without quotes, backslashes or control characters, nothing to escape).
     pub fn write_instant(t: &DateTime<Utc>, out: &mut Vec<u8>) {
+        let mut text = StackText::default();
         out.push(b'"');
-        match rfc3339_text(t) {
-            Ok(text) => out.extend_from_slice(text.as_str().as_bytes()),
-            Err(text) => out.extend_from_slice(text.as_bytes()),
+        match rfc3339_text(t, &mut text) {
+            Ok(()) => out.extend_from_slice(text.written()),
+            Err(long) => out.extend_from_slice(long.as_bytes()),
         }
         out.push(b'"');
     }
 
-    /// `t` as `to_rfc3339` writes it, on the stack; `Err` with chrono's `String` only past the
-    /// stack's room (longer than any instant chrono can hold: kept as the plain way all the
-    /// same).
-    fn rfc3339_text(t: &DateTime<Utc>) -> Result<StackText, String> {
-        let mut text = StackText::default();
-        if rfc3339(t, &mut text).is_some() {
-            return Ok(text);
+    /// Writes `t` as `to_rfc3339` writes it into `text`; `Err` with chrono's `String` only
+    /// past the stack's room (longer than any instant chrono can hold: kept as the plain way
+    /// all the same).
+    fn rfc3339_text(t: &DateTime<Utc>, text: &mut StackText) -> Result<(), String> {
+        if rfc3339(t, text).is_some() {
+            return Ok(());
         }
         text.len = 0;
         let item = std::iter::once(Item::Fixed(Fixed::RFC3339));
-        match t.format_with_items(item).write_to(&mut text) {
-            Ok(()) => Ok(text),
-            Err(_) => Err(t.to_rfc3339()),
-        }
+        t.format_with_items(item)
+            .write_to(text)
+            .map_err(|_| t.to_rfc3339())
     }
 
     /// Writes `t` as `to_rfc3339` does into `out`; `None` (and nothing written) for a year
@@ -212,7 +212,12 @@ pub mod as_openapi {
     impl StackText {
         fn as_str(&self) -> &str {
             // Only ASCII bytes and whole `&str`s are ever copied in, so this cannot fail.
-            std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+            std::str::from_utf8(self.written()).unwrap_or_default()
+        }
+
+        /// The bytes written so far.
+        fn written(&self) -> &[u8] {
+            self.bytes.get(..self.len).unwrap_or_default()
         }
 
         /// Appends ASCII `b`; [`rfc3339`] writes at most 35 bytes, far below the room.
@@ -230,13 +235,19 @@ pub mod as_openapi {
             }
         }
 
-        /// Appends the last `width` decimal digits of `n`, zero-padded.
-        fn digits(&mut self, n: u32, width: u32) {
-            for power in (0..width).rev() {
-                let digit = (n / 10u32.pow(power)) % 10;
+        /// Appends the last `width` decimal digits of `n`, zero-padded (written from the
+        /// last digit back: a division by the constant 10 per digit, no power of ten).
+        fn digits(&mut self, mut n: u32, width: usize) {
+            let end = self.len + width;
+            let Some(room) = self.bytes.get_mut(self.len..end) else {
+                return;
+            };
+            for slot in room.iter_mut().rev() {
                 // A decimal digit: below 10, so the cast cannot truncate.
-                self.byte(b'0' + digit as u8);
+                *slot = b'0' + (n % 10) as u8;
+                n /= 10;
             }
+            self.len = end;
         }
     }
 
