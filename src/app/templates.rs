@@ -296,6 +296,18 @@ impl App {
             .ok_or_else(|| AppError::not_found("Template"))
     }
 
+    /// [`Self::get_template`] shared with the store: the record as the store holds it, not
+    /// copied (`GET /v1/templates/{id}` only reads it to answer). Same contract, same span.
+    #[tracing::instrument(name = "get_template", skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    pub async fn read_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Arc<Template>> {
+        self.ports
+            .templates
+            .get_shared(&caller.tenant, id, false)
+            .await
+            .map_err(|e| AppError::store(e, "Template"))?
+            .ok_or_else(|| AppError::not_found("Template"))
+    }
+
     /// Lists live templates.
     #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn list_templates(

@@ -2,9 +2,11 @@
 //!
 //! poem-openapi's `Json<T>` answers through `ToJSON`: it builds a `serde_json::Value` tree of
 //! the DTO (a map and a string per field), then writes the tree. [`JsonBody`] documents the
-//! same schema (`T`'s) but writes the DTO with serde in one pass. A DTO answered this way MUST
-//! serialize exactly as its `ToJSON` form: [`same_json`] checks that, and every such DTO has a
-//! test calling it.
+//! same schema (its [`JsonForm::Schema`]) but writes the value in one pass. A DTO answered this
+//! way MUST serialize exactly as its `ToJSON` form: [`same_json`] checks that, and every such
+//! DTO has a test calling it. A value written by hand ([`JsonForm::write_json`] other than
+//! [`serde_form`]) MUST write exactly the bytes its schema's DTO's serde form writes; its
+//! module tests that.
 use poem::http::{HeaderMap, HeaderValue};
 use poem::{IntoResponse, Response};
 use poem_openapi::ApiResponse;
@@ -13,9 +15,23 @@ use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSch
 use poem_openapi::types::Type;
 use serde::Serialize;
 
-/// A `200` JSON body of `T`, in `T`'s schema (see the module docs).
+/// A `200` JSON body of `T`, in `T::Schema`'s schema (see the module docs).
 #[derive(Debug, Clone)]
 pub struct JsonBody<T>(pub T);
+
+/// A value [`JsonBody`] answers: the schema it documents and how it is written.
+pub trait JsonForm: Send {
+    /// The schema the answer documents (a DTO's `Object`).
+    type Schema: Type;
+
+    /// Appends the value's JSON text to `out`: the bytes `Schema`'s serde form writes.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
+}
+
+/// [`JsonForm::write_json`] of a DTO that is its own schema: its serde form.
+pub fn serde_form<T: Serialize>(value: &T, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    serde_json::to_writer(out, value)
+}
 
 const CONTENT_TYPE: &str = "application/json; charset=utf-8";
 
@@ -27,22 +43,22 @@ const BODY_START: usize = 1024;
 /// and `X-Request-Id` (`middleware::harden`), with room for CORS's.
 const RESPONSE_HEADERS: usize = 12;
 
-impl<T: Type> Payload for JsonBody<T> {
+impl<T: JsonForm> Payload for JsonBody<T> {
     const CONTENT_TYPE: &'static str = CONTENT_TYPE;
 
     fn schema_ref() -> MetaSchemaRef {
-        T::schema_ref()
+        T::Schema::schema_ref()
     }
 
     fn register(registry: &mut Registry) {
-        T::register(registry);
+        T::Schema::register(registry);
     }
 }
 
-impl<T: Serialize + Send> IntoResponse for JsonBody<T> {
+impl<T: JsonForm> IntoResponse for JsonBody<T> {
     fn into_response(self) -> Response {
         let mut bytes = Vec::with_capacity(BODY_START);
-        match serde_json::to_writer(&mut bytes, &self.0) {
+        match self.0.write_json(&mut bytes) {
             Ok(()) => {
                 let mut resp = Response::from(bytes);
                 // Room for every header the edge adds (`middleware::harden`): the map is
@@ -63,7 +79,7 @@ impl<T: Serialize + Send> IntoResponse for JsonBody<T> {
     }
 }
 
-impl<T: Type + Serialize + Send> ApiResponse for JsonBody<T> {
+impl<T: JsonForm> ApiResponse for JsonBody<T> {
     fn meta() -> MetaResponses {
         MetaResponses {
             responses: vec![MetaResponse {
@@ -72,7 +88,7 @@ impl<T: Type + Serialize + Send> ApiResponse for JsonBody<T> {
                 status_range: None,
                 content: vec![MetaMediaType {
                     content_type: CONTENT_TYPE,
-                    schema: T::schema_ref(),
+                    schema: T::Schema::schema_ref(),
                 }],
                 headers: vec![],
             }],
@@ -80,7 +96,7 @@ impl<T: Type + Serialize + Send> ApiResponse for JsonBody<T> {
     }
 
     fn register(registry: &mut Registry) {
-        T::register(registry);
+        T::Schema::register(registry);
     }
 }
 
@@ -106,36 +122,59 @@ pub mod as_openapi {
     /// a third of the answer's JSON time in the P3 profile) writes the others.
     pub fn instant<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         let mut text = StackText::default();
-        if rfc3339(t, &mut text).is_some() {
-            return s.serialize_str(text.as_str());
+        match rfc3339_text(t, &mut text) {
+            Ok(()) => s.serialize_str(text.as_str()),
+            Err(long) => s.serialize_str(&long),
+        }
+    }
+
+    /// Appends the JSON string [`instant`] serializes `t` as to `out` (the same bytes: RFC 3339
+    /// text is ASCII without quotes, backslashes or control characters, nothing to escape).
+    pub fn write_instant(t: &DateTime<Utc>, out: &mut Vec<u8>) {
+        let mut text = StackText::default();
+        out.push(b'"');
+        match rfc3339_text(t, &mut text) {
+            Ok(()) => out.extend_from_slice(text.written()),
+            Err(long) => out.extend_from_slice(long.as_bytes()),
+        }
+        out.push(b'"');
+    }
+
+    /// Writes `t` as `to_rfc3339` writes it into `text`; `Err` with chrono's `String` only
+    /// past the stack's room (longer than any instant chrono can hold: kept as the plain way
+    /// all the same).
+    fn rfc3339_text(t: &DateTime<Utc>, text: &mut StackText) -> Result<(), String> {
+        if rfc3339(t, text).is_some() {
+            return Ok(());
         }
         text.len = 0;
         let item = std::iter::once(Item::Fixed(Fixed::RFC3339));
-        match t.format_with_items(item).write_to(&mut text) {
-            Ok(()) => s.serialize_str(text.as_str()),
-            // Longer than any instant chrono can hold; kept as the plain way all the same.
-            Err(_) => s.serialize_str(&t.to_rfc3339()),
-        }
+        t.format_with_items(item)
+            .write_to(text)
+            .map_err(|_| t.to_rfc3339())
     }
 
     /// Writes `t` as `to_rfc3339` does into `out`; `None` (and nothing written) for a year
     /// outside 0 to 9999, which chrono spells with a sign.
     fn rfc3339(t: &DateTime<Utc>, out: &mut StackText) -> Option<()> {
-        let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
+        // The UTC date and time once: each of `DateTime`'s own accessors adds the offset again.
+        let at = t.naive_utc();
+        let (date, time) = (at.date(), at.time());
+        let year = u32::try_from(date.year()).ok().filter(|y| *y <= 9999)?;
         // chrono keeps a leap second as a nanosecond count past 1e9 of second 59.
-        let (second, nanos) = match t.nanosecond() {
-            n if n >= 1_000_000_000 => (t.second() + 1, n - 1_000_000_000),
-            n => (t.second(), n),
+        let (second, nanos) = match time.nanosecond() {
+            n if n >= 1_000_000_000 => (time.second() + 1, n - 1_000_000_000),
+            n => (time.second(), n),
         };
         out.digits(year, 4);
         out.byte(b'-');
-        out.digits(t.month(), 2);
+        out.digits(date.month(), 2);
         out.byte(b'-');
-        out.digits(t.day(), 2);
+        out.digits(date.day(), 2);
         out.byte(b'T');
-        out.digits(t.hour(), 2);
+        out.digits(time.hour(), 2);
         out.byte(b':');
-        out.digits(t.minute(), 2);
+        out.digits(time.minute(), 2);
         out.byte(b':');
         out.digits(second, 2);
         if nanos != 0 {
@@ -173,7 +212,12 @@ pub mod as_openapi {
     impl StackText {
         fn as_str(&self) -> &str {
             // Only ASCII bytes and whole `&str`s are ever copied in, so this cannot fail.
-            std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+            std::str::from_utf8(self.written()).unwrap_or_default()
+        }
+
+        /// The bytes written so far.
+        fn written(&self) -> &[u8] {
+            self.bytes.get(..self.len).unwrap_or_default()
         }
 
         /// Appends ASCII `b`; [`rfc3339`] writes at most 35 bytes, far below the room.
@@ -191,13 +235,19 @@ pub mod as_openapi {
             }
         }
 
-        /// Appends the last `width` decimal digits of `n`, zero-padded.
-        fn digits(&mut self, n: u32, width: u32) {
-            for power in (0..width).rev() {
-                let digit = (n / 10u32.pow(power)) % 10;
+        /// Appends the last `width` decimal digits of `n`, zero-padded (written from the
+        /// last digit back: a division by the constant 10 per digit, no power of ten).
+        fn digits(&mut self, mut n: u32, width: usize) {
+            let end = self.len + width;
+            let Some(room) = self.bytes.get_mut(self.len..end) else {
+                return;
+            };
+            for slot in room.iter_mut().rev() {
                 // A decimal digit: below 10, so the cast cannot truncate.
-                self.byte(b'0' + digit as u8);
+                *slot = b'0' + (n % 10) as u8;
+                n /= 10;
             }
+            self.len = end;
         }
     }
 
@@ -237,6 +287,9 @@ mod tests {
         ] {
             let ours = serde_json::to_value(At(t)).unwrap();
             assert_eq!(ours, serde_json::Value::String(t.to_rfc3339()), "{t:?}");
+            let mut written = Vec::new();
+            as_openapi::write_instant(&t, &mut written);
+            assert_eq!(written, serde_json::to_vec(&At(t)).unwrap(), "{t:?}");
         }
     }
 
@@ -259,13 +312,26 @@ mod tests {
             if let Some(t) = chrono::DateTime::<chrono::Utc>::from_timestamp(secs, nanos) {
                 let ours = serde_json::to_value(At(t)).unwrap();
                 prop_assert_eq!(ours, serde_json::Value::String(t.to_rfc3339()));
+                let mut written = Vec::new();
+                as_openapi::write_instant(&t, &mut written);
+                prop_assert_eq!(written, serde_json::to_vec(&At(t)).unwrap());
             }
         }
     }
 
-    #[test]
-    fn the_body_is_the_serde_form_with_the_json_content_type() {
-        let resp = JsonBody(serde_json::json!({"a": [1, "b"]})).into_response();
+    /// A value written in its serde form.
+    struct Plain(serde_json::Value);
+
+    impl JsonForm for Plain {
+        type Schema = serde_json::Value;
+        fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+            serde_form(&self.0, out)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_body_is_the_serde_form_with_the_json_content_type() {
+        let resp = JsonBody(Plain(serde_json::json!({"a": [1, "b"]}))).into_response();
         assert_eq!(resp.status(), 200);
         assert_eq!(
             resp.headers()
@@ -273,5 +339,7 @@ mod tests {
                 .and_then(|v| v.to_str().ok()),
             Some(CONTENT_TYPE)
         );
+        let body = resp.into_body().into_vec().await.unwrap();
+        assert_eq!(body, br#"{"a":[1,"b"]}"#);
     }
 }

@@ -7,6 +7,7 @@ use super::error::{
 use super::idempotency::{IdempotencyReservation, json_answer};
 use super::json_body::{JsonBody, as_openapi};
 use super::tags::ApiTags;
+use super::template_json::TemplateJson;
 use crate::app::{
     App, AppError, Code, CreateTemplate, TemplateFile, TemplateWithWarnings, UpdateTemplate,
 };
@@ -40,6 +41,19 @@ pub enum OutputFormatDto {
     Xml,
     /// Plain text.
     Txt,
+}
+
+impl OutputFormatDto {
+    /// Its name in JSON (its serde and `ToJSON` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Html => "html",
+            Self::Pdf => "pdf",
+            Self::Csv => "csv",
+            Self::Xml => "xml",
+            Self::Txt => "txt",
+        }
+    }
 }
 
 impl From<OutputFormat> for OutputFormatDto {
@@ -369,11 +383,11 @@ impl TemplatesApi {
         #[oai(scope = "Scope::TemplatesRead")] auth: Auth,
         /// Template id.
         id: Path<String>,
-    ) -> ApiResult<JsonBody<TemplateDto>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
+    ) -> ApiResult<JsonBody<TemplateJson>, { AUTH | NOT_FOUND | UNAVAILABLE }> {
         let caller = auth.caller();
         let id: TemplateId = path_uuid(&id.0, "id")?;
-        Ok(JsonBody(TemplateDto::from(
-            app.get_template(&caller, id).await?,
+        Ok(JsonBody(TemplateJson(
+            app.read_template(&caller, id).await?,
         )))
     }
 
@@ -472,6 +486,19 @@ mod tests {
         ] {
             t.output_format = f;
             same_json(&t);
+        }
+    }
+
+    #[test]
+    fn a_formats_name_is_its_json_value() {
+        for f in [
+            OutputFormatDto::Html,
+            OutputFormatDto::Pdf,
+            OutputFormatDto::Csv,
+            OutputFormatDto::Xml,
+            OutputFormatDto::Txt,
+        ] {
+            assert_eq!(serde_json::to_value(f).unwrap(), f.name());
         }
     }
 }

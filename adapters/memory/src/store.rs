@@ -22,10 +22,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub const DEADLINE_UNIQUENESS_RULE: &str = "deadline_type_template_due_date_frequency";
 
 /// The records of one tenant. Keying by tenant first makes isolation structural: a lookup in
-/// the wrong tenant cannot see another tenant's record.
+/// the wrong tenant cannot see another tenant's record. Templates are kept behind an `Arc`, so
+/// a read (`get_shared`: every `GET /v1/templates/{id}`) copies no record.
 #[derive(Default)]
 pub(crate) struct TenantState {
-    pub(crate) templates: HashMap<TemplateId, Template>,
+    pub(crate) templates: HashMap<TemplateId, Arc<Template>>,
     pub(crate) deadlines: HashMap<DeadlineId, Deadline>,
     pub(crate) reports: HashMap<ReportId, Report>,
 }
@@ -198,6 +199,22 @@ impl MemoryStore {
         store
     }
 
+    /// The template `get` answers, shared with the store.
+    fn template(
+        &self,
+        tenant: &TenantId,
+        id: TemplateId,
+        include_deleted: bool,
+    ) -> Result<Option<Arc<Template>>, StoreError> {
+        let state = self.lock()?;
+        Ok(state
+            .tenants
+            .get(tenant)
+            .and_then(|t| t.templates.get(&id))
+            .filter(|t| include_deleted || !t.is_deleted())
+            .cloned())
+    }
+
     pub(crate) fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
         self.inner
             .lock()
@@ -217,6 +234,14 @@ impl Versioned for Template {
     }
     fn tenant(&self) -> &TenantId {
         &self.tenant
+    }
+}
+impl<R: Versioned> Versioned for Arc<R> {
+    fn version(&self) -> u64 {
+        R::version(self)
+    }
+    fn tenant(&self) -> &TenantId {
+        R::tenant(self)
     }
 }
 impl Versioned for Deadline {
@@ -280,7 +305,7 @@ fn validate(
                 base.map(|b| &b.templates),
                 &mut staged.templates,
                 record.id,
-                record.clone(),
+                Arc::new(record.clone()),
                 *expected_version,
             )?,
             Change::Deadline {
@@ -342,7 +367,7 @@ fn validate(
 
 #[derive(Default)]
 struct TenantStaged {
-    templates: HashMap<TemplateId, Template>,
+    templates: HashMap<TemplateId, Arc<Template>>,
     deadlines: HashMap<DeadlineId, Deadline>,
     reports: HashMap<ReportId, Report>,
 }
@@ -399,13 +424,17 @@ impl TemplateRepository for MemoryStore {
         id: TemplateId,
         include_deleted: bool,
     ) -> Result<Option<Template>, StoreError> {
-        let state = self.lock()?;
-        Ok(state
-            .tenants
-            .get(tenant)
-            .and_then(|t| t.templates.get(&id))
-            .filter(|t| include_deleted || !t.is_deleted())
-            .cloned())
+        let shared = self.template(tenant, id, include_deleted)?;
+        Ok(shared.map(Arc::unwrap_or_clone))
+    }
+
+    async fn get_shared(
+        &self,
+        tenant: &TenantId,
+        id: TemplateId,
+        include_deleted: bool,
+    ) -> Result<Option<Arc<Template>>, StoreError> {
+        self.template(tenant, id, include_deleted)
     }
 
     async fn list(
@@ -422,7 +451,7 @@ impl TemplateRepository for MemoryStore {
                 .into_iter()
                 .flat_map(|t| t.templates.values())
                 .filter(|t| !t.is_deleted() && query.matches(t))
-                .cloned()
+                .map(|t| Template::clone(t))
                 .collect()
         };
         Ok(sort_page(items, page, |t| (t.created_at, t.id.0)))

@@ -100,9 +100,18 @@ async fn get_t<S: StoreUnderTest>(
     id: TemplateId,
     deleted: bool,
 ) -> Option<Template> {
-    TemplateRepository::get(s, tenant, id, deleted)
+    let got = TemplateRepository::get(s, tenant, id, deleted)
         .await
-        .expect("TemplateRepository::get failed")
+        .expect("TemplateRepository::get failed");
+    let shared = TemplateRepository::get_shared(s, tenant, id, deleted)
+        .await
+        .expect("TemplateRepository::get_shared failed");
+    assert_eq!(
+        shared.as_deref(),
+        got.as_ref(),
+        "get_shared answers what get answers"
+    );
+    got
 }
 
 async fn get_d<S: StoreUnderTest>(

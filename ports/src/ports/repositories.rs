@@ -7,6 +7,7 @@ use crate::template::{OutputFormat, Template};
 use crate::tenant::TenantId;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 
 /// Filters of the template list. All present filters must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +47,17 @@ pub trait TemplateRepository: Send + Sync {
         id: TemplateId,
         include_deleted: bool,
     ) -> Result<Option<Template>, StoreError>;
+    /// [`Self::get`]'s answer, shared: the same contract, for a reader that only reads the
+    /// record. An adapter that keeps its records in memory behind an `Arc` answers without
+    /// copying the record; the default wraps [`Self::get`]'s.
+    async fn get_shared(
+        &self,
+        tenant: &TenantId,
+        id: TemplateId,
+        include_deleted: bool,
+    ) -> Result<Option<Arc<Template>>, StoreError> {
+        Ok(self.get(tenant, id, include_deleted).await?.map(Arc::new))
+    }
     /// Live templates matching `query`, ordered by `created_at` then id in `page.sort`
     /// direction; `total` counts every match.
     async fn list(
