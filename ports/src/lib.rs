@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod human_text;
 pub mod ids;
+pub mod json_text;
 pub mod object_key;
 pub mod page;
 pub mod ports;

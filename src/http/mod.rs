@@ -19,7 +19,6 @@ pub mod head_limit;
 pub mod headers;
 pub mod idempotency;
 pub mod json_body;
-mod json_string;
 pub mod methods;
 pub mod middleware;
 pub mod ops;

@@ -6,8 +6,8 @@
 //! field order and names of the DTO, no `warnings`: a stored template has none); the tests
 //! compare the two on arbitrary templates.
 use super::json_body::{JsonForm, as_openapi::write_instant};
-use super::json_string::write_str;
-use super::templates::{OutputFormatDto, TemplateDto};
+use super::templates::TemplateDto;
+use reporter_ports::json_text::write_json_str as write_str;
 use reporter_ports::template::{MappedFields, Template};
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ impl JsonForm for TemplateJson {
         out.extend_from_slice(b"{\"id\":\"");
         out.extend_from_slice(t.id.uuid().hyphenated().encode_lower(&mut id).as_bytes());
         out.extend_from_slice(b"\",\"outputFormat\":\"");
-        out.extend_from_slice(OutputFormatDto::from(t.output_format).name().as_bytes());
+        out.extend_from_slice(t.output_format.as_str().as_bytes());
         out.extend_from_slice(b"\",\"description\":");
         write_str(&t.description, out)?;
         out.extend_from_slice(b",\"fileName\":");

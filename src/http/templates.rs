@@ -43,19 +43,6 @@ pub enum OutputFormatDto {
     Txt,
 }
 
-impl OutputFormatDto {
-    /// Its name in JSON (its serde and `ToJSON` value).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Html => "html",
-            Self::Pdf => "pdf",
-            Self::Csv => "csv",
-            Self::Xml => "xml",
-            Self::Txt => "txt",
-        }
-    }
-}
-
 impl From<OutputFormat> for OutputFormatDto {
     fn from(f: OutputFormat) -> Self {
         match f {
@@ -489,16 +476,21 @@ mod tests {
         }
     }
 
+    /// `http/template_json.rs` writes a format's JSON value as its domain name.
     #[test]
-    fn a_formats_name_is_its_json_value() {
+    fn a_formats_json_value_is_its_domain_name() {
+        use reporter_ports::template::OutputFormat;
         for f in [
-            OutputFormatDto::Html,
-            OutputFormatDto::Pdf,
-            OutputFormatDto::Csv,
-            OutputFormatDto::Xml,
-            OutputFormatDto::Txt,
+            OutputFormat::Html,
+            OutputFormat::Pdf,
+            OutputFormat::Csv,
+            OutputFormat::Xml,
+            OutputFormat::Txt,
         ] {
-            assert_eq!(serde_json::to_value(f).unwrap(), f.name());
+            assert_eq!(
+                serde_json::to_value(OutputFormatDto::from(f)).unwrap(),
+                f.as_str()
+            );
         }
     }
 }

@@ -130,32 +130,10 @@ pub(crate) fn write_value(
     }
 }
 
-/// Writes `text` as a JSON string: the bytes serde_json writes for it. Text without a byte
-/// serde_json escapes (a control character, `"` or `\\`; it escapes nothing else) is copied
-/// as it is, which is most text; anything else is written by serde_json.
+/// Writes `text` as a JSON string: the bytes serde_json writes for it
+/// ([`reporter_ports::json_text`]: text with nothing to escape, most text, is copied whole).
 fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), String> {
-    if needs_json_escape(text.as_bytes()) {
-        return write(out, text);
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Ok(())
-}
-
-/// Whether a byte of `b` is one serde_json escapes in a string: below 0x20, `"` or `\\`.
-/// Checked sixteen bytes at a time without an early exit, which the compiler turns into
-/// vector compares.
-fn needs_json_escape(b: &[u8]) -> bool {
-    let escaped = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
-    let mut blocks = b.chunks_exact(16);
-    for block in blocks.by_ref() {
-        if block.iter().fold(false, |any, &c| any | escaped(c)) {
-            return true;
-        }
-    }
-    blocks.remainder().iter().any(|&c| escaped(c))
+    reporter_ports::json_text::write_json_str(text, out).map_err(|e| e.to_string())
 }
 
 /// Writes a date as the JSON string of [`go_time`] of its midnight in UTC (what [`value`]
