@@ -62,7 +62,7 @@ pub(crate) fn apply(limits: &Limits) -> io::Result<()> {
 /// Takes the priority down to [`NICENESS`], never up: a child of a service that already runs
 /// at a lower priority keeps that one (raising it would need a privilege). An absolute value,
 /// not an increment: the child may inherit [`NICENESS`] from the thread that forked it.
-pub(crate) fn lower_priority() -> io::Result<()> {
+fn lower_priority() -> io::Result<()> {
     let current = rustix::process::getpriority_process(None)?;
     if current < NICENESS {
         rustix::process::setpriority_process(None, NICENESS)?;

@@ -8,14 +8,6 @@
 //! threads: while two children were being reaped, both workers served nothing and `/health`
 //! waited as long. Here a thread per child blocks until the child has exited and reaps it;
 //! the runtime only reads the status it leaves.
-//!
-//! The thread waits for the exit at the priority of the thread that started it, then reaps
-//! at the children's ([`NICENESS`](crate::NICENESS)): the clean-up can spin in the kernel for
-//! tens of milliseconds per child on a busy host (`d_walk` under `shrink_dcache_parent`:
-//! 20–65 ms of CPU per 100,000-row report's child, about as much as PostgreSQL's share of the
-//! report), and at nice 0 that spin took a core from the service, PostgreSQL and the next
-//! report. Nothing waits for it on the way of a report that succeeded; a kill's waiter gets
-//! the status once the reap is done.
 use std::io;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -49,9 +41,9 @@ pub struct ReapedChild {
 
 impl ReapedChild {
     /// Hands `child` to a new thread named `name` that waits for its exit and reaps it. The
-    /// thread takes the priority of the calling thread for the wait, and lowers it to the
-    /// children's ([`NICENESS`](crate::NICENESS), never raising it) for the reap. Fails
-    /// only when no thread can be started (the child is then killed and reaped here).
+    /// thread takes the priority of the calling thread: reaping is not slowed to the
+    /// children's priority. Fails only when no thread can be started (the child is then
+    /// killed and reaped here).
     pub fn watch(child: std::process::Child, name: &str) -> io::Result<Self> {
         let pid = Pid::from_child(&child);
         let running = Arc::new(Mutex::new(true));
@@ -136,9 +128,6 @@ fn reap(mut child: std::process::Child, running: &Mutex<bool>) -> Exit {
     let exited = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
     while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(WaitId::Pid(pid), exited) {}
     *lock(running) = false;
-    // The exit is seen at the caller's priority; the kernel's clean-up that follows runs at
-    // the children's (see the module docs).
-    let _ = crate::limits::lower_priority();
     let _alone = ONE_REAP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     child.wait().map_err(|e| e.kind())
 }
