@@ -285,19 +285,15 @@ impl App {
         Ok(created)
     }
 
-    /// A live template. MUST answer NotFound for a missing, deleted or foreign id.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    /// A live template, owned (see [`Self::read_template`], whose span it runs in). MUST
+    /// answer NotFound for a missing, deleted or foreign id.
     pub async fn get_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Template> {
-        self.ports
-            .templates
-            .get(&caller.tenant, id, false)
-            .await
-            .map_err(|e| AppError::store(e, "Template"))?
-            .ok_or_else(|| AppError::not_found("Template"))
+        Ok(Arc::unwrap_or_clone(self.read_template(caller, id).await?))
     }
 
-    /// [`Self::get_template`] shared with the store: the record as the store holds it, not
-    /// copied (`GET /v1/templates/{id}` only reads it to answer). Same contract, same span.
+    /// A live template shared with the store: the record as the store holds it, not copied
+    /// (`GET /v1/templates/{id}` only reads it to answer). MUST answer NotFound for a
+    /// missing, deleted or foreign id.
     #[tracing::instrument(name = "get_template", skip_all, fields(tenant = %caller.tenant, template_id = %id))]
     pub async fn read_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Arc<Template>> {
         self.ports
