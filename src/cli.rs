@@ -319,21 +319,27 @@ pub async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// The address this role listens on (`HEALTH_ADDRESS` for the worker, else
-/// `SERVER_ADDRESS`), checked by binding it once (port 0 resolved); `None` after printing why
-/// it cannot be bound.
-async fn listen_address(config: &Config, role: wiring::Role) -> Option<String> {
+/// The listener of this role (`HEALTH_ADDRESS` for the worker, else `SERVER_ADDRESS`) and its
+/// address (port 0 resolved); `None` after printing why it cannot be bound.
+///
+/// Bound once, before the banner, and kept until the server takes it: a client that connects
+/// as soon as the port accepts waits in the backlog until the first request is served. (A
+/// probe bound and closed before the real bind reset the connections that reached it in
+/// between, and refused those after it.)
+async fn listener(config: &Config, role: wiring::Role) -> Option<(tokio::net::TcpListener, String)> {
     let (bind, var) = if role == wiring::Role::Worker {
         (config.health_address, "HEALTH_ADDRESS")
     } else {
         (config.server_address, "SERVER_ADDRESS")
     };
     match tokio::net::TcpListener::bind(bind).await {
-        Ok(l) => Some(
-            l.local_addr()
+        Ok(l) => {
+            let addr = l
+                .local_addr()
                 .map(|a| a.to_string())
-                .unwrap_or_else(|_| bind.to_string()),
-        ),
+                .unwrap_or_else(|_| bind.to_string());
+            Some((l, addr))
+        }
         Err(e) => {
             eprintln!("cannot bind {var}={bind}: {e}");
             None
@@ -368,7 +374,7 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some(addr) = listen_address(&config, role).await else {
+    let Some((listener, addr)) = listener(&config, role).await else {
         return ExitCode::FAILURE;
     };
     print_banner(&addr, &built, role);
@@ -394,20 +400,14 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         .dispatcher
         .map(|d| tokio::spawn(d.run(stop_rx.clone())));
     let worker = built.worker.map(|w| tokio::spawn(w.run(stop_rx.clone())));
-    let result = match tokio::net::TcpListener::bind(&addr).await {
-        Ok(listener) => {
-            crate::http::server::serve(
-                listener,
-                endpoint,
-                config.http,
-                drained(drain, drain_for),
-                std::time::Duration::from_secs(10),
-            )
-            .await;
-            Ok(())
-        }
-        Err(e) => Err(e),
-    };
+    crate::http::server::serve(
+        listener,
+        endpoint,
+        config.http,
+        drained(drain, drain_for),
+        std::time::Duration::from_secs(10),
+    )
+    .await;
     // Stop taking work, let in-flight jobs drain (then cancel), stop the dispatcher last so
     // the terminal events of drained jobs are still published.
     let _ = stop_tx.send(true);
@@ -418,13 +418,7 @@ async fn run_role(config: Config, role: wiring::Role) -> ExitCode {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), d).await;
     }
     drop(built.example_dir);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("server error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    ExitCode::SUCCESS
 }
 
 /// Waits for SIGINT (Ctrl-C) or, on Unix, SIGTERM (what Kubernetes and systemd send).

@@ -741,12 +741,17 @@ pub fn free_addr() -> String {
     format!("127.0.0.1:{}", ports::free_port())
 }
 
-/// Waits up to `limit` until something accepts connections on `addr`; panics with the
-/// process's stderr (when piped) if `child` exits first, or when the time is up.
+/// Waits up to `limit` until an HTTP server answers on `addr` (`GET /health`, any status);
+/// panics with the process's stderr (when piped) if `child` exits first, or when the time is up.
+///
+/// An answer, not an accepted connection: for a few milliseconds after a server process is
+/// killed, a sandbox child it was starting (forked, not yet `exec`ed) still holds a copy of its
+/// listening socket, which accepts connections and then resets them. A test that restarts a
+/// server on the same port must not take that for the new server.
 pub fn wait_listening(addr: &str, child: &mut std::process::Child, limit: std::time::Duration) {
     let started = std::time::Instant::now();
     while started.elapsed() < limit {
-        if std::net::TcpStream::connect(addr).is_ok() {
+        if try_request_with(addr, "GET", "/health", "", "", b"").is_ok() {
             return;
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -758,7 +763,7 @@ pub fn wait_listening(addr: &str, child: &mut std::process::Child, limit: std::t
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    panic!("nothing listened on {addr} within {limit:?}");
+    panic!("nothing answered on {addr} within {limit:?}");
 }
 
 /// Uploads a `txt` template over a plain socket (201 expected); its id.
