@@ -12,6 +12,7 @@ pub mod span_export;
 pub mod span_layer;
 pub mod span_record;
 pub mod span_sink;
+pub mod use_case_span;
 
 use poem::http::StatusCode;
 use prometheus::{
@@ -95,6 +96,13 @@ pub fn init_observability(
     // Per span, only what the span says: no source location, thread, target or busy/idle
     // timing attributes.
     let otel_layer = span_layer::SpanLayer::new(sink).with_filter(spans);
+    // A use case's span (`info`) is recorded without `tracing` when the log filter cannot
+    // enable it (`use_case_span`).
+    use_case_span::set_logs_want_spans(
+        filter
+            .max_level_hint()
+            .is_none_or(|max| max >= tracing::level_filters::LevelFilter::INFO),
+    );
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
