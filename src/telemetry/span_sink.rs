@@ -141,6 +141,7 @@ impl SpanSink {
             kind,
             name,
             start: SystemTime::now(),
+            fixed: None,
             attributes,
             status: Status::Unset,
         }
