@@ -294,8 +294,9 @@ impl App {
     /// A live template shared with the store: the record as the store holds it, not copied
     /// (`GET /v1/templates/{id}` only reads it to answer). MUST answer NotFound for a
     /// missing, deleted or foreign id.
-    /// Its span `get_template` (`tenant`, `template_id`) is a [`use_case_span!`]: the
-    /// hottest read of the service records it without `tracing` when no log wants it.
+    /// Its span `get_template` (`tenant`, `template_id`) is a
+    /// [`use_case_span!`](crate::use_case_span!): the hottest read of the service records it
+    /// without `tracing` when no log wants it.
     pub async fn read_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Arc<Template>> {
         let span =
             crate::use_case_span!("get_template", tenant = %caller.tenant, template_id = %id);

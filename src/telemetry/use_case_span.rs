@@ -63,7 +63,7 @@ impl Drop for Open {
 }
 
 /// A use case's span before its future runs in it ([`UseCaseSpan::run`]). Built by
-/// [`use_case_span!`](crate::telemetry::use_case_span!).
+/// [`use_case_span!`](crate::use_case_span!).
 pub struct UseCaseSpan {
     traced: tracing::Span,
     direct: Option<(Open, Ambient)>,
