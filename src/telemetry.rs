@@ -4,6 +4,7 @@ pub mod ambient;
 pub mod bridge;
 pub mod context;
 pub mod encoding_processor;
+pub mod fixed_attributes;
 pub mod otel;
 pub mod otlp_body;
 pub mod otlp_http;
@@ -12,6 +13,7 @@ pub mod span_export;
 pub mod span_layer;
 pub mod span_record;
 pub mod span_sink;
+pub mod use_case_span;
 
 use poem::http::StatusCode;
 use prometheus::{
@@ -95,11 +97,14 @@ pub fn init_observability(
     // Per span, only what the span says: no source location, thread, target or busy/idle
     // timing attributes.
     let otel_layer = span_layer::SpanLayer::new(sink).with_filter(spans);
+    // A use case's span (`info`) is recorded without `tracing` when the log filter cannot
+    // enable it (`use_case_span`); said once this subscriber is the one installed.
+    let logs_want_spans = may_enable_info_spans(&filter);
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let registry = tracing_subscriber::registry().with(otel_layer);
-    let _ = if json {
+    let installed = if json {
         registry
             .with(
                 fmt.json()
@@ -111,7 +116,18 @@ pub fn init_observability(
     } else {
         registry.with(fmt.with_filter(filter)).try_init()
     };
+    if installed.is_ok() {
+        use_case_span::set_logs_want_spans(logs_want_spans);
+    }
     Some(guard)
+}
+
+/// True when `filter` may enable an `info` span of some target (or says nothing of its
+/// levels).
+fn may_enable_info_spans(filter: &tracing_subscriber::EnvFilter) -> bool {
+    filter
+        .max_level_hint()
+        .is_none_or(|max| max >= tracing::level_filters::LevelFilter::INFO)
 }
 
 /// HTTP request metrics: `reporter_http_requests_total` (method, route, status) and
@@ -263,6 +279,17 @@ mod tests {
             "{by_labels}"
         );
         assert!(by_labels.contains(r#"reporter_http_request_duration_seconds_count{method="POST",route="/v1/templates"} 9"#), "{by_labels}");
+    }
+
+    #[test]
+    fn only_a_filter_below_info_everywhere_wants_no_info_span() {
+        let wants = |d: &str| super::may_enable_info_spans(&tracing_subscriber::EnvFilter::new(d));
+        assert!(!wants("error,lapin::returned_messages=error"));
+        assert!(!wants("warn"));
+        assert!(wants("info"));
+        assert!(wants("debug"));
+        assert!(wants("error,reporter::app=info"));
+        assert!(wants("error,[get_template]=info"));
     }
 
     #[test]

@@ -294,14 +294,21 @@ impl App {
     /// A live template shared with the store: the record as the store holds it, not copied
     /// (`GET /v1/templates/{id}` only reads it to answer). MUST answer NotFound for a
     /// missing, deleted or foreign id.
-    #[tracing::instrument(name = "get_template", skip_all, fields(tenant = %caller.tenant, template_id = %id))]
+    /// Its span `get_template` (`tenant`, `template_id`) is a
+    /// [`use_case_span!`](crate::use_case_span!): the hottest read of the service records it
+    /// without `tracing` when no log wants it.
     pub async fn read_template(&self, caller: &Caller, id: TemplateId) -> AppResult<Arc<Template>> {
-        self.ports
-            .templates
-            .get_shared(&caller.tenant, id, false)
-            .await
-            .map_err(|e| AppError::store(e, "Template"))?
-            .ok_or_else(|| AppError::not_found("Template"))
+        let span =
+            crate::use_case_span!("get_template", tenant = %caller.tenant, template_id = %id);
+        span.run(async {
+            self.ports
+                .templates
+                .get_shared(&caller.tenant, id, false)
+                .await
+                .map_err(|e| AppError::store(e, "Template"))?
+                .ok_or_else(|| AppError::not_found("Template"))
+        })
+        .await
     }
 
     /// Lists live templates.

@@ -2,29 +2,48 @@
 //! encloses it: the request's server span, set on the polling thread for each poll of the
 //! request's future ([`in_context`]). The request's `tracing` span is no OpenTelemetry span
 //! (it only carries the log lines' fields, and costs nothing while no log wants it), so the
-//! spans the request opens find their parent here.
+//! spans the request opens find their parent here. A use case's span recorded without
+//! `tracing` ([`use_case_span`](super::use_case_span)) is the ambient context of its own
+//! polls the same way, with the `tracing` span it was opened in ([`Ambient::above`]).
 use opentelemetry::trace::SpanContext;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// The span the code being polled runs in when no `tracing` span of the service that has an
+/// OpenTelemetry span is nearer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ambient {
+    /// The span's context.
+    pub context: SpanContext,
+    /// The `tracing` span that was current when the span was opened (`None`: any, as for the
+    /// request's server span). A `tracing` span opened inside reaches it among its ancestors
+    /// before any that has an OpenTelemetry span: there this context is the nearer parent.
+    pub above: Option<tracing::Id>,
+}
+
 thread_local! {
-    /// The context of the request being polled on this thread, if any.
-    static AMBIENT: RefCell<Option<SpanContext>> = const { RefCell::new(None) };
+    /// The context of the request (or use case) being polled on this thread, if any.
+    static AMBIENT: RefCell<Option<Ambient>> = const { RefCell::new(None) };
 }
 
 /// The context of the request whose future this thread is polling, if any.
 pub fn current() -> Option<SpanContext> {
-    AMBIENT.with(|a| a.borrow().clone())
+    AMBIENT.with(|a| a.borrow().as_ref().map(|a| a.context.clone()))
+}
+
+/// What `f` answers of this thread's ambient span (`None`: there is none).
+pub fn with_current<R>(f: impl FnOnce(Option<&Ambient>) -> R) -> R {
+    AMBIENT.with(|a| f(a.borrow().as_ref()))
 }
 
 /// Swaps `slot` with this thread's ambient context: the swap in before a poll, the swap
 /// back when dropped (also when the poll panics).
-struct Swapped<'a>(&'a mut Option<SpanContext>);
+struct Swapped<'a>(&'a mut Option<Ambient>);
 
 impl<'a> Swapped<'a> {
-    fn swap(slot: &'a mut Option<SpanContext>) -> Self {
+    fn swap(slot: &'a mut Option<Ambient>) -> Self {
         AMBIENT.with(|a| std::mem::swap(&mut *a.borrow_mut(), slot));
         Self(slot)
     }
@@ -41,7 +60,7 @@ pin_project_lite::pin_project! {
     pub struct InContext<F> {
         #[pin]
         future: F,
-        context: Option<SpanContext>,
+        context: Option<Ambient>,
     }
 }
 
@@ -50,7 +69,19 @@ pin_project_lite::pin_project! {
 /// there). The future is wrapped, not moved into a new one (a request's future is large), and
 /// with or without a context it is the same type (one await, one copy).
 pub fn in_context<F: Future>(context: Option<SpanContext>, future: F) -> InContext<F> {
+    let context = context.map(|context| Ambient {
+        context,
+        above: None,
+    });
     InContext { future, context }
+}
+
+/// Runs `future` with `ambient` as the ambient span of every poll (see [`in_context`]).
+pub fn in_ambient<F: Future>(ambient: Option<Ambient>, future: F) -> InContext<F> {
+    InContext {
+        future,
+        context: ambient,
+    }
 }
 
 impl<F: Future> Future for InContext<F> {

@@ -80,7 +80,11 @@ pub struct SpanView<'a> {
     /// When it started and ended.
     pub start: SystemTime,
     pub end: SystemTime,
-    /// The attributes kept, and how many were dropped past the limit.
+    /// The first attributes kept, already encoded as `Span.attributes` fields
+    /// ([`put_span_attribute`]; a route's fixed attributes, see
+    /// [`FixedAttributes`](super::fixed_attributes::FixedAttributes)).
+    pub encoded_attributes: &'a [u8],
+    /// The other attributes kept, and how many were dropped past the limit.
     pub attributes: &'a [KeyValue],
     pub dropped_attributes: u32,
     /// Its events, and how many were dropped.
@@ -104,6 +108,7 @@ impl<'a> SpanView<'a> {
             name: &span.name,
             start: span.start_time,
             end: span.end_time,
+            encoded_attributes: &[],
             attributes: &span.attributes,
             dropped_attributes: span.dropped_attributes_count,
             events: &span.events.events,
@@ -268,6 +273,12 @@ fn attributes_len(tag: u32, attributes: &[KeyValue]) -> usize {
         .sum()
 }
 
+/// Appends `attribute` as one `Span.attributes` field (key, length, `KeyValue`): what
+/// [`SpanView::encoded_attributes`] holds.
+pub fn put_span_attribute(attribute: &KeyValue, buf: &mut Vec<u8>) {
+    put_key_value(9, attribute.key.as_str(), &attribute.value, buf);
+}
+
 fn put_attributes(tag: u32, attributes: &[KeyValue], buf: &mut Vec<u8>) {
     for kv in attributes {
         put_key_value(tag, kv.key.as_str(), &kv.value, buf);
@@ -302,6 +313,7 @@ fn put_span(span: &SpanView<'_>, buf: &mut Vec<u8>) {
     put_varint(6, kind(span.kind), buf);
     put_fixed64(7, nanos(span.start), buf);
     put_fixed64(8, nanos(span.end), buf);
+    buf.extend_from_slice(span.encoded_attributes);
     put_attributes(9, span.attributes, buf);
     put_varint(10, u64::from(span.dropped_attributes), buf);
     for e in span.events {

@@ -2,6 +2,7 @@
 //! (its attributes come from the request, not from a span's fields). The request's future
 //! runs with it as the [`ambient`](super::ambient) context, so the spans the request opens
 //! (use cases, jobs, renders) are its children.
+use super::fixed_attributes::FixedAttributes;
 use super::otel::{spans, trust_incoming};
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
@@ -13,59 +14,72 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
-/// Span names already spelled: per route, per method `(method, "<method> <route>")` (hashed
-/// with foldhash: SipHash cost a request about 300 instructions here).
-type Names = HashMap<Box<str>, Vec<(&'static str, &'static str)>, foldhash::fast::RandomState>;
+/// What a request's server span shares with every other of its method, route, scheme and
+/// protocol version, spelled and encoded once (see [`spelled`]).
+#[derive(Debug)]
+struct Spelled {
+    method: &'static str,
+    scheme: &'static str,
+    version: &'static str,
+    /// `"<method> <route>"`.
+    name: &'static str,
+    /// `http.request.method`, `http.route`, `url.scheme`, `network.protocol.version`.
+    fixed: &'static FixedAttributes,
+}
+
+/// Per route, what its requests' server spans share (hashed with foldhash: SipHash cost a
+/// request about 300 instructions here).
+type Names = HashMap<Box<str>, Vec<&'static Spelled>, foldhash::fast::RandomState>;
 
 /// The incoming trace context's headers, spelled once: a name given as text is parsed (and
 /// checked) on every lookup.
 static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 static TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
-/// The span name `"<method> <route>"` and the route, spelled once per pair and kept for the
-/// process: both come from closed sets (the method and route labels of the metrics), so the
-/// pairs are bounded, and no request allocates them (nor the exporter frees them).
-fn names(method: &'static str, route: &str) -> (&'static str, &'static str) {
+/// The span name `"<method> <route>"` and the fixed attributes of a request of `method`,
+/// `route`, `scheme` and `version`, spelled once per combination and kept for the process:
+/// all come from closed sets (the method and route labels of the metrics, two schemes, three
+/// versions), so the combinations are bounded, and no request allocates them (nor the
+/// exporter frees them).
+fn spelled(
+    method: &'static str,
+    route: &str,
+    scheme: &'static str,
+    version: &'static str,
+) -> &'static Spelled {
     static NAMES: OnceLock<RwLock<Names>> = OnceLock::new();
     let names = NAMES.get_or_init(Default::default);
-    let route_of = |name: &'static str| -> &'static str { &name[method.len() + 1..] };
+    let this = |s: &Spelled| s.method == method && s.scheme == scheme && s.version == version;
     let known = names
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .get(route)
-        .and_then(|methods| methods.iter().find(|(m, _)| *m == method).map(|(_, n)| *n));
-    if let Some(name) = known {
-        return (name, route_of(name));
+        .and_then(|all| all.iter().find(|s| this(s)).copied());
+    if let Some(known) = known {
+        return known;
     }
     let mut names = names.write().unwrap_or_else(|p| p.into_inner());
-    let methods = names.entry(Box::from(route)).or_default();
-    let name = match methods.iter().find(|(m, _)| *m == method) {
-        Some((_, name)) => *name,
-        None => {
-            let name: &'static str = Box::leak(format!("{method} {route}").into_boxed_str());
-            methods.push((method, name));
-            name
-        }
-    };
-    (name, route_of(name))
-}
-
-/// The attributes known when the request starts, with room for the status code [`ServerSpan::end`]
-/// adds (no reallocation per request).
-fn attributes(
-    method: &'static str,
-    route: &'static str,
-    scheme: &'static str,
-    version: &'static str,
-) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(5);
-    attributes.extend([
+    let all = names.entry(Box::from(route)).or_default();
+    if let Some(known) = all.iter().find(|s| this(s)) {
+        return known;
+    }
+    let name: &'static str = Box::leak(format!("{method} {route}").into_boxed_str());
+    let route: &'static str = &name[method.len() + 1..];
+    let fixed = FixedAttributes::new(vec![
         KeyValue::new("http.request.method", method),
         KeyValue::new("http.route", route),
         KeyValue::new("url.scheme", scheme),
         KeyValue::new("network.protocol.version", version),
     ]);
-    attributes
+    let new: &'static Spelled = Box::leak(Box::new(Spelled {
+        method,
+        scheme,
+        version,
+        name,
+        fixed: Box::leak(Box::new(fixed)),
+    }));
+    all.push(new);
+    new
 }
 
 /// A request's server span while the request runs (telemetry on).
@@ -95,13 +109,15 @@ impl ServerSpan {
             .and_then(|tp| TraceCarrier::new(tp, header(&TRACESTATE)))
             .map(|c| super::context::parent_of(&c));
         let parent = remote.as_ref().map_or(Parent::Root, Parent::Remote);
-        let (name, route) = names(method, route);
-        let record = sink.start(
+        let spelled = spelled(method, route, scheme, version);
+        // Room for the status code `end` adds (no reallocation per request).
+        let mut record = sink.start(
             parent,
-            Cow::Borrowed(name),
+            Cow::Borrowed(spelled.name),
             SpanKind::Server,
-            attributes(method, route, scheme, version),
+            Vec::with_capacity(1),
         );
+        record.fixed = Some(spelled.fixed);
         Some(Self { record, sink })
     }
 
@@ -132,24 +148,40 @@ impl ServerSpan {
 
 #[cfg(test)]
 mod tests {
-    use super::names;
+    use super::spelled;
+    use opentelemetry::KeyValue;
 
     #[test]
-    fn names_are_spelled_once_per_method_and_route() {
-        let (name, route) = names("GET", "/v1/templates/{id}");
+    fn names_and_attributes_are_spelled_once_per_combination() {
+        let get = spelled("GET", "/v1/templates/{id}", "http", "1.1");
+        assert_eq!(get.name, "GET /v1/templates/{id}");
         assert_eq!(
-            (name, route),
-            ("GET /v1/templates/{id}", "/v1/templates/{id}")
+            get.fixed.attributes(),
+            [
+                KeyValue::new("http.request.method", "GET"),
+                KeyValue::new("http.route", "/v1/templates/{id}"),
+                KeyValue::new("url.scheme", "http"),
+                KeyValue::new("network.protocol.version", "1.1"),
+            ]
         );
-        let (again, _) = names("GET", &String::from("/v1/templates/{id}"));
-        assert!(std::ptr::eq(name, again), "the same spelling is reused");
+        let again = spelled("GET", &String::from("/v1/templates/{id}"), "http", "1.1");
+        assert!(std::ptr::eq(get, again), "the same spelling is reused");
+        let h2 = spelled("GET", "/v1/templates/{id}", "https", "2");
+        assert_eq!(h2.name, get.name);
         assert_eq!(
-            names("DELETE", "/v1/templates/{id}"),
-            ("DELETE /v1/templates/{id}", "/v1/templates/{id}")
+            h2.fixed.attributes()[2..],
+            [
+                KeyValue::new("url.scheme", "https"),
+                KeyValue::new("network.protocol.version", "2"),
+            ]
         );
         assert_eq!(
-            names("other", "unmatched"),
-            ("other unmatched", "unmatched")
+            spelled("DELETE", "/v1/templates/{id}", "http", "1.1").name,
+            "DELETE /v1/templates/{id}"
+        );
+        assert_eq!(
+            spelled("other", "unmatched", "http", "1.1").name,
+            "other unmatched"
         );
     }
 }

@@ -43,9 +43,22 @@ impl SpanLayer {
     }
 }
 
-/// The context of the nearest span from `span` up that has a record.
-fn nearest<'a, S: LookupSpan<'a>>(span: SpanRef<'a, S>) -> Option<SpanContext> {
-    span.scope().find_map(|s| context_in(&s.extensions()))
+/// The context of the nearest span from `span` up that has a record, else the
+/// [`ambient`](super::ambient) one's. The ambient span is the nearer when the walk reaches
+/// the `tracing` span it was opened in ([`Ambient::above`](super::ambient::Ambient::above))
+/// first: then it was opened inside every span the walk has not seen yet.
+fn nearest<'a, S: LookupSpan<'a>>(span: Option<SpanRef<'a, S>>) -> Option<SpanContext> {
+    super::ambient::with_current(|ambient| {
+        let above = ambient.and_then(|a| a.above.as_ref());
+        let own = span.into_iter().flat_map(|s| s.scope()).find_map(|s| {
+            if above == Some(&s.id()) {
+                Some(None)
+            } else {
+                context_in(&s.extensions()).map(Some)
+            }
+        });
+        own.flatten().or_else(|| ambient.map(|a| a.context.clone()))
+    })
 }
 
 fn context_in(ext: &Extensions<'_>) -> Option<SpanContext> {
@@ -60,10 +73,7 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let parent = span
-            .parent()
-            .and_then(nearest)
-            .or_else(super::ambient::current);
+        let parent = nearest(span.parent());
         let mut fields = Fields::new(attrs.metadata().name(), attrs.fields().len());
         attrs.record(&mut fields);
         let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
@@ -119,10 +129,25 @@ fn with_entry<R>(
 /// else the [`ambient`](super::ambient) one. `None` when there is none (telemetry off,
 /// outside any trace).
 pub fn context_of(span: &tracing::Span) -> Option<SpanContext> {
-    // A closure, not `nearest` itself: the entry's lifetime is the callback's own.
-    #[allow(clippy::redundant_closure)]
-    let own = with_entry(span, |entry| nearest(entry));
-    own.flatten().or_else(super::ambient::current)
+    with_entry(span, |entry| nearest(Some(entry))).unwrap_or_else(super::ambient::current)
+}
+
+/// The parent of a span opened now outside `tracing`
+/// ([`use_case_span`](super::use_case_span)): the current `tracing` span's context as
+/// [`context_of`] finds it, and that span's id (the new span's
+/// [`Ambient::above`](super::ambient::Ambient::above)). Looks the current span up without
+/// taking a handle to it.
+pub fn current_parent() -> (Option<SpanContext>, Option<Id>) {
+    tracing::dispatcher::get_default(|dispatch| {
+        let current = dispatch.current_span();
+        let id = current.id().cloned();
+        let entry = id.as_ref().and_then(|id| {
+            dispatch
+                .downcast_ref::<tracing_subscriber::Registry>()?
+                .span(id)
+        });
+        (nearest(entry), id)
+    })
 }
 
 /// Moves `span`'s OpenTelemetry span under the remote parent `remote` (see
@@ -168,7 +193,7 @@ fn status_of(s: &str) -> Status {
 /// length: the text is written into a buffer the thread keeps, then copied once. (Formatting
 /// into a fresh string grows it on the way, and the attribute's `String` → `Box<str>` then
 /// shrinks it: two reallocations per field.)
-fn text_of(value: &dyn fmt::Debug) -> String {
+pub(super) fn text_of(value: &dyn fmt::Debug) -> String {
     use std::fmt::Write as _;
     thread_local! {
         static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };

@@ -3,6 +3,7 @@
 //! the SDK's [`SpanData`] only when it ends ([`SpanRecord::finish`]), for the span processor
 //! of the configured protocol. The SDK's `SpanBuilder` → `Span` → `SpanData` path and
 //! `tracing-opentelemetry`'s per-span builder and context copies are not paid per span.
+use super::fixed_attributes::FixedAttributes;
 use super::otlp_body::SpanView;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
 use opentelemetry::{InstrumentationScope, KeyValue};
@@ -25,7 +26,10 @@ pub struct SpanRecord {
     pub name: Cow<'static, str>,
     /// When it started.
     pub start: SystemTime,
-    /// Its attributes; a key appears once ([`SpanRecord::set_attribute`]).
+    /// Its first attributes when they are shared with other spans and encoded once (a
+    /// route's server spans).
+    pub fixed: Option<&'static FixedAttributes>,
+    /// Its other attributes; a key appears once among all ([`SpanRecord::set_attribute`]).
     pub attributes: Vec<KeyValue>,
     /// Unset, Ok or Error.
     pub status: Status,
@@ -34,6 +38,12 @@ pub struct SpanRecord {
 impl SpanRecord {
     /// Sets `attribute`, replacing the value of the same key if the span has one.
     pub fn set_attribute(&mut self, attribute: KeyValue) {
+        if let Some(fixed) = self.fixed.filter(|f| f.has_key(&attribute.key)) {
+            // A fixed value replaced: this span's attributes become its own.
+            let own = std::mem::take(&mut self.attributes);
+            self.attributes = fixed.attributes().iter().cloned().chain(own).collect();
+            self.fixed = None;
+        }
         match self
             .attributes
             .iter_mut()
@@ -52,7 +62,10 @@ impl SpanRecord {
     /// The span, ended at `end`, as the encoder reads it, keeping its first `max_attributes`
     /// attributes (the others counted as dropped): no copy of it is made.
     pub fn view(&self, end: SystemTime, max_attributes: usize) -> SpanView<'_> {
-        let kept = self.attributes.len().min(max_attributes);
+        let fixed = self.fixed.map_or(0, FixedAttributes::len);
+        let all = fixed + self.attributes.len();
+        let kept = all.min(max_attributes);
+        let own_kept = kept.saturating_sub(fixed);
         SpanView {
             context: &self.context,
             parent: self.parent,
@@ -61,8 +74,9 @@ impl SpanRecord {
             name: &self.name,
             start: self.start,
             end: end.max(self.start),
-            attributes: &self.attributes[..kept],
-            dropped_attributes: u32::try_from(self.attributes.len() - kept).unwrap_or(u32::MAX),
+            encoded_attributes: self.fixed.map_or(&[], |f| f.encoded(kept)),
+            attributes: &self.attributes[..own_kept],
+            dropped_attributes: u32::try_from(all - kept).unwrap_or(u32::MAX),
             events: &[],
             dropped_events: 0,
             links: &[],
@@ -81,7 +95,15 @@ impl SpanRecord {
             name: self.name,
             start_time: self.start,
             end_time: end.max(self.start),
-            attributes: self.attributes,
+            attributes: match self.fixed {
+                Some(fixed) => fixed
+                    .attributes()
+                    .iter()
+                    .cloned()
+                    .chain(self.attributes)
+                    .collect(),
+                None => self.attributes,
+            },
             dropped_attributes_count: 0,
             events: Default::default(),
             links: Default::default(),
@@ -111,6 +133,7 @@ mod tests {
             kind: SpanKind::Consumer,
             name: "x".into(),
             start: SystemTime::UNIX_EPOCH + Duration::from_secs(10),
+            fixed: None,
             attributes: vec![KeyValue::new("a", 1)],
             status: Status::Unset,
         }
@@ -159,6 +182,46 @@ mod tests {
         assert_eq!(view.dropped_attributes, 1);
         assert_eq!(r.view(SystemTime::UNIX_EPOCH, usize::MAX).end, r.start);
         assert_eq!(r.view(end, usize::MAX).dropped_attributes, 0);
+    }
+
+    /// A span with fixed attributes encodes, finishes and takes a replaced value as the same
+    /// span with all of them its own.
+    #[test]
+    fn fixed_attributes_are_the_span_s_first_attributes() {
+        use crate::telemetry::otlp_body::encode_span;
+        let fixed: &'static FixedAttributes = Box::leak(Box::new(FixedAttributes::new(vec![
+            KeyValue::new("http.route", "/x"),
+            KeyValue::new("url.scheme", "http"),
+        ])));
+        let mut with_fixed = record();
+        with_fixed.fixed = Some(fixed);
+        let mut own = record();
+        own.attributes = fixed
+            .attributes()
+            .iter()
+            .cloned()
+            .chain(own.attributes)
+            .collect();
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(11);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for max in 0..=4 {
+            encode_span(&with_fixed.view(end, max), &mut a);
+            encode_span(&own.view(end, max), &mut b);
+            assert_eq!(a, b, "at most {max} attributes");
+            assert_eq!(
+                with_fixed.view(end, max).dropped_attributes,
+                own.view(end, max).dropped_attributes
+            );
+        }
+        let scope = InstrumentationScope::builder("reporter").build();
+        assert_eq!(
+            with_fixed.clone().finish(end, &scope).attributes,
+            own.clone().finish(end, &scope).attributes
+        );
+        with_fixed.set_attribute(KeyValue::new("url.scheme", "https"));
+        own.set_attribute(KeyValue::new("url.scheme", "https"));
+        assert_eq!(with_fixed.fixed, None);
+        assert_eq!(with_fixed.attributes, own.attributes);
     }
 
     #[test]

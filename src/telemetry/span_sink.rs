@@ -12,7 +12,7 @@
 //! decision: for each standard sampler that is the decision the sampler would make (a
 //! parent-based one follows the parent; `always_on`, `always_off` and `traceidratio` decide
 //! the same for every span of a trace).
-use super::encoding_processor::EncodingProcessor;
+use super::encoding_processor::{EncodingProcessor, ScopeId};
 use super::span_record::SpanRecord;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState,
@@ -68,6 +68,7 @@ pub struct SpanSink {
     processor: Processor,
     sampler: Box<dyn ShouldSample>,
     scope: InstrumentationScope,
+    scope_id: ScopeId,
     max_attributes: usize,
 }
 
@@ -108,6 +109,7 @@ impl SpanSink {
             processor,
             sampler,
             scope,
+            scope_id: ScopeId::new(),
             max_attributes: usize::MAX,
         }
     }
@@ -139,6 +141,7 @@ impl SpanSink {
             kind,
             name,
             start: SystemTime::now(),
+            fixed: None,
             attributes,
             status: Status::Unset,
         }
@@ -166,9 +169,11 @@ impl SpanSink {
         }
         let end = SystemTime::now();
         match &self.processor {
-            Processor::Encoding(p) => {
-                p.end_view(&record.view(end, self.max_attributes), &self.scope)
-            }
+            Processor::Encoding(p) => p.end_view_in(
+                &record.view(end, self.max_attributes),
+                &self.scope,
+                Some(self.scope_id),
+            ),
             Processor::Sdk(p) => {
                 let mut span = record.finish(end, &self.scope);
                 if span.attributes.len() > self.max_attributes {
