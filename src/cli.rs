@@ -326,7 +326,10 @@ pub async fn run(cli: Cli) -> ExitCode {
 /// as soon as the port accepts waits in the backlog until the first request is served. (A
 /// probe bound and closed before the real bind reset the connections that reached it in
 /// between, and refused those after it.)
-async fn listener(config: &Config, role: wiring::Role) -> Option<(tokio::net::TcpListener, String)> {
+async fn listener(
+    config: &Config,
+    role: wiring::Role,
+) -> Option<(tokio::net::TcpListener, String)> {
     let (bind, var) = if role == wiring::Role::Worker {
         (config.health_address, "HEALTH_ADDRESS")
     } else {
