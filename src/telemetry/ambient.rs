@@ -69,11 +69,11 @@ pin_project_lite::pin_project! {
 /// there). The future is wrapped, not moved into a new one (a request's future is large), and
 /// with or without a context it is the same type (one await, one copy).
 pub fn in_context<F: Future>(context: Option<SpanContext>, future: F) -> InContext<F> {
-    let context = context.map(|context| Ambient {
+    let ambient = context.map(|context| Ambient {
         context,
         above: None,
     });
-    InContext { future, context }
+    in_ambient(ambient, future)
 }
 
 /// Runs `future` with `ambient` as the ambient span of every poll (see [`in_context`]).

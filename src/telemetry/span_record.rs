@@ -38,11 +38,9 @@ pub struct SpanRecord {
 impl SpanRecord {
     /// Sets `attribute`, replacing the value of the same key if the span has one.
     pub fn set_attribute(&mut self, attribute: KeyValue) {
-        if let Some(fixed) = self.fixed.filter(|f| f.has_key(&attribute.key)) {
+        if self.fixed.is_some_and(|f| f.has_key(&attribute.key)) {
             // A fixed value replaced: this span's attributes become its own.
-            let own = std::mem::take(&mut self.attributes);
-            self.attributes = fixed.attributes().iter().cloned().chain(own).collect();
-            self.fixed = None;
+            self.attributes = self.take_all_attributes();
         }
         match self
             .attributes
@@ -85,8 +83,26 @@ impl SpanRecord {
         }
     }
 
-    /// The span, ended at `end`, as the span processors take it.
-    pub fn finish(self, end: SystemTime, scope: &InstrumentationScope) -> SpanData {
+    /// Every attribute, the fixed ones first, as the span's own (`fixed` taken).
+    fn take_all_attributes(&mut self) -> Vec<KeyValue> {
+        let own = std::mem::take(&mut self.attributes);
+        match self.fixed.take() {
+            Some(fixed) => fixed.attributes().iter().cloned().chain(own).collect(),
+            None => own,
+        }
+    }
+
+    /// The span, ended at `end`, as the span processors take it, keeping its first
+    /// `max_attributes` attributes (the others counted as dropped, as [`Self::view`] does).
+    pub fn finish(
+        mut self,
+        end: SystemTime,
+        scope: &InstrumentationScope,
+        max_attributes: usize,
+    ) -> SpanData {
+        let mut attributes = self.take_all_attributes();
+        let dropped = attributes.len().saturating_sub(max_attributes);
+        attributes.truncate(max_attributes);
         SpanData {
             span_context: self.context,
             parent_span_id: self.parent,
@@ -95,16 +111,8 @@ impl SpanRecord {
             name: self.name,
             start_time: self.start,
             end_time: end.max(self.start),
-            attributes: match self.fixed {
-                Some(fixed) => fixed
-                    .attributes()
-                    .iter()
-                    .cloned()
-                    .chain(self.attributes)
-                    .collect(),
-                None => self.attributes,
-            },
-            dropped_attributes_count: 0,
+            attributes,
+            dropped_attributes_count: u32::try_from(dropped).unwrap_or(u32::MAX),
             events: Default::default(),
             links: Default::default(),
             status: self.status,
@@ -153,7 +161,11 @@ mod tests {
     #[test]
     fn a_finished_span_carries_what_was_recorded() {
         let scope = InstrumentationScope::builder("reporter").build();
-        let data = record().finish(SystemTime::UNIX_EPOCH + Duration::from_secs(11), &scope);
+        let data = record().finish(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(11),
+            &scope,
+            usize::MAX,
+        );
         assert_eq!(data.span_context.span_id(), SpanId::from(8));
         assert_eq!(data.parent_span_id, SpanId::from(9));
         assert!(data.parent_span_is_remote);
@@ -215,8 +227,11 @@ mod tests {
         }
         let scope = InstrumentationScope::builder("reporter").build();
         assert_eq!(
-            with_fixed.clone().finish(end, &scope).attributes,
-            own.clone().finish(end, &scope).attributes
+            with_fixed
+                .clone()
+                .finish(end, &scope, usize::MAX)
+                .attributes,
+            own.clone().finish(end, &scope, usize::MAX).attributes
         );
         with_fixed.set_attribute(KeyValue::new("url.scheme", "https"));
         own.set_attribute(KeyValue::new("url.scheme", "https"));
@@ -227,7 +242,7 @@ mod tests {
     #[test]
     fn a_clock_stepping_back_gives_no_negative_duration() {
         let scope = InstrumentationScope::builder("reporter").build();
-        let data = record().finish(SystemTime::UNIX_EPOCH, &scope);
+        let data = record().finish(SystemTime::UNIX_EPOCH, &scope, usize::MAX);
         assert_eq!(data.end_time, data.start_time);
     }
 }

@@ -174,15 +174,7 @@ impl SpanSink {
                 &self.scope,
                 Some(self.scope_id),
             ),
-            Processor::Sdk(p) => {
-                let mut span = record.finish(end, &self.scope);
-                if span.attributes.len() > self.max_attributes {
-                    let dropped = span.attributes.len() - self.max_attributes;
-                    span.attributes.truncate(self.max_attributes);
-                    span.dropped_attributes_count = u32::try_from(dropped).unwrap_or(u32::MAX);
-                }
-                p.on_end(span);
-            }
+            Processor::Sdk(p) => p.on_end(record.finish(end, &self.scope, self.max_attributes)),
         }
     }
 
