@@ -175,6 +175,9 @@ async fn unknown_fields_are_counted_and_the_first_hundred_listed() {
     );
 }
 
+/// The wall-clock end of a render under the 4 s bound of the test below (four times the bound).
+const RENDER_WALL_CAP: std::time::Duration = std::time::Duration::from_secs(16);
+
 #[tokio::test]
 async fn renders_over_a_bound_end_errored_and_the_service_serves_on() {
     let t = start_with(common::Options {
@@ -202,13 +205,21 @@ async fn renders_over_a_bound_end_errored_and_the_service_serves_on() {
             "report_generation_failed",
         ),
     ] {
-        let started = std::time::Instant::now();
         let id = t.upload_template("txt", &source).await;
+        let started = std::time::Instant::now();
         let report = t.request_report(&id, serde_json::json!({})).await;
-        let r = t.wait_report(&report, 800).await;
+        let r = t.wait_report(&report, 2400).await;
+        let took = started.elapsed();
         assert_eq!(r["status"], "Error", "{r}");
         assert_eq!(r["metadata"]["error_code"], code, "{r}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(15));
+        // The bound counts the time the render runs or waits on its input; when other processes
+        // hold the CPUs (CI runs many tests at once) the wall clock ends it at four times the
+        // bound. Past that, plus the time to start the job and record its end, is a hang.
+        assert!(
+            took < RENDER_WALL_CAP + std::time::Duration::from_secs(10),
+            "{code}: the report ended after {took:?}"
+        );
+        eprintln!("{code}: the report ended after {took:?}");
         still_serving(&t).await;
     }
     let resp = t.get(&token(), "/health").await;
