@@ -4,6 +4,7 @@ pub mod ambient;
 pub mod bridge;
 pub mod context;
 pub mod encoding_processor;
+pub mod export_body;
 pub mod fixed_attributes;
 pub mod otel;
 pub mod otlp_body;

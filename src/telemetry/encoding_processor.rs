@@ -18,7 +18,10 @@
 //! export, past it a span is dropped and counted ([`EncodingProcessor::dropped`]), the request
 //! thread never blocks; an export leaves when `max_batch` spans are pending or every
 //! `schedule_delay`, and one request carries at most `max_batch` spans. While one export is in
-//! flight, up to `max_queue` more spans may wait: at most twice the queue's bytes are held.
+//! flight, up to `max_queue` more spans may wait: at most twice the queue's bytes are held,
+//! besides at most two emptied request buffers kept for the next requests
+//! ([`BodyPool`](super::export_body::BodyPool)).
+use super::export_body::{Body, BodyPool};
 use super::otlp_body::{self, EncodedResource, SpanView};
 use opentelemetry::{Context, InstrumentationScope};
 use opentelemetry_sdk::Resource;
@@ -36,8 +39,9 @@ pub trait Export: Send + 'static {
     type Error: std::error::Error;
 
     /// Sends one request's `body`, blocking the export thread until done. It MUST return in
-    /// bounded time (the processor's flush and shutdown wait for it).
-    fn export(&mut self, body: Vec<u8>) -> Result<(), Self::Error>;
+    /// bounded time (the processor's flush and shutdown wait for it). Dropping `body` (here or
+    /// later, where the bytes went) gives its buffer back for a later request.
+    fn export(&mut self, body: Body) -> Result<(), Self::Error>;
 }
 
 /// The processor's bounds.
@@ -382,6 +386,7 @@ impl Drop for EncodingProcessor {
 fn run<E: Export>(shared: &Shared, mut export: E) {
     let limits = shared.limits;
     let mut taken: Vec<Pending> = Vec::new();
+    let pool = BodyPool::new();
     let mut next = Instant::now() + limits.schedule_delay;
     let mut failing = false;
     let mut warned_drop = false;
@@ -415,7 +420,7 @@ fn run<E: Export>(shared: &Shared, mut export: E) {
                 .resource
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            requests(&taken, limits.max_batch, &resource)
+            requests(&taken, limits.max_batch, &resource, &pool)
         };
         for body in bodies {
             match export.export(body) {
@@ -457,8 +462,18 @@ fn run<E: Export>(shared: &Shared, mut export: E) {
 }
 
 /// The requests of the `taken` spans, at most `max_batch` spans each, the spans in order
-/// (scope by scope).
-fn requests(taken: &[Pending], max_batch: usize, resource: &EncodedResource) -> Vec<Vec<u8>> {
+/// (scope by scope), written into buffers of `pool`.
+fn requests(
+    taken: &[Pending],
+    max_batch: usize,
+    resource: &EncodedResource,
+    pool: &Arc<BodyPool>,
+) -> Vec<Body> {
+    let request = |parts: &[(&InstrumentationScope, &[u8])]| {
+        let mut buf = pool.take();
+        otlp_body::export_request_encoded_into(parts, resource, &mut buf);
+        Body::new(buf, pool)
+    };
     let mut bodies = Vec::new();
     let mut parts: Vec<(&InstrumentationScope, &[u8])> = Vec::with_capacity(taken.len());
     let mut in_request = 0;
@@ -483,14 +498,14 @@ fn requests(taken: &[Pending], max_batch: usize, resource: &EncodedResource) -> 
             left = left.saturating_sub(count);
             in_request += count;
             if in_request >= max_batch {
-                bodies.push(otlp_body::export_request_encoded(&parts, resource));
+                bodies.push(request(&parts));
                 parts.clear();
                 in_request = 0;
             }
         }
     }
     if !parts.is_empty() {
-        bodies.push(otlp_body::export_request_encoded(&parts, resource));
+        bodies.push(request(&parts));
     }
     bodies
 }
@@ -515,8 +530,8 @@ mod tests {
 
     impl Export for Sink {
         type Error = Never;
-        fn export(&mut self, body: Vec<u8>) -> Result<(), Never> {
-            let _ = self.bodies.send(body);
+        fn export(&mut self, body: Body) -> Result<(), Never> {
+            let _ = self.bodies.send(body.to_vec());
             if let Some(gate) = &self.gate {
                 let _ = gate.recv_timeout(Duration::from_secs(10));
             }
@@ -687,7 +702,7 @@ mod tests {
             taken[at].spans += 1;
         }
         for batch in 1..=6 {
-            let bodies = requests(&taken, batch, &resource);
+            let bodies = requests(&taken, batch, &resource, &BodyPool::new());
             let counts: Vec<usize> = bodies.iter().map(|b| span_count(b)).collect();
             assert!(counts.iter().all(|c| *c <= batch && *c > 0), "{counts:?}");
             assert_eq!(counts.iter().sum::<usize>(), spans.len());
@@ -695,7 +710,7 @@ mod tests {
             let mut ids: Vec<_> = bodies
                 .iter()
                 .flat_map(|b| {
-                    ExportTraceServiceRequest::decode(b.as_slice())
+                    ExportTraceServiceRequest::decode(&b[..])
                         .expect("decodes")
                         .resource_spans
                 })
@@ -707,7 +722,10 @@ mod tests {
             ids.dedup();
             assert_eq!(ids.len(), spans.len(), "every span once");
         }
-        let whole = requests(&taken, 100, &resource);
+        let whole: Vec<Vec<u8>> = requests(&taken, 100, &resource, &BodyPool::new())
+            .iter()
+            .map(|b| b.to_vec())
+            .collect();
         assert_eq!(
             whole,
             vec![otlp_body::export_request(&spans, &resource)],

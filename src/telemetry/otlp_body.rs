@@ -171,6 +171,19 @@ pub fn export_request_encoded(
     scopes: &[(&InstrumentationScope, &[u8])],
     resource: &EncodedResource,
 ) -> Vec<u8> {
+    let mut buf = Vec::new();
+    export_request_encoded_into(scopes, resource, &mut buf);
+    buf
+}
+
+/// [`export_request_encoded`] written into `buf` (emptied first): a buffer of an earlier
+/// request is written again without a new allocation when its capacity suffices.
+pub fn export_request_encoded_into(
+    scopes: &[(&InstrumentationScope, &[u8])],
+    resource: &EncodedResource,
+    buf: &mut Vec<u8>,
+) {
+    buf.clear();
     let scope_spans_len = |scope: &InstrumentationScope, fields: &[u8]| {
         len_delimited(1, scope_len(scope))
             + fields.len()
@@ -178,25 +191,24 @@ pub fn export_request_encoded(
     };
     let present = || scopes.iter().filter(|(_, fields)| !fields.is_empty());
     if present().next().is_none() {
-        return Vec::new();
+        return;
     }
     let resource_spans_len = len_delimited(1, resource.message.len())
         + present()
             .map(|(scope, fields)| len_delimited(2, scope_spans_len(scope, fields)))
             .sum::<usize>()
         + str_len(3, &resource.schema_url);
-    let mut buf = Vec::with_capacity(len_delimited(1, resource_spans_len));
-    put_len(1, resource_spans_len, &mut buf);
-    put_len(1, resource.message.len(), &mut buf);
+    buf.reserve(len_delimited(1, resource_spans_len));
+    put_len(1, resource_spans_len, buf);
+    put_len(1, resource.message.len(), buf);
     buf.extend_from_slice(&resource.message);
     for (scope, fields) in present() {
-        put_len(2, scope_spans_len(scope, fields), &mut buf);
-        put_scope(scope, &mut buf);
+        put_len(2, scope_spans_len(scope, fields), buf);
+        put_scope(scope, buf);
         buf.extend_from_slice(fields);
-        put_str(3, scope.schema_url().unwrap_or_default(), &mut buf);
+        put_str(3, scope.schema_url().unwrap_or_default(), buf);
     }
-    put_str(3, &resource.schema_url, &mut buf);
-    buf
+    put_str(3, &resource.schema_url, buf);
 }
 
 /// The distinct scopes of `spans`, in order of first appearance (one in practice).

@@ -59,7 +59,7 @@ impl Client {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: Vec<u8>,
+        body: Bytes,
     ) -> Result<(), PostError> {
         let http = self.http.clone();
         let mut headers = headers.clone();
@@ -68,7 +68,6 @@ impl Client {
             HeaderValue::from_static("application/x-protobuf"),
         );
         let url = url.to_owned();
-        let body = Bytes::from(body);
         let call = async move {
             let deadline = Instant::now() + super::otel::EXPORT_TIMEOUT;
             let mut delay = FIRST_RETRY_DELAY;
@@ -107,7 +106,7 @@ impl Client {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: Vec<u8>,
+        body: Bytes,
     ) -> Result<(), PostError> {
         self.runtime
             .block_on(self.post_protobuf(url, headers, body))

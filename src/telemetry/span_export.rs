@@ -4,6 +4,7 @@
 //! the standard `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (else `OTEL_EXPORTER_OTLP_HEADERS`) and
 //! the stock exporter's retries. The gRPC protocol keeps the stock exporter.
 use super::encoding_processor::Export;
+use super::export_body::Body;
 use super::otlp_http::{Client, PostError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -36,9 +37,9 @@ impl Export for HttpSpanExport {
 
     /// Blocks the export thread until the collector answered (at most the client's export
     /// time, retries included).
-    fn export(&mut self, body: Vec<u8>) -> Result<(), PostError> {
+    fn export(&mut self, body: Body) -> Result<(), PostError> {
         self.client
-            .post_protobuf_blocking(&self.url, &self.headers, body)
+            .post_protobuf_blocking(&self.url, &self.headers, body.into_bytes())
     }
 }
 
