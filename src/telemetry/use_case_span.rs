@@ -137,7 +137,7 @@ impl UseCaseSpan {
         };
         let (parent, above) = super::span_layer::current_parent();
         let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
-        let mut values = SpanFields::new(name, 0);
+        let mut values = SpanFields::new(name, declared.len());
         fields(&mut values);
         let record = values.start(sink, parent);
         let ambient = Ambient {
