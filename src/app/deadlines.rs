@@ -552,7 +552,7 @@ impl App {
             "set_delivery",
             tenant = %caller.tenant,
             deadline_id = %id,
-            delivered = tracing::field::Empty,
+            delivered,
         );
         span.run(async move {
             self.write_retrying(&caller.tenant, duplicate_or_store, || async move {

@@ -37,7 +37,7 @@ impl App {
         let span = crate::use_case_span!(
             "dashboard_metrics",
             tenant = %caller.tenant,
-            period_days = tracing::field::Empty,
+            period_days,
         );
         span.run(async move {
             let now = self.now();

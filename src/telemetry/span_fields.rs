@@ -258,13 +258,6 @@ impl Say for Update<'_> {
     }
 }
 
-/// Records the field `key` of value `value` on the running span `record`, as
-/// [`tracing::Span::record`] does through the [`SpanLayer`](super::span_layer::SpanLayer)
-/// (see [`SpanFields::value`]).
-pub fn record_value(record: &mut SpanRecord, key: &'static str, value: &dyn tracing::Value) {
-    Saying::value(&mut Update(record), key, value);
-}
-
 /// Records `values` on the running span `record` (a `tracing` span's recorded fields).
 pub(super) fn record_values(record: &mut SpanRecord, values: &Record<'_>) {
     values.record(&mut Saying::fields(&mut Update(record)));

@@ -13,13 +13,13 @@
 //!
 //! Every use case of [`App`](crate::app::App) opens its span with [`use_case_span!`]
 //! (`crate::use_case_span!`): async ones run in it with [`UseCaseSpan::run`], sync ones with
-//! [`UseCaseSpan::in_scope`]; a field declared `tracing::field::Empty` is set later with
-//! [`record`].
+//! [`UseCaseSpan::in_scope`]. A field's value is given when the span opens: nothing records
+//! into a use case's span later (a way to would cost every poll of every use case a swap of
+//! its record through a thread-local, for no caller).
 use super::ambient::{self, Ambient, InContext};
-use super::span_fields::{SpanFields, record_value};
+use super::span_fields::SpanFields;
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
-use std::cell::RefCell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::Instrument as _;
@@ -44,68 +44,16 @@ pub fn direct_sink() -> Option<&'static SpanSink> {
     super::otel::spans()
 }
 
-thread_local! {
-    /// The record of the innermost use case running on this thread (its future being polled,
-    /// its closure called) when that use case is recorded directly; `None` when it runs in
-    /// `tracing` or none runs.
-    static RECORDING: RefCell<Option<Recorded>> = const { RefCell::new(None) };
-}
-
-/// A use case's span recorded directly, while it runs.
-struct Recorded {
-    record: SpanRecord,
-    /// The fields its [`use_case_span!`] declares: [`record`] sets only those (as `tracing`
-    /// does).
-    declared: &'static [&'static str],
-}
-
-/// Swaps `slot` with this thread's [`RECORDING`]: in while the use case runs, back when
-/// dropped (also when it panics).
-struct Recording<'a>(&'a mut Option<Recorded>);
-
-impl<'a> Recording<'a> {
-    fn swap(slot: &'a mut Option<Recorded>) -> Self {
-        RECORDING.with(|r| std::mem::swap(&mut *r.borrow_mut(), slot));
-        Self(slot)
-    }
-}
-
-impl Drop for Recording<'_> {
-    fn drop(&mut self) {
-        RECORDING.with(|r| std::mem::swap(&mut *r.borrow_mut(), self.0));
-    }
-}
-
-/// Records the field `key` of the running use case's span as `value`, as
-/// `tracing::Span::current().record(key, value)` does in its `tracing` span: the same
-/// attribute (or `otel.*` name, kind, status) either way. MUST be called in the use case's own
-/// code (not inside a span it opens: `tracing` records there into that span), for a field its
-/// [`use_case_span!`] declares (`key = tracing::field::Empty` when it has no value yet).
-pub fn record(key: &'static str, value: impl tracing::Value) {
-    let recorded = RECORDING.with(|r| match r.try_borrow_mut().as_deref_mut() {
-        Ok(Some(recorded)) => {
-            if recorded.declared.contains(&key) {
-                record_value(&mut recorded.record, key, &value);
-            }
-            true
-        }
-        Ok(None) | Err(_) => false,
-    });
-    if !recorded {
-        tracing::Span::current().record(key, value);
-    }
-}
-
 /// A recorded span, ended when dropped (after the use case's future).
 struct Open {
-    recorded: Option<Recorded>,
+    record: Option<SpanRecord>,
     sink: &'static SpanSink,
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        if let Some(recorded) = self.recorded.take() {
-            self.sink.end(recorded.record);
+        if let Some(record) = self.record.take() {
+            self.sink.end(record);
         }
     }
 }
@@ -119,7 +67,7 @@ pub struct UseCaseSpan {
 
 impl UseCaseSpan {
     /// The span `name` of a use case opened now, recorded into `sink` with the values
-    /// `fields` gives (`declared`: the names of all its fields, with or without a value), or
+    /// `fields` gives (`declared`: the names of its fields, which size its attribute list), or
     /// when `sink` is `None` (see [`direct_sink`]) the `tracing` span `traced` makes (the
     /// same name and fields).
     pub fn in_sink(
@@ -145,7 +93,7 @@ impl UseCaseSpan {
             above,
         };
         let open = Open {
-            recorded: Some(Recorded { record, declared }),
+            record: Some(record),
             sink,
         };
         Self {
@@ -159,22 +107,19 @@ impl UseCaseSpan {
         let (open, ambient) = self.direct.unzip();
         InUseCase {
             future: ambient::in_ambient(ambient, future).instrument(self.traced),
-            open,
+            _open: open,
         }
     }
 
     /// `f` called in this span (the sync form of [`Self::run`]): the span is the current one
     /// while `f` runs, and ends when it returns.
     pub fn in_scope<R>(self, f: impl FnOnce() -> R) -> R {
-        let Some((mut open, ambient)) = self.direct else {
-            return self.traced.in_scope(|| {
-                let mut none = None;
-                let _recording = Recording::swap(&mut none);
-                f()
-            });
+        let Some((open, ambient)) = self.direct else {
+            return self.traced.in_scope(f);
         };
-        let _recording = Recording::swap(&mut open.recorded);
-        ambient::scoped(Some(ambient), f)
+        let answer = ambient::scoped(Some(ambient), f);
+        drop(open);
+        answer
     }
 }
 
@@ -184,7 +129,7 @@ pin_project_lite::pin_project! {
         #[pin]
         future: Instrumented<InContext<F>>,
         // Dropped after the future: the span ends after everything in it.
-        open: Option<Open>,
+        _open: Option<Open>,
     }
 }
 
@@ -195,14 +140,7 @@ impl<F: Future> Future for InUseCase<F> {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
-        let this = self.project();
-        let mut traced = None;
-        let slot = match this.open {
-            Some(open) => &mut open.recorded,
-            None => &mut traced,
-        };
-        let _recording = Recording::swap(slot);
-        this.future.poll(cx)
+        self.project().future.poll(cx)
     }
 }
 
@@ -211,9 +149,9 @@ impl<F: Future> Future for InUseCase<F> {
 /// the OpenTelemetry span that `tracing` span becomes (see
 /// [`SpanFields::value`](crate::telemetry::span_fields::SpanFields::value)).
 /// `#[tracing::instrument(skip_all, fields(...))]` on `fn name` is
-/// `use_case_span!("name", ...)` with the same fields, but for a field without a value
-/// (`fields(delivered)`): `delivered = tracing::field::Empty` here (a bare `key` is
-/// `key = key`, as in `info_span!`). Field forms: `key = %display`, `key = ?debug`,
+/// `use_case_span!("name", ...)` with the same fields; every field gets its value here, as
+/// nothing records into the span later (a bare `key` is `key = key`, as in `info_span!`).
+/// Field forms: `key = %display`, `key = ?debug`,
 /// `key = value` (any [`tracing::Value`]: text, integers, floats, booleans, an `Option` of
 /// one, absent when `None`, `tracing::field::Empty`), `key`. Keys may be dotted
 /// (`otel.kind`).
@@ -479,43 +417,9 @@ mod tests {
         assert_eq!(renamed.status, opentelemetry::trace::Status::error(""));
     }
 
-    /// A field recorded later ([`record`], `Empty` at first) and a status recorded later are
-    /// the same both ways; the recorded value replaces an earlier one; a field the span does
-    /// not declare is not recorded.
-    #[test]
-    fn a_field_recorded_later_is_the_same_both_ways() {
-        let span = same_both_ways(
-            "set_delivery",
-            |sink| {
-                crate::use_case_span!(
-                    @in sink; "set_delivery",
-                    tenant = %"acme",
-                    delivered = tracing::field::Empty,
-                    days = 1,
-                    otel.status_code = tracing::field::Empty,
-                )
-            },
-            || {
-                record("delivered", true);
-                record("days", 7);
-                record("otel.status_code", "ERROR");
-                record("undeclared", 1);
-            },
-        );
-        assert_eq!(
-            span.attributes,
-            vec![
-                KeyValue::new("tenant", "acme"),
-                KeyValue::new("days", 7),
-                KeyValue::new("delivered", true),
-            ]
-        );
-        assert_eq!(span.status, opentelemetry::trace::Status::error(""));
-    }
-
     /// A sync use case ([`UseCaseSpan::in_scope`]): the same span both ways, current while
-    /// the closure runs (a span opened inside is its child, a carrier names it; a field
-    /// recorded inside is its own), ended when it returns.
+    /// the closure runs (a span opened inside is its child, a carrier names it), ended when it
+    /// returns.
     #[test]
     fn a_sync_use_case_is_the_same_both_ways() {
         let [direct, traced] = [true, false].map(|direct| {
@@ -525,11 +429,10 @@ mod tests {
                 let span = crate::use_case_span!(
                     @in direct.then_some(sink); "list_data_sources",
                     tenant = %"acme",
-                    count = tracing::field::Empty,
+                    count = 2,
                 );
                 let answer = span.in_scope(|| {
                     *seen.borrow_mut() = context_of(&tracing::Span::current());
-                    record("count", 2);
                     let _child = tracing::info_span!("child").entered();
                     2
                 });
@@ -551,33 +454,6 @@ mod tests {
             direct.attributes,
             vec![KeyValue::new("tenant", "acme"), KeyValue::new("count", 2)]
         );
-    }
-
-    /// A use case run inside another records later into its own span, and the outer one's
-    /// after it ends.
-    #[test]
-    fn a_nested_use_case_records_into_its_own_span() {
-        for direct in [true, false] {
-            let spans = traced(|sink| async move {
-                let sink = direct.then_some(sink);
-                let outer = crate::use_case_span!(@in sink; "outer", step = tracing::field::Empty);
-                outer
-                    .run(async {
-                        let inner =
-                            crate::use_case_span!(@in sink; "inner", step = tracing::field::Empty);
-                        inner.run(async { record("step", "inner") }).await;
-                        record("step", "outer");
-                    })
-                    .await;
-            });
-            for name in ["outer", "inner"] {
-                assert_eq!(
-                    named(&spans, name).attributes,
-                    vec![KeyValue::new("step", name)],
-                    "direct: {direct}"
-                );
-            }
-        }
     }
 
     /// Inside a `tracing` span with a record, the recorded span is its child, and a `tracing`
