@@ -11,6 +11,7 @@ pub mod otlp_body;
 pub mod otlp_http;
 pub mod server_span;
 pub mod span_export;
+pub mod span_fields;
 pub mod span_layer;
 pub mod span_record;
 pub mod span_sink;

@@ -66,48 +66,54 @@ pub struct DataSourceDetails {
 
 impl App {
     /// Lists the configured data sources.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub fn list_data_sources(&self, caller: &Caller) -> Vec<DataSourceDescriptor> {
-        let _ = caller;
-        self.catalog.descriptors()
+        let span = crate::use_case_span!("list_data_sources", tenant = %caller.tenant);
+        span.in_scope(|| {
+            let _ = caller;
+            self.catalog.descriptors()
+        })
     }
 
     /// One data source with its tables and fields.
     ///
     /// MUST return `InvalidPathParameter` for a malformed id, `DataSourceNotFound` for an unknown
     /// one and `DataSourceUnavailable` when its schema cannot be read.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, data_source = raw_id))]
     pub async fn get_data_source(
         &self,
         caller: &Caller,
         raw_id: &str,
     ) -> AppResult<DataSourceDetails> {
-        let _ = caller;
-        let id = DataSourceId::parse(raw_id).ok_or_else(|| {
-            AppError::new(
-                Code::InvalidPathParameter,
-                format!("data source id must match {}", DataSourceId::PATTERN),
-            )
-            .field("dataSourceId", "invalid format")
-        })?;
-        let source = self.catalog.get(id.as_str()).ok_or_else(|| {
-            AppError::new(
-                Code::DataSourceNotFound,
-                format!("data source '{id}' is not configured"),
-            )
-            .entity("DataSource")
-        })?;
-        let schema = source.schema().await.map_err(|e| {
-            tracing::warn!(error = %e, "data source schema unavailable");
-            AppError::new(
-                Code::DataSourceUnavailable,
-                format!("data source '{id}' is unavailable; retry later"),
-            )
-        })?;
-        Ok(DataSourceDetails {
-            descriptor: source.descriptor(),
-            schema,
+        let span =
+            crate::use_case_span!("get_data_source", tenant = %caller.tenant, data_source = raw_id);
+        span.run(async move {
+            let _ = caller;
+            let id = DataSourceId::parse(raw_id).ok_or_else(|| {
+                AppError::new(
+                    Code::InvalidPathParameter,
+                    format!("data source id must match {}", DataSourceId::PATTERN),
+                )
+                .field("dataSourceId", "invalid format")
+            })?;
+            let source = self.catalog.get(id.as_str()).ok_or_else(|| {
+                AppError::new(
+                    Code::DataSourceNotFound,
+                    format!("data source '{id}' is not configured"),
+                )
+                .entity("DataSource")
+            })?;
+            let schema = source.schema().await.map_err(|e| {
+                tracing::warn!(error = %e, "data source schema unavailable");
+                AppError::new(
+                    Code::DataSourceUnavailable,
+                    format!("data source '{id}' is unavailable; retry later"),
+                )
+            })?;
+            Ok(DataSourceDetails {
+                descriptor: source.descriptor(),
+                schema,
+            })
         })
+        .await
     }
 
     /// Checks that every `datasource.table.field` a template reads exists.

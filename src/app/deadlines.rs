@@ -306,125 +306,139 @@ impl App {
     /// MUST answer `MissingFields` listing every missing required field, the rule's own code for
     /// a broken rule, `DueDateInPast` (422) for a due date before today (UTC), NotFound for an
     /// unknown template and `DuplicateDeadline` (409) for a live twin.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn create_deadline(
         &self,
         caller: &Caller,
         cmd: CreateDeadline,
     ) -> AppResult<Deadline> {
-        require_create_fields(&cmd)?;
-        let name = check_name(cmd.name.as_deref().unwrap_or_default())?;
-        let description = check_description(cmd.description.as_deref())?;
-        let kind = DeadlineType::parse(cmd.kind.as_deref().unwrap_or_default())
-            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))?;
-        let frequency = Frequency::parse(cmd.frequency.as_deref().unwrap_or_default())
-            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))?;
-        let months = validate_months(
-            frequency,
-            &parse_months(cmd.months_of_year.as_deref().unwrap_or_default()),
-        )
-        .map_err(rule_error)?;
-        let color = Color::parse(cmd.color.as_deref().unwrap_or_default().trim())
-            .ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))?;
-        let notify = parse_notify(cmd.notify_days_before.unwrap_or(0))?;
-        let due = parse_due(cmd.due_date.as_deref().unwrap_or_default())?;
-        let now = self.now();
-        if due < start_of_today(now) {
-            return Err(rule_error(DeadlineRuleError::DueDateInPast));
-        }
-        let template_id = cmd
-            .template_id
-            .as_deref()
-            .map(parse_template_id)
-            .transpose()?;
-        let template_name = match template_id {
-            Some(t) => Some(self.linked_template_name(caller, t).await?),
-            None => None,
-        };
-        let deadline = Deadline {
-            id: DeadlineId::new(),
-            tenant: caller.tenant.clone(),
-            name,
-            description,
-            kind,
-            template_id,
-            template_name,
-            due_date: due,
-            anchor_day: due.day(),
-            frequency,
-            months_of_year: months,
-            active: cmd.active.unwrap_or(true),
-            notify_days_before: notify,
-            color,
-            delivered_at: None,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-            deleted_at: None,
-        };
-        let uow = UnitOfWork::new()
-            .change(Change::Deadline {
-                record: deadline.clone(),
-                expected_version: None,
-            })
-            .with_outbox(self.deadline_changed(Event::DeadlineCreated, &deadline, now));
-        self.commit(&caller.tenant, uow)
-            .await
-            .map_err(duplicate_or_store)?;
-        tracing::info!(deadline_id = %deadline.id, "deadline created");
-        Ok(deadline)
+        let span = crate::use_case_span!("create_deadline", tenant = %caller.tenant);
+        span.run(async move {
+            require_create_fields(&cmd)?;
+            let name = check_name(cmd.name.as_deref().unwrap_or_default())?;
+            let description = check_description(cmd.description.as_deref())?;
+            let kind = DeadlineType::parse(cmd.kind.as_deref().unwrap_or_default())
+                .ok_or_else(|| rule_error(DeadlineRuleError::InvalidType))?;
+            let frequency = Frequency::parse(cmd.frequency.as_deref().unwrap_or_default())
+                .ok_or_else(|| rule_error(DeadlineRuleError::InvalidFrequency))?;
+            let months = validate_months(
+                frequency,
+                &parse_months(cmd.months_of_year.as_deref().unwrap_or_default()),
+            )
+            .map_err(rule_error)?;
+            let color = Color::parse(cmd.color.as_deref().unwrap_or_default().trim())
+                .ok_or_else(|| rule_error(DeadlineRuleError::InvalidColor))?;
+            let notify = parse_notify(cmd.notify_days_before.unwrap_or(0))?;
+            let due = parse_due(cmd.due_date.as_deref().unwrap_or_default())?;
+            let now = self.now();
+            if due < start_of_today(now) {
+                return Err(rule_error(DeadlineRuleError::DueDateInPast));
+            }
+            let template_id = cmd
+                .template_id
+                .as_deref()
+                .map(parse_template_id)
+                .transpose()?;
+            let template_name = match template_id {
+                Some(t) => Some(self.linked_template_name(caller, t).await?),
+                None => None,
+            };
+            let deadline = Deadline {
+                id: DeadlineId::new(),
+                tenant: caller.tenant.clone(),
+                name,
+                description,
+                kind,
+                template_id,
+                template_name,
+                due_date: due,
+                anchor_day: due.day(),
+                frequency,
+                months_of_year: months,
+                active: cmd.active.unwrap_or(true),
+                notify_days_before: notify,
+                color,
+                delivered_at: None,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+                deleted_at: None,
+            };
+            let uow = UnitOfWork::new()
+                .change(Change::Deadline {
+                    record: deadline.clone(),
+                    expected_version: None,
+                })
+                .with_outbox(self.deadline_changed(Event::DeadlineCreated, &deadline, now));
+            self.commit(&caller.tenant, uow)
+                .await
+                .map_err(duplicate_or_store)?;
+            tracing::info!(deadline_id = %deadline.id, "deadline created");
+            Ok(deadline)
+        })
+        .await
     }
 
     /// A live deadline. MUST answer NotFound for a missing, deleted or foreign id.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
     pub async fn get_deadline(&self, caller: &Caller, id: DeadlineId) -> AppResult<Deadline> {
-        self.ports
-            .deadlines
-            .get(&caller.tenant, id, false)
-            .await
-            .map_err(|e| AppError::store(e, "Deadline"))?
-            .ok_or_else(|| AppError::not_found("Deadline"))
+        let span =
+            crate::use_case_span!("get_deadline", tenant = %caller.tenant, deadline_id = %id);
+        span.run(async move {
+            self.ports
+                .deadlines
+                .get(&caller.tenant, id, false)
+                .await
+                .map_err(|e| AppError::store(e, "Deadline"))?
+                .ok_or_else(|| AppError::not_found("Deadline"))
+        })
+        .await
     }
 
     /// Lists live deadlines; status is evaluated at the current instant.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn list_deadlines(
         &self,
         caller: &Caller,
         query: &DeadlineQuery,
         page: PageRequest,
     ) -> AppResult<(Page<Deadline>, DateTime<Utc>)> {
-        let now = self.now();
-        let page = self
-            .ports
-            .deadlines
-            .list(&caller.tenant, query, page, now)
-            .await
-            .map_err(|e| AppError::store(e, "Deadline"))?;
-        Ok((page, now))
+        let span = crate::use_case_span!("list_deadlines", tenant = %caller.tenant);
+        span.run(async move {
+            let now = self.now();
+            let page = self
+                .ports
+                .deadlines
+                .list(&caller.tenant, query, page, now)
+                .await
+                .map_err(|e| AppError::store(e, "Deadline"))?;
+            Ok((page, now))
+        })
+        .await
     }
 
     /// Applies a partial update; the merged deadline is re-validated as a whole. MUST answer
     /// `MissingFields` for an update with no field, and re-check the rules on every retry
     /// (another writer may have changed the frequency the months depend on).
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
     pub async fn update_deadline(
         &self,
         caller: &Caller,
         id: DeadlineId,
         cmd: UpdateDeadline,
     ) -> AppResult<Deadline> {
-        let changes = &self.deadline_changes(caller, cmd).await?;
-        self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
-            let current = self.get_deadline(caller, id).await?;
-            let now = self.now();
-            let mut next = current.next_revision(now);
-            changes.apply(&mut next, now)?;
-            let row = self.deadline_changed(Event::DeadlineUpdated, &next, now);
-            let uow = UnitOfWork::new()
-                .change(current.update(next.clone()))
-                .with_outbox(row);
-            Ok(Attempt::commit(uow, next))
+        let span =
+            crate::use_case_span!("update_deadline", tenant = %caller.tenant, deadline_id = %id);
+        span.run(async move {
+            let changes = &self.deadline_changes(caller, cmd).await?;
+            self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
+                let current = self.get_deadline(caller, id).await?;
+                let now = self.now();
+                let mut next = current.next_revision(now);
+                changes.apply(&mut next, now)?;
+                let row = self.deadline_changed(Event::DeadlineUpdated, &next, now);
+                let uow = UnitOfWork::new()
+                    .change(current.update(next.clone()))
+                    .with_outbox(row);
+                Ok(Attempt::commit(uow, next))
+            })
+            .await
         })
         .await
     }
@@ -490,30 +504,34 @@ impl App {
     }
 
     /// Soft-deletes a deadline.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id))]
     pub async fn delete_deadline(&self, caller: &Caller, id: DeadlineId) -> AppResult<()> {
-        let on_store = |e| AppError::store(e, "Deadline");
-        self.write_retrying(&caller.tenant, on_store, || async move {
-            let current = self.get_deadline(caller, id).await?;
-            let now = self.now();
-            let mut next = current.next_revision(now);
-            next.deleted_at = Some(now);
-            let payload = DeadlineDeleted {
-                deadline_id: id.to_string(),
-                template_id: current.template_id.map(|t| t.to_string()),
-                deleted_at: now,
-                cascaded: false,
-            };
-            let row = self.emitter.row(
-                Event::DeadlineDeleted(payload),
-                EventSubject::new(&caller.tenant, &id.to_string(), next.version),
-                EventIdentity::Fresh,
-                now,
-            );
-            let uow = UnitOfWork::new()
-                .change(current.update(next))
-                .with_outbox(row);
-            Ok(Attempt::commit(uow, ()))
+        let span =
+            crate::use_case_span!("delete_deadline", tenant = %caller.tenant, deadline_id = %id);
+        span.run(async move {
+            let on_store = |e| AppError::store(e, "Deadline");
+            self.write_retrying(&caller.tenant, on_store, || async move {
+                let current = self.get_deadline(caller, id).await?;
+                let now = self.now();
+                let mut next = current.next_revision(now);
+                next.deleted_at = Some(now);
+                let payload = DeadlineDeleted {
+                    deadline_id: id.to_string(),
+                    template_id: current.template_id.map(|t| t.to_string()),
+                    deleted_at: now,
+                    cascaded: false,
+                };
+                let row = self.emitter.row(
+                    Event::DeadlineDeleted(payload),
+                    EventSubject::new(&caller.tenant, &id.to_string(), next.version),
+                    EventIdentity::Fresh,
+                    now,
+                );
+                let uow = UnitOfWork::new()
+                    .change(current.update(next))
+                    .with_outbox(row);
+                Ok(Attempt::commit(uow, ()))
+            })
+            .await
         })
         .await
     }
@@ -524,120 +542,135 @@ impl App {
     /// `NotDelivered` (422) when reverting one that is not delivered. Delivering a rolled-over
     /// recurring deadline persists the occurrence it delivered. Emits `deadline.delivered` /
     /// `deadline.delivery_reverted` with a deterministic `ce-id`.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, deadline_id = %id, delivered))]
     pub async fn set_delivery(
         &self,
         caller: &Caller,
         id: DeadlineId,
         delivered: bool,
     ) -> AppResult<Deadline> {
-        self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
-            let current = self.get_deadline(caller, id).await?;
-            let now = self.now();
-            let view = current.view(now);
-            let mut next = current.next_revision(now);
-            let row = if delivered {
-                if view.status == DeadlineStatus::Delivered {
-                    return Err(AppError::new(
-                        Code::AlreadyDelivered,
-                        "the current occurrence of this deadline is already delivered",
+        let span = crate::use_case_span!(
+            "set_delivery",
+            tenant = %caller.tenant,
+            deadline_id = %id,
+            delivered,
+        );
+        span.run(async move {
+            self.write_retrying(&caller.tenant, duplicate_or_store, || async move {
+                let current = self.get_deadline(caller, id).await?;
+                let now = self.now();
+                let view = current.view(now);
+                let mut next = current.next_revision(now);
+                let row = if delivered {
+                    if view.status == DeadlineStatus::Delivered {
+                        return Err(AppError::new(
+                            Code::AlreadyDelivered,
+                            "the current occurrence of this deadline is already delivered",
+                        )
+                        .entity("Deadline"));
+                    }
+                    next.due_date = view.due_date;
+                    next.delivered_at = Some(now);
+                    let payload = DeadlineDelivered {
+                        deadline_id: id.to_string(),
+                        template_id: current.template_id.map(|t| t.to_string()),
+                        due_date: view.due_date,
+                        delivered_at: now,
+                        status: DeadlineStatus::Delivered.as_str().to_owned(),
+                    };
+                    let disc = format!("{}|{}", ts(view.due_date), ts(now));
+                    self.emitter.row(
+                        Event::DeadlineDelivered(payload),
+                        EventSubject::new(&caller.tenant, &id.to_string(), next.version),
+                        EventIdentity::Deterministic(disc),
+                        now,
                     )
-                    .entity("Deadline"));
-                }
-                next.due_date = view.due_date;
-                next.delivered_at = Some(now);
-                let payload = DeadlineDelivered {
-                    deadline_id: id.to_string(),
-                    template_id: current.template_id.map(|t| t.to_string()),
-                    due_date: view.due_date,
-                    delivered_at: now,
-                    status: DeadlineStatus::Delivered.as_str().to_owned(),
-                };
-                let disc = format!("{}|{}", ts(view.due_date), ts(now));
-                self.emitter.row(
-                    Event::DeadlineDelivered(payload),
-                    EventSubject::new(&caller.tenant, &id.to_string(), next.version),
-                    EventIdentity::Deterministic(disc),
-                    now,
-                )
-            } else {
-                if view.status != DeadlineStatus::Delivered {
-                    return Err(AppError::new(
-                        Code::NotDelivered,
-                        "the current occurrence of this deadline is not delivered",
+                } else {
+                    if view.status != DeadlineStatus::Delivered {
+                        return Err(AppError::new(
+                            Code::NotDelivered,
+                            "the current occurrence of this deadline is not delivered",
+                        )
+                        .entity("Deadline"));
+                    }
+                    next.delivered_at = None;
+                    let status = next.view(now).status;
+                    let payload = DeadlineDeliveryReverted {
+                        deadline_id: id.to_string(),
+                        template_id: current.template_id.map(|t| t.to_string()),
+                        due_date: current.due_date,
+                        reverted_at: now,
+                        status: status.as_str().to_owned(),
+                    };
+                    let disc = format!("{}|{}", ts(current.due_date), ts(now));
+                    self.emitter.row(
+                        Event::DeadlineDeliveryReverted(payload),
+                        EventSubject::new(&caller.tenant, &id.to_string(), next.version),
+                        EventIdentity::Deterministic(disc),
+                        now,
                     )
-                    .entity("Deadline"));
-                }
-                next.delivered_at = None;
-                let status = next.view(now).status;
-                let payload = DeadlineDeliveryReverted {
-                    deadline_id: id.to_string(),
-                    template_id: current.template_id.map(|t| t.to_string()),
-                    due_date: current.due_date,
-                    reverted_at: now,
-                    status: status.as_str().to_owned(),
                 };
-                let disc = format!("{}|{}", ts(current.due_date), ts(now));
-                self.emitter.row(
-                    Event::DeadlineDeliveryReverted(payload),
-                    EventSubject::new(&caller.tenant, &id.to_string(), next.version),
-                    EventIdentity::Deterministic(disc),
-                    now,
-                )
-            };
-            let uow = UnitOfWork::new()
-                .change(current.update(next.clone()))
-                .with_outbox(row);
-            Ok(Attempt::commit(uow, next))
+                let uow = UnitOfWork::new()
+                    .change(current.update(next.clone()))
+                    .with_outbox(row);
+                Ok(Attempt::commit(uow, next))
+            })
+            .await
         })
         .await
     }
 
     /// Deadlines that need attention: active, not delivered, and overdue or within their
     /// `notifyDaysBefore` window; most urgent first, at most `limit`.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn deadline_notifications(
         &self,
         caller: &Caller,
         limit: usize,
     ) -> AppResult<Notifications> {
-        let now = self.now();
-        let candidates = self
-            .ports
-            .deadlines
-            .list_undelivered_active(&caller.tenant, now, 10_000)
-            .await
-            .map_err(|e| AppError::store(e, "Deadline"))?;
-        let mut items: Vec<DeadlineNotification> = candidates
-            .into_iter()
-            .filter_map(|d| {
-                let view = d.view(now);
-                let days = d.days_until_due(now);
-                let overdue = view.status == DeadlineStatus::Overdue;
-                if !(overdue || days <= i64::from(d.notify_days_before)) {
-                    return None;
-                }
-                let severity = if overdue {
-                    Severity::Overdue
-                } else if days <= 7 {
-                    Severity::Warning
-                } else {
-                    Severity::Info
-                };
-                Some(DeadlineNotification {
-                    due_date: view.due_date,
-                    deadline: d,
-                    severity,
-                    days_until_due: days,
+        let span = crate::use_case_span!("deadline_notifications", tenant = %caller.tenant);
+        span.run(async move {
+            let now = self.now();
+            let candidates = self
+                .ports
+                .deadlines
+                .list_undelivered_active(&caller.tenant, now, 10_000)
+                .await
+                .map_err(|e| AppError::store(e, "Deadline"))?;
+            let mut items: Vec<DeadlineNotification> = candidates
+                .into_iter()
+                .filter_map(|d| {
+                    let view = d.view(now);
+                    let days = d.days_until_due(now);
+                    let overdue = view.status == DeadlineStatus::Overdue;
+                    if !(overdue || days <= i64::from(d.notify_days_before)) {
+                        return None;
+                    }
+                    let severity = if overdue {
+                        Severity::Overdue
+                    } else if days <= 7 {
+                        Severity::Warning
+                    } else {
+                        Severity::Info
+                    };
+                    Some(DeadlineNotification {
+                        due_date: view.due_date,
+                        deadline: d,
+                        severity,
+                        days_until_due: days,
+                    })
                 })
-            })
-            .collect();
-        items.sort_by(|a, b| {
-            (a.severity, a.due_date, a.deadline.id).cmp(&(b.severity, b.due_date, b.deadline.id))
-        });
-        let total = items.len() as u64;
-        items.truncate(limit);
-        Ok(Notifications { items, total })
+                .collect();
+            items.sort_by(|a, b| {
+                (a.severity, a.due_date, a.deadline.id).cmp(&(
+                    b.severity,
+                    b.due_date,
+                    b.deadline.id,
+                ))
+            });
+            let total = items.len() as u64;
+            items.truncate(limit);
+            Ok(Notifications { items, total })
+        })
+        .await
     }
 }
 

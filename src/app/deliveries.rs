@@ -14,19 +14,21 @@ impl App {
     /// nothing (a real broker, or publication off) and `PaginationLimit` when `limit` is
     /// outside 1..=1000; MUST count only the caller's tenant's deliveries, so another
     /// tenant's traffic never shortens the page.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub fn recent_deliveries(
         &self,
         caller: &Caller,
         limit: Option<i64>,
     ) -> AppResult<Vec<EventEnvelope>> {
-        let Some(log) = &self.ports.deliveries else {
-            return Err(AppError::new(
-                Code::RouteNotFound,
-                "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)",
-            ));
-        };
-        Ok(log.recent(&caller.tenant, streaming_limit(limit)?))
+        let span = crate::use_case_span!("recent_deliveries", tenant = %caller.tenant);
+        span.in_scope(|| {
+            let Some(log) = &self.ports.deliveries else {
+                return Err(AppError::new(
+                    Code::RouteNotFound,
+                    "deliveries are only recorded by the in-memory broker (STREAMING_BROKERS=memory://)",
+                ));
+            };
+            Ok(log.recent(&caller.tenant, streaming_limit(limit)?))
+        })
     }
 }
 

@@ -29,36 +29,43 @@ pub struct DashboardMetrics {
 
 impl App {
     /// Counts for the dashboard over an error window of `period_days` (1-365).
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, period_days))]
     pub async fn dashboard_metrics(
         &self,
         caller: &Caller,
         period_days: i64,
     ) -> AppResult<DashboardMetrics> {
-        let now = self.now();
-        let start = now - Duration::days(period_days);
-        let previous = start - Duration::days(period_days);
-        let reports = &self.ports.reports;
-        let count = |q: ReportQuery| async move {
-            reports
-                .count(&caller.tenant, &q)
-                .await
-                .map_err(|e| AppError::store(e, "Report"))
-        };
-        let errored = |from, to| ReportQuery {
-            status: Some(ReportStatus::Error),
-            created_from: Some(from),
-            created_to: Some(to),
-            ..Default::default()
-        };
-        Ok(DashboardMetrics {
-            templates: self.count_templates(&caller.tenant).await?,
-            reports: count(ReportQuery::default()).await?,
-            data_sources: self.catalog.len() as u64,
-            errors: ErrorCounts {
-                total: count(errored(start, now)).await?,
-                previous_period_total: count(errored(previous, start)).await?,
-            },
+        let span = crate::use_case_span!(
+            "dashboard_metrics",
+            tenant = %caller.tenant,
+            period_days,
+        );
+        span.run(async move {
+            let now = self.now();
+            let start = now - Duration::days(period_days);
+            let previous = start - Duration::days(period_days);
+            let reports = &self.ports.reports;
+            let count = |q: ReportQuery| async move {
+                reports
+                    .count(&caller.tenant, &q)
+                    .await
+                    .map_err(|e| AppError::store(e, "Report"))
+            };
+            let errored = |from, to| ReportQuery {
+                status: Some(ReportStatus::Error),
+                created_from: Some(from),
+                created_to: Some(to),
+                ..Default::default()
+            };
+            Ok(DashboardMetrics {
+                templates: self.count_templates(&caller.tenant).await?,
+                reports: count(ReportQuery::default()).await?,
+                data_sources: self.catalog.len() as u64,
+                errors: ErrorCounts {
+                    total: count(errored(start, now)).await?,
+                    previous_period_total: count(errored(previous, start)).await?,
+                },
+            })
         })
+        .await
     }
 }

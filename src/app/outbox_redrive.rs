@@ -9,11 +9,14 @@ impl App {
     /// Returns the caller's tenant's parked outbox rows (events that failed too many times)
     /// to pending, so the dispatcher publishes them again with their original `ce-id`.
     /// Answers how many. MUST NOT touch another tenant's rows.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn redrive_outbox(&self, caller: &Caller) -> AppResult<u64> {
-        redrive_parked(&*self.ports.outbox, Some(caller.tenant.clone()), self.now())
-            .await
-            .map_err(|e| AppError::store(e, "Outbox"))
+        let span = crate::use_case_span!("redrive_outbox", tenant = %caller.tenant);
+        span.run(async move {
+            redrive_parked(&*self.ports.outbox, Some(caller.tenant.clone()), self.now())
+                .await
+                .map_err(|e| AppError::store(e, "Outbox"))
+        })
+        .await
     }
 }
 
@@ -21,13 +24,19 @@ impl App {
 /// (an operator's, for one tenant or all, on a deployment's durable outbox): `tenant`'s
 /// parked rows (every tenant's when `None`) back to pending at `now`, with their original
 /// `ce-id`. Answers how many.
-#[tracing::instrument(skip_all, fields(tenant = tenant.as_ref().map(TenantId::as_str)))]
 pub async fn redrive_parked(
     outbox: &dyn Outbox,
     tenant: Option<TenantId>,
     now: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    let n = outbox.redrive(tenant, now).await?;
-    tracing::info!(redriven = n, "outbox redrive");
-    Ok(n)
+    let span = crate::use_case_span!(
+        "redrive_parked",
+        tenant = tenant.as_ref().map(TenantId::as_str)
+    );
+    span.run(async move {
+        let n = outbox.redrive(tenant, now).await?;
+        tracing::info!(redriven = n, "outbox redrive");
+        Ok(n)
+    })
+    .await
 }

@@ -10,20 +10,23 @@ impl App {
     /// aggregate, attempts, reason and instants, never the payload. MUST answer
     /// `PaginationLimit` when `limit` is outside 1..=1000 and MUST NOT answer another tenant's
     /// rows.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn parked_events(
         &self,
         caller: &Caller,
         limit: Option<i64>,
     ) -> AppResult<Vec<ParkedEvent>> {
-        let limit = streaming_limit(limit)?;
-        let rows = self
-            .ports
-            .outbox
-            .list_parked(Some(caller.tenant.clone()), limit)
-            .await
-            .map_err(|e| AppError::store(e, "Outbox"))?;
-        tracing::debug!(parked = rows.len(), "parked events listed");
-        Ok(rows)
+        let span = crate::use_case_span!("parked_events", tenant = %caller.tenant);
+        span.run(async move {
+            let limit = streaming_limit(limit)?;
+            let rows = self
+                .ports
+                .outbox
+                .list_parked(Some(caller.tenant.clone()), limit)
+                .await
+                .map_err(|e| AppError::store(e, "Outbox"))?;
+            tracing::debug!(parked = rows.len(), "parked events listed");
+            Ok(rows)
+        })
+        .await
     }
 }

@@ -284,66 +284,69 @@ impl App {
     /// template of another tenant (TPL-0011), bad filters as a report request does. A render
     /// that fails, or passes the time bound, is a 200 with `status` `Error`. MUST write
     /// nothing.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn preview_template(
         &self,
         caller: &Caller,
         req: PreviewRequest,
     ) -> AppResult<Preview> {
-        let limit = limit_of(req.limit)?;
-        let subject = self.preview_subject(caller, &req).await?;
-        let Some(setup) = self.preview.clone() else {
-            return Err(AppError::new(
-                Code::ServiceUnavailable,
-                "previews are not available in this process",
-            ));
-        };
-        let format = subject.template.output_format;
-        let started = match subject.render {
-            Start::Later => None,
-            Start::Started(render) => Some(render),
-            // Nothing was parsed: there is nothing to check the filters against.
-            Start::TimedOut => {
-                let run = timed_out(setup.settings.timeout);
-                let max = setup.settings.max_output_bytes;
-                return Ok(preview_of(run, format, MappedFields::new(), max));
-            }
-        };
-        let filters = self
-            .check_filters(req.filters.unwrap_or_default(), &subject.template)
-            .await?;
-        let job = PreviewJob {
-            source: subject.source,
-            format,
-            mapped: subject.template.mapped_fields.clone(),
-            filters,
-            limit,
-            started,
-        };
-        let run = tokio::time::timeout(setup.settings.timeout, setup.engine.run(job)).await;
-        let run = match run {
-            Ok(Ok(run)) => run,
-            Ok(Err(detail)) => {
-                tracing::error!(%detail, "template sandbox unavailable for a preview");
+        let span = crate::use_case_span!("preview_template", tenant = %caller.tenant);
+        span.run(async move {
+            let limit = limit_of(req.limit)?;
+            let subject = self.preview_subject(caller, &req).await?;
+            let Some(setup) = self.preview.clone() else {
                 return Err(AppError::new(
-                    Code::SandboxUnavailable,
-                    "templates cannot be previewed right now; retry later",
+                    Code::ServiceUnavailable,
+                    "previews are not available in this process",
                 ));
-            }
-            Err(_) => timed_out(setup.settings.timeout),
-        };
-        let preview = preview_of(
-            run,
-            format,
-            subject.template.mapped_fields,
-            setup.settings.max_output_bytes,
-        );
-        tracing::info!(
-            status = preview.status.as_str(),
-            truncated = preview.truncated,
-            "template previewed"
-        );
-        Ok(preview)
+            };
+            let format = subject.template.output_format;
+            let started = match subject.render {
+                Start::Later => None,
+                Start::Started(render) => Some(render),
+                // Nothing was parsed: there is nothing to check the filters against.
+                Start::TimedOut => {
+                    let run = timed_out(setup.settings.timeout);
+                    let max = setup.settings.max_output_bytes;
+                    return Ok(preview_of(run, format, MappedFields::new(), max));
+                }
+            };
+            let filters = self
+                .check_filters(req.filters.unwrap_or_default(), &subject.template)
+                .await?;
+            let job = PreviewJob {
+                source: subject.source,
+                format,
+                mapped: subject.template.mapped_fields.clone(),
+                filters,
+                limit,
+                started,
+            };
+            let run = tokio::time::timeout(setup.settings.timeout, setup.engine.run(job)).await;
+            let run = match run {
+                Ok(Ok(run)) => run,
+                Ok(Err(detail)) => {
+                    tracing::error!(%detail, "template sandbox unavailable for a preview");
+                    return Err(AppError::new(
+                        Code::SandboxUnavailable,
+                        "templates cannot be previewed right now; retry later",
+                    ));
+                }
+                Err(_) => timed_out(setup.settings.timeout),
+            };
+            let preview = preview_of(
+                run,
+                format,
+                subject.template.mapped_fields,
+                setup.settings.max_output_bytes,
+            );
+            tracing::info!(
+                status = preview.status.as_str(),
+                truncated = preview.truncated,
+                "template previewed"
+            );
+            Ok(preview)
+        })
+        .await
     }
 
     /// The source and template of a request: the sent source checked as an upload is, or the

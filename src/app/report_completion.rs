@@ -74,50 +74,57 @@ impl App {
     /// artifact that cannot be stored records `Error` `report_generation_failed`. MUST answer
     /// [`Completion::AlreadyTerminal`] and write nothing when the stored report is terminal;
     /// MUST answer `Unavailable` when the store is down (the job is then retried).
-    #[tracing::instrument(skip_all, fields(tenant = %report.tenant, report_id = %report.id))]
     pub async fn complete_report(
         &self,
         report: &Report,
         generation: Generation,
         started: Instant,
     ) -> Result<Completion, StoreError> {
-        let (bytes, sections) = match generation {
-            Generation::Failed { code, sections } => {
-                return self
-                    .record_errored(report, code, None, sections, started)
-                    .await;
-            }
-            Generation::RenderFailed {
-                code,
-                failure,
-                sections,
-            } => {
-                return self
-                    .record_errored(report, code, Some(failure), sections, started)
-                    .await;
-            }
-            Generation::Artifact { bytes, sections } => (bytes, sections),
-            Generation::Stored {
-                key,
-                size,
-                sections,
-            } => {
-                let artifact = StoredArtifact {
+        let span = crate::use_case_span!(
+            "complete_report",
+            tenant = %report.tenant,
+            report_id = %report.id,
+        );
+        span.run(async move {
+            let (bytes, sections) = match generation {
+                Generation::Failed { code, sections } => {
+                    return self
+                        .record_errored(report, code, None, sections, started)
+                        .await;
+                }
+                Generation::RenderFailed {
+                    code,
+                    failure,
+                    sections,
+                } => {
+                    return self
+                        .record_errored(report, code, Some(failure), sections, started)
+                        .await;
+                }
+                Generation::Artifact { bytes, sections } => (bytes, sections),
+                Generation::Stored {
                     key,
                     size,
                     sections,
-                };
-                return self.record_artifact(report, artifact, started).await;
+                } => {
+                    let artifact = StoredArtifact {
+                        key,
+                        size,
+                        sections,
+                    };
+                    return self.record_artifact(report, artifact, started).await;
+                }
+            };
+            match self.store_artifact(report, bytes, sections).await {
+                Ok(artifact) => self.record_artifact(report, artifact, started).await,
+                Err(sections) => {
+                    let code = ReportErrorCode::ReportGenerationFailed;
+                    self.record_errored(report, code, None, sections, started)
+                        .await
+                }
             }
-        };
-        match self.store_artifact(report, bytes, sections).await {
-            Ok(artifact) => self.record_artifact(report, artifact, started).await,
-            Err(sections) => {
-                let code = ReportErrorCode::ReportGenerationFailed;
-                self.record_errored(report, code, None, sections, started)
-                    .await
-            }
-        }
+        })
+        .await
     }
 
     /// Starts writing `report`'s artifact a piece at a time, under the key

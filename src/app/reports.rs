@@ -37,80 +37,83 @@ impl App {
     ///
     /// If the job cannot be queued the report is recorded `Error`
     /// (`report_generation_failed`, with `report.errored`) and the call answers 503.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn create_report(&self, caller: &Caller, cmd: CreateReport) -> AppResult<Report> {
-        let raw_id = cmd.template_id.ok_or_else(|| {
-            AppError::new(Code::MissingFields, "templateId is required")
-                .field("templateId", "required")
-        })?;
-        let filters = cmd.filters.ok_or_else(|| {
-            AppError::new(
-                Code::MissingFields,
-                "filters is required (send {} for none)",
-            )
-            .field("filters", "required")
-        })?;
-        let template_id: TemplateId = raw_id.trim().parse().map_err(|_| {
-            AppError::new(
-                Code::InvalidTemplateId,
-                format!("templateId '{raw_id}' is not a UUID"),
-            )
-            .field("templateId", "must be a UUID")
-        })?;
-        let template = self.get_template(caller, template_id).await.map_err(|e| {
-            if e.code == Code::NotFound {
-                AppError::not_found("Template").field("templateId", "no such template")
-            } else {
-                e
-            }
-        })?;
-        let filters = self.check_filters(filters, &template).await?;
-        let now = self.now();
-        let report = Report {
-            id: ReportId::new(),
-            tenant: caller.tenant.clone(),
-            template_id,
-            output_format: template.output_format,
-            template_description: template.description.clone(),
-            filters,
-            status: ReportStatus::Processing,
-            sections: BTreeMap::new(),
-            error_code: None,
-            render_failure: None,
-            artifact_key: None,
-            artifact_size: None,
-            completed_at: None,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-        };
-        let payload = ReportRequested {
-            report_id: report.id.to_string(),
-            template_id: template_id.to_string(),
-            output_format: report.output_format.as_str().to_owned(),
-            status: ReportStatus::Processing.as_str().to_owned(),
-            created_at: now,
-        };
-        let uow = UnitOfWork::new()
-            .change(Change::Report {
-                record: report.clone(),
-                expected_version: None,
-            })
-            .with_outbox(self.emitter.row(
-                Event::ReportRequested(payload),
-                EventSubject::new(&caller.tenant, &report.id.to_string(), report.version),
-                EventIdentity::Fresh,
-                now,
-            ))
-            .with_idempotency(cmd.idempotency.map(|i| i.completion(&report)));
-        self.commit(&caller.tenant, uow)
-            .await
-            .map_err(|e| AppError::store(e, "Report"))?;
-        // Every job carries a correlation id: the request's, else a fresh one.
-        self.queue_job(&report, cmd.request_id.unwrap_or_else(new_request_id))
-            .await?;
-        tracing::info!(report_id = %report.id, "report requested");
-        Ok(report)
+        let span = crate::use_case_span!("create_report", tenant = %caller.tenant);
+        span.run(async move {
+            let raw_id = cmd.template_id.ok_or_else(|| {
+                AppError::new(Code::MissingFields, "templateId is required")
+                    .field("templateId", "required")
+            })?;
+            let filters = cmd.filters.ok_or_else(|| {
+                AppError::new(
+                    Code::MissingFields,
+                    "filters is required (send {} for none)",
+                )
+                .field("filters", "required")
+            })?;
+            let template_id: TemplateId = raw_id.trim().parse().map_err(|_| {
+                AppError::new(
+                    Code::InvalidTemplateId,
+                    format!("templateId '{raw_id}' is not a UUID"),
+                )
+                .field("templateId", "must be a UUID")
+            })?;
+            let template = self.get_template(caller, template_id).await.map_err(|e| {
+                if e.code == Code::NotFound {
+                    AppError::not_found("Template").field("templateId", "no such template")
+                } else {
+                    e
+                }
+            })?;
+            let filters = self.check_filters(filters, &template).await?;
+            let now = self.now();
+            let report = Report {
+                id: ReportId::new(),
+                tenant: caller.tenant.clone(),
+                template_id,
+                output_format: template.output_format,
+                template_description: template.description.clone(),
+                filters,
+                status: ReportStatus::Processing,
+                sections: BTreeMap::new(),
+                error_code: None,
+                render_failure: None,
+                artifact_key: None,
+                artifact_size: None,
+                completed_at: None,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+            };
+            let payload = ReportRequested {
+                report_id: report.id.to_string(),
+                template_id: template_id.to_string(),
+                output_format: report.output_format.as_str().to_owned(),
+                status: ReportStatus::Processing.as_str().to_owned(),
+                created_at: now,
+            };
+            let uow = UnitOfWork::new()
+                .change(Change::Report {
+                    record: report.clone(),
+                    expected_version: None,
+                })
+                .with_outbox(self.emitter.row(
+                    Event::ReportRequested(payload),
+                    EventSubject::new(&caller.tenant, &report.id.to_string(), report.version),
+                    EventIdentity::Fresh,
+                    now,
+                ))
+                .with_idempotency(cmd.idempotency.map(|i| i.completion(&report)));
+            self.commit(&caller.tenant, uow)
+                .await
+                .map_err(|e| AppError::store(e, "Report"))?;
+            // Every job carries a correlation id: the request's, else a fresh one.
+            self.queue_job(&report, cmd.request_id.unwrap_or_else(new_request_id))
+                .await?;
+            tracing::info!(report_id = %report.id, "report requested");
+            Ok(report)
+        })
+        .await
     }
 
     /// Queues the job of the just-committed `report`. MUST record the report `Error` and
@@ -157,56 +160,59 @@ impl App {
     /// another `stale_after`. A duplicate job is harmless: the worker ignores a job whose
     /// report is already terminal. A report that finished meanwhile is left alone (the touch
     /// conflicts). MUST NOT touch a terminal report.
-    #[tracing::instrument(skip_all)]
     pub async fn requeue_stale_reports(
         &self,
         stale_after: std::time::Duration,
         limit: usize,
     ) -> Result<usize, StoreError> {
-        let now = self.now();
-        let before = now
-            - chrono::Duration::from_std(stale_after)
-                .map_err(|e| StoreError::Unavailable(format!("stale_after: {e}")))?;
-        let stale = self
-            .ports
-            .reports
-            .list_stale_processing(before, limit)
-            .await?;
-        let mut queued = 0;
-        for report in stale {
-            match self.touch_report(&report).await {
-                Ok(_) => {}
-                // Finished, or touched by another sweeping process or its worker's heartbeat,
-                // since it was listed.
-                Err(StoreError::VersionConflict | StoreError::NotFound) => continue,
-                Err(e) => return Err(e),
-            }
-            let request_id = new_request_id();
-            let job = ReportJob {
-                tenant: report.tenant.clone(),
-                report_id: report.id,
-                request_id: Some(request_id.clone()),
-                trace: crate::telemetry::context::current(),
-            };
-            match self.ports.jobs.enqueue(&job).await {
-                Ok(()) => {
-                    queued += 1;
-                    tracing::warn!(
-                        tenant = %report.tenant,
-                        report_id = %report.id,
-                        request_id = %request_id,
-                        unchanged_since = %report.updated_at,
-                        "report stuck in processing: its job was queued again"
-                    );
+        let span = crate::use_case_span!("requeue_stale_reports");
+        span.run(async move {
+            let now = self.now();
+            let before = now
+                - chrono::Duration::from_std(stale_after)
+                    .map_err(|e| StoreError::Unavailable(format!("stale_after: {e}")))?;
+            let stale = self
+                .ports
+                .reports
+                .list_stale_processing(before, limit)
+                .await?;
+            let mut queued = 0;
+            for report in stale {
+                match self.touch_report(&report).await {
+                    Ok(_) => {}
+                    // Finished, or touched by another sweeping process or its worker's heartbeat,
+                    // since it was listed.
+                    Err(StoreError::VersionConflict | StoreError::NotFound) => continue,
+                    Err(e) => return Err(e),
                 }
-                Err(e) => tracing::error!(
-                    error = %e,
-                    report_id = %report.id,
-                    "could not queue the job of a stuck report; the next sweep after the stale period tries again"
-                ),
+                let request_id = new_request_id();
+                let job = ReportJob {
+                    tenant: report.tenant.clone(),
+                    report_id: report.id,
+                    request_id: Some(request_id.clone()),
+                    trace: crate::telemetry::context::current(),
+                };
+                match self.ports.jobs.enqueue(&job).await {
+                    Ok(()) => {
+                        queued += 1;
+                        tracing::warn!(
+                            tenant = %report.tenant,
+                            report_id = %report.id,
+                            request_id = %request_id,
+                            unchanged_since = %report.updated_at,
+                            "report stuck in processing: its job was queued again"
+                        );
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        report_id = %report.id,
+                        "could not queue the job of a stuck report; the next sweep after the stale period tries again"
+                    ),
+                }
             }
-        }
-        Ok(queued)
+            Ok(queued)
+        })
+        .await
     }
 
     /// Marks a `Processing` report as alive: `updated_at` now and version + 1, no event. The
@@ -216,41 +222,51 @@ impl App {
     /// processes exactly one queues it. Returns the stored report. MUST answer
     /// VersionConflict when the report changed since `report` was read or is terminal, and
     /// NotFound when it is gone.
-    #[tracing::instrument(skip_all, fields(tenant = %report.tenant, report_id = %report.id))]
     pub(crate) async fn touch_report(&self, report: &Report) -> Result<Report, StoreError> {
-        if report.status.is_terminal() {
-            return Err(StoreError::VersionConflict);
-        }
-        let touched = report.next_revision(self.now());
-        let uow = UnitOfWork::new().change(report.update(touched.clone()));
-        self.commit(&report.tenant, uow).await?;
-        Ok(touched)
+        let span =
+            crate::use_case_span!("touch_report", tenant = %report.tenant, report_id = %report.id);
+        span.run(async move {
+            if report.status.is_terminal() {
+                return Err(StoreError::VersionConflict);
+            }
+            let touched = report.next_revision(self.now());
+            let uow = UnitOfWork::new().change(report.update(touched.clone()));
+            self.commit(&report.tenant, uow).await?;
+            Ok(touched)
+        })
+        .await
     }
 
     /// A report. MUST answer NotFound for a missing or foreign id.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, report_id = %id))]
     pub async fn get_report(&self, caller: &Caller, id: ReportId) -> AppResult<Report> {
-        self.ports
-            .reports
-            .get(&caller.tenant, id)
-            .await
-            .map_err(|e| AppError::store(e, "Report"))?
-            .ok_or_else(|| AppError::not_found("Report"))
+        let span = crate::use_case_span!("get_report", tenant = %caller.tenant, report_id = %id);
+        span.run(async move {
+            self.ports
+                .reports
+                .get(&caller.tenant, id)
+                .await
+                .map_err(|e| AppError::store(e, "Report"))?
+                .ok_or_else(|| AppError::not_found("Report"))
+        })
+        .await
     }
 
     /// Lists reports.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn list_reports(
         &self,
         caller: &Caller,
         query: &ReportQuery,
         page: PageRequest,
     ) -> AppResult<Page<Report>> {
-        self.ports
-            .reports
-            .list(&caller.tenant, query, page)
-            .await
-            .map_err(|e| AppError::store(e, "Report"))
+        let span = crate::use_case_span!("list_reports", tenant = %caller.tenant);
+        span.run(async move {
+            self.ports
+                .reports
+                .list(&caller.tenant, query, page)
+                .await
+                .map_err(|e| AppError::store(e, "Report"))
+        })
+        .await
     }
 
     /// The artifact of a `Finished` report.
@@ -259,21 +275,23 @@ impl App {
     /// when the artifact is no longer stored (the in-memory storage evicted it, or it was
     /// removed). Reads the artifact by the key recorded on the report, so deleting the
     /// template later does not break downloads.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, report_id = %id))]
     pub async fn download_report(&self, caller: &Caller, id: ReportId) -> AppResult<Artifact> {
-        let report = self.get_report(caller, id).await?;
-        if report.status != ReportStatus::Finished {
-            return Err(AppError::new(
-                Code::ReportNotFinished,
-                format!(
-                    "only Finished reports can be downloaded; this report is {}",
-                    report.status.as_str()
-                ),
-            )
-            .entity("Report"));
-        }
-        let key = report.artifact_key.clone().ok_or_else(|| {
-            AppError::new(Code::Internal, "a finished report has no artifact key")
+        let span =
+            crate::use_case_span!("download_report", tenant = %caller.tenant, report_id = %id);
+        span.run(async move {
+            let report = self.get_report(caller, id).await?;
+            if report.status != ReportStatus::Finished {
+                return Err(AppError::new(
+                    Code::ReportNotFinished,
+                    format!(
+                        "only Finished reports can be downloaded; this report is {}",
+                        report.status.as_str()
+                    ),
+                )
+                .entity("Report"));
+            }
+            let key = report.artifact_key.clone().ok_or_else(|| {
+                AppError::new(Code::Internal, "a finished report has no artifact key")
         })?;
         let object = self
             .ports
@@ -290,6 +308,8 @@ impl App {
                 .entity("Report")
             })?;
         Ok(Artifact { report, object })
+        })
+        .await
     }
 }
 

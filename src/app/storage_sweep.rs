@@ -42,33 +42,36 @@ impl App {
     /// uploads older than `older_than` left. MUST NOT sweep without holding the lease, so
     /// at most one process sweeps at a time (until a lease it failed to renew ends). `lease`
     /// SHOULD exceed the period between turns, so that the owner keeps it.
-    #[tracing::instrument(skip_all)]
     pub async fn sweep_abandoned_uploads(
         &self,
         owner: IdempotencyOwner,
         older_than: Duration,
         lease: Duration,
     ) -> Result<StorageSweep, StoreError> {
-        let scope = lease_scope();
-        let now = self.now();
-        let until = now
-            + chrono::Duration::from_std(lease)
-                .map_err(|e| StoreError::Unavailable(format!("sweep lease: {e}")))?;
-        let idempotency = &self.ports().idempotency;
-        let held = idempotency.renew(&scope, owner, until).await?
-            || matches!(
-                idempotency.begin(&scope, owner, now, until).await?,
-                IdempotencyBegin::Started
-            );
-        if !held {
-            return Ok(StorageSweep::NotOwner);
-        }
-        Ok(
-            match self.ports().storage.sweep_abandoned(older_than).await? {
-                None => StorageSweep::NothingToSweep,
-                Some(report) => StorageSweep::Removed(report.removed),
-            },
-        )
+        let span = crate::use_case_span!("sweep_abandoned_uploads");
+        span.run(async move {
+            let scope = lease_scope();
+            let now = self.now();
+            let until = now
+                + chrono::Duration::from_std(lease)
+                    .map_err(|e| StoreError::Unavailable(format!("sweep lease: {e}")))?;
+            let idempotency = &self.ports().idempotency;
+            let held = idempotency.renew(&scope, owner, until).await?
+                || matches!(
+                    idempotency.begin(&scope, owner, now, until).await?,
+                    IdempotencyBegin::Started
+                );
+            if !held {
+                return Ok(StorageSweep::NotOwner);
+            }
+            Ok(
+                match self.ports().storage.sweep_abandoned(older_than).await? {
+                    None => StorageSweep::NothingToSweep,
+                    Some(report) => StorageSweep::Removed(report.removed),
+                },
+            )
+        })
+        .await
     }
 }
 

@@ -9,12 +9,16 @@ impl App {
     /// The text of live template `id`'s file, exactly as uploaded. MUST answer NotFound for a
     /// missing, deleted or foreign id (as [`App::get_template`]); a file missing from object
     /// storage under a live template is an internal error (the two are written together).
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
     pub async fn template_source(&self, caller: &Caller, id: TemplateId) -> AppResult<String> {
-        let template = self.get_template(caller, id).await?;
-        let bytes = self.template_file(&template).await?;
-        // Uploads are checked to be UTF-8; a lossy read only guards against a storage fault.
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        let span =
+            crate::use_case_span!("template_source", tenant = %caller.tenant, template_id = %id);
+        span.run(async move {
+            let template = self.get_template(caller, id).await?;
+            let bytes = self.template_file(&template).await?;
+            // Uploads are checked to be UTF-8; a lossy read only guards against a storage fault.
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        })
+        .await
     }
 
     /// The stored file of live `template`. A file missing from object storage under a live

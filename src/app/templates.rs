@@ -234,55 +234,58 @@ impl App {
     /// Order: validate everything, store the file, then commit the record with its
     /// `template.created` event. A failed commit deletes the stored file again; a crash in
     /// between can leave an unreferenced file, never a record without its file.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn create_template(
         &self,
         caller: &Caller,
         cmd: CreateTemplate,
     ) -> AppResult<TemplateWithWarnings> {
-        let format = parse_format(&cmd.output_format)?;
-        let description = check_description(cmd.description.as_deref().unwrap_or_default())?;
-        let (checked, warnings) = self.check_source(&cmd.file, format).await?;
-        let id = TemplateId::new();
-        let key = self.settings.layout.template(&caller.tenant, id);
-        let stored_key = self
-            .ports
-            .storage
-            .put(&key, cmd.file.bytes.clone(), "text/plain; charset=utf-8")
-            .await
-            .map_err(AppError::object_storage)?;
-        let now = self.now();
-        let template = Template {
-            id,
-            tenant: caller.tenant.clone(),
-            output_format: format,
-            description,
-            file_name: format!("{id}.tpl"),
-            object_key: stored_key.clone(),
-            content_sha256: checked.sha256,
-            size_bytes: checked.size,
-            mapped_fields: checked.mapped,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-            deleted_at: None,
-        };
-        let created = TemplateWithWarnings { template, warnings };
-        let uow = UnitOfWork::new()
-            .change(Change::Template {
-                record: created.template.clone(),
-                expected_version: None,
-            })
-            .with_outbox(self.template_event(Event::TemplateCreated, &created.template, now))
-            .with_idempotency(cmd.idempotency.map(|i| i.completion(&created)));
-        if let Err(e) = self.commit(&caller.tenant, uow).await {
-            if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
-                tracing::warn!(error = %cleanup, key = %stored_key, "could not remove the file of an uncommitted template");
+        let span = crate::use_case_span!("create_template", tenant = %caller.tenant);
+        span.run(async move {
+            let format = parse_format(&cmd.output_format)?;
+            let description = check_description(cmd.description.as_deref().unwrap_or_default())?;
+            let (checked, warnings) = self.check_source(&cmd.file, format).await?;
+            let id = TemplateId::new();
+            let key = self.settings.layout.template(&caller.tenant, id);
+            let stored_key = self
+                .ports
+                .storage
+                .put(&key, cmd.file.bytes.clone(), "text/plain; charset=utf-8")
+                .await
+                .map_err(AppError::object_storage)?;
+            let now = self.now();
+            let template = Template {
+                id,
+                tenant: caller.tenant.clone(),
+                output_format: format,
+                description,
+                file_name: format!("{id}.tpl"),
+                object_key: stored_key.clone(),
+                content_sha256: checked.sha256,
+                size_bytes: checked.size,
+                mapped_fields: checked.mapped,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+                deleted_at: None,
+            };
+            let created = TemplateWithWarnings { template, warnings };
+            let uow = UnitOfWork::new()
+                .change(Change::Template {
+                    record: created.template.clone(),
+                    expected_version: None,
+                })
+                .with_outbox(self.template_event(Event::TemplateCreated, &created.template, now))
+                .with_idempotency(cmd.idempotency.map(|i| i.completion(&created)));
+            if let Err(e) = self.commit(&caller.tenant, uow).await {
+                if let Err(cleanup) = self.ports.storage.delete(&stored_key).await {
+                    tracing::warn!(error = %cleanup, key = %stored_key, "could not remove the file of an uncommitted template");
+                }
+                return Err(AppError::store(e, "Template"));
             }
-            return Err(AppError::store(e, "Template"));
-        }
-        tracing::info!(template_id = %id, format = %format, "template created");
-        Ok(created)
+            tracing::info!(template_id = %id, format = %format, "template created");
+            Ok(created)
+        })
+        .await
     }
 
     /// A live template, owned (see [`Self::read_template`], whose span it runs in). MUST
@@ -312,18 +315,21 @@ impl App {
     }
 
     /// Lists live templates.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant))]
     pub async fn list_templates(
         &self,
         caller: &Caller,
         query: &TemplateQuery,
         page: PageRequest,
     ) -> AppResult<Page<Template>> {
-        self.ports
-            .templates
-            .list(&caller.tenant, query, page)
-            .await
-            .map_err(|e| AppError::store(e, "Template"))
+        let span = crate::use_case_span!("list_templates", tenant = %caller.tenant);
+        span.run(async move {
+            self.ports
+                .templates
+                .list(&caller.tenant, query, page)
+                .await
+                .map_err(|e| AppError::store(e, "Template"))
+        })
+        .await
     }
 
     /// Updates a template's description, format and/or file.
@@ -331,78 +337,82 @@ impl App {
     /// MUST refuse an output-format change without a new file (`FormatChangeWithoutFile`) and an
     /// empty update (`MissingFields`). A new file is validated against the (new) format exactly
     /// like an upload. If the commit fails the previous file content is restored.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
     pub async fn update_template(
         &self,
         caller: &Caller,
         id: TemplateId,
         cmd: UpdateTemplate,
     ) -> AppResult<TemplateWithWarnings> {
-        let (new_format, description) = check_update(&cmd)?;
-        let current = self.get_template(caller, id).await?;
-        if new_format.is_some_and(|f| f != current.output_format) && cmd.file.is_none() {
-            return Err(AppError::new(
-                Code::FormatChangeWithoutFile,
-                "changing outputFormat requires a new template file",
-            )
-            .field("template", "required when outputFormat changes"));
-        }
-        let format = new_format.unwrap_or(current.output_format);
-        let (checked, warnings) = match &cmd.file {
-            Some(file) => {
-                let (c, w) = self.check_source(file, format).await?;
-                (Some(c), w)
+        let span =
+            crate::use_case_span!("update_template", tenant = %caller.tenant, template_id = %id);
+        span.run(async move {
+            let (new_format, description) = check_update(&cmd)?;
+            let current = self.get_template(caller, id).await?;
+            if new_format.is_some_and(|f| f != current.output_format) && cmd.file.is_none() {
+                return Err(AppError::new(
+                    Code::FormatChangeWithoutFile,
+                    "changing outputFormat requires a new template file",
+                )
+                .field("template", "required when outputFormat changes"));
             }
-            None => (None, Vec::new()),
-        };
-        let (previous, stored_key) = match &cmd.file {
-            Some(file) => self.replace_file(caller, &current, file).await?,
-            None => (None, None),
-        };
-        let (description, checked, stored) = (&description, &checked, &stored_key);
-        let on_store = |e| AppError::store(e, "Template");
-        let result = self
-            .write_retrying_from(
-                &caller.tenant,
-                on_store,
-                current,
-                || self.get_template(caller, id),
-                |base| async move {
-                    let now = self.now();
-                    let mut next = base.next_revision(now);
-                    next.output_format = format;
-                    if let Some(d) = description {
-                        next.description = d.clone();
-                    }
-                    if let (Some(c), Some(k)) = (checked, stored) {
-                        next.mapped_fields = c.mapped.clone();
-                        next.content_sha256 = c.sha256.clone();
-                        next.size_bytes = c.size;
-                        next.object_key = k.clone();
-                    }
-                    let row = self.template_event(Event::TemplateUpdated, &next, now);
-                    let uow = UnitOfWork::new()
-                        .change(base.update(next.clone()))
-                        .with_outbox(row);
-                    Ok(Attempt::commit(uow, next))
-                },
-            )
-            .await;
-        match result {
-            Ok(t) => {
-                tracing::info!("template updated");
-                Ok(TemplateWithWarnings {
-                    template: t,
-                    warnings,
-                })
-            }
-            Err(e) => {
-                if let (Some(key), Some(prev)) = (&stored_key, previous) {
-                    self.restore_file(key, prev).await;
+            let format = new_format.unwrap_or(current.output_format);
+            let (checked, warnings) = match &cmd.file {
+                Some(file) => {
+                    let (c, w) = self.check_source(file, format).await?;
+                    (Some(c), w)
                 }
-                Err(e)
+                None => (None, Vec::new()),
+            };
+            let (previous, stored_key) = match &cmd.file {
+                Some(file) => self.replace_file(caller, &current, file).await?,
+                None => (None, None),
+            };
+            let (description, checked, stored) = (&description, &checked, &stored_key);
+            let on_store = |e| AppError::store(e, "Template");
+            let result = self
+                .write_retrying_from(
+                    &caller.tenant,
+                    on_store,
+                    current,
+                    || self.get_template(caller, id),
+                    |base| async move {
+                        let now = self.now();
+                        let mut next = base.next_revision(now);
+                        next.output_format = format;
+                        if let Some(d) = description {
+                            next.description = d.clone();
+                        }
+                        if let (Some(c), Some(k)) = (checked, stored) {
+                            next.mapped_fields = c.mapped.clone();
+                            next.content_sha256 = c.sha256.clone();
+                            next.size_bytes = c.size;
+                            next.object_key = k.clone();
+                        }
+                        let row = self.template_event(Event::TemplateUpdated, &next, now);
+                        let uow = UnitOfWork::new()
+                            .change(base.update(next.clone()))
+                            .with_outbox(row);
+                        Ok(Attempt::commit(uow, next))
+                    },
+                )
+                .await;
+            match result {
+                Ok(t) => {
+                    tracing::info!("template updated");
+                    Ok(TemplateWithWarnings {
+                        template: t,
+                        warnings,
+                    })
+                }
+                Err(e) => {
+                    if let (Some(key), Some(prev)) = (&stored_key, previous) {
+                        self.restore_file(key, prev).await;
+                    }
+                    Err(e)
+                }
             }
-        }
+        })
+        .await
     }
 
     /// Writes the new file of `template`, keeping the previous content to restore it if the
@@ -441,68 +451,72 @@ impl App {
     /// Soft-deletes a template and, in the same unit of work, every live deadline linked to it,
     /// with `template.deleted` (carrying the cascade count) and one `deadline.deleted` per
     /// cascaded deadline. The file is kept so existing reports stay downloadable.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, template_id = %id))]
     pub async fn delete_template(
         &self,
         caller: &Caller,
         id: TemplateId,
     ) -> AppResult<TemplateDeletion> {
-        let on_store = |e| AppError::store(e, "Template");
-        let deletion = self
-            .write_retrying(&caller.tenant, on_store, || async move {
-                let template = self.get_template(caller, id).await?;
-                let deadlines = self
-                    .ports
-                    .deadlines
-                    .list_by_template(&caller.tenant, id)
-                    .await
-                    .map_err(|e| AppError::store(e, "Deadline"))?;
-                let now = self.now();
-                let mut uow = UnitOfWork::new();
-                for d in &deadlines {
-                    let mut next = d.next_revision(now);
-                    next.deleted_at = Some(now);
-                    let payload = DeadlineDeleted {
-                        deadline_id: d.id.to_string(),
-                        template_id: Some(id.to_string()),
+        let span =
+            crate::use_case_span!("delete_template", tenant = %caller.tenant, template_id = %id);
+        span.run(async move {
+            let on_store = |e| AppError::store(e, "Template");
+            let deletion = self
+                .write_retrying(&caller.tenant, on_store, || async move {
+                    let template = self.get_template(caller, id).await?;
+                    let deadlines = self
+                        .ports
+                        .deadlines
+                        .list_by_template(&caller.tenant, id)
+                        .await
+                        .map_err(|e| AppError::store(e, "Deadline"))?;
+                    let now = self.now();
+                    let mut uow = UnitOfWork::new();
+                    for d in &deadlines {
+                        let mut next = d.next_revision(now);
+                        next.deleted_at = Some(now);
+                        let payload = DeadlineDeleted {
+                            deadline_id: d.id.to_string(),
+                            template_id: Some(id.to_string()),
+                            deleted_at: now,
+                            cascaded: true,
+                        };
+                        let row = self.emitter.row(
+                            Event::DeadlineDeleted(payload),
+                            EventSubject::new(&caller.tenant, &d.id.to_string(), next.version),
+                            EventIdentity::Fresh,
+                            now,
+                        );
+                        uow = uow.change(d.update(next)).with_outbox(row);
+                    }
+                    let mut deleted = template.next_revision(now);
+                    deleted.deleted_at = Some(now);
+                    let version = deleted.version;
+                    let cascaded = deadlines.len() as u64;
+                    let payload = TemplateDeleted {
+                        template_id: id.to_string(),
+                        output_format: template.output_format.as_str().to_owned(),
                         deleted_at: now,
-                        cascaded: true,
+                        cascaded_deadline_count: cascaded,
                     };
                     let row = self.emitter.row(
-                        Event::DeadlineDeleted(payload),
-                        EventSubject::new(&caller.tenant, &d.id.to_string(), next.version),
+                        Event::TemplateDeleted(payload),
+                        EventSubject::new(&caller.tenant, &id.to_string(), version),
                         EventIdentity::Fresh,
                         now,
                     );
-                    uow = uow.change(d.update(next)).with_outbox(row);
-                }
-                let mut deleted = template.next_revision(now);
-                deleted.deleted_at = Some(now);
-                let version = deleted.version;
-                let cascaded = deadlines.len() as u64;
-                let payload = TemplateDeleted {
-                    template_id: id.to_string(),
-                    output_format: template.output_format.as_str().to_owned(),
-                    deleted_at: now,
-                    cascaded_deadline_count: cascaded,
-                };
-                let row = self.emitter.row(
-                    Event::TemplateDeleted(payload),
-                    EventSubject::new(&caller.tenant, &id.to_string(), version),
-                    EventIdentity::Fresh,
-                    now,
-                );
-                uow = uow.change(template.update(deleted)).with_outbox(row);
-                let deletion = TemplateDeletion {
-                    id,
-                    deleted_at: now,
-                    cascaded_deadlines: cascaded,
-                };
-                Ok(Attempt::commit(uow, deletion))
-            })
-            .await?;
-        tracing::info!(cascaded = deletion.cascaded_deadlines, "template deleted");
-        Ok(deletion)
+                    uow = uow.change(template.update(deleted)).with_outbox(row);
+                    let deletion = TemplateDeletion {
+                        id,
+                        deleted_at: now,
+                        cascaded_deadlines: cascaded,
+                    };
+                    Ok(Attempt::commit(uow, deletion))
+                })
+                .await?;
+            tracing::info!(cascaded = deletion.cascaded_deadlines, "template deleted");
+            Ok(deletion)
+        })
+        .await
     }
 
     /// Counts live templates of a tenant.

@@ -84,6 +84,16 @@ pub fn in_ambient<F: Future>(ambient: Option<Ambient>, future: F) -> InContext<F
     }
 }
 
+/// Runs `f` with `ambient` as this thread's ambient span (`None`: as it is); the thread's
+/// own ambient span is back after (also when `f` panics). The sync form of [`in_ambient`].
+pub fn scoped<R>(mut ambient: Option<Ambient>, f: impl FnOnce() -> R) -> R {
+    if ambient.is_none() {
+        return f();
+    }
+    let _in = Swapped::swap(&mut ambient);
+    f()
+}
+
 impl<F: Future> Future for InContext<F> {
     type Output = F::Output;
 

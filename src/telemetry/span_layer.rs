@@ -5,20 +5,18 @@
 //! enclosing span that has a record, else the [`ambient`](super::ambient) context (the
 //! request's server span while the request's future is polled), else none (a new trace).
 //!
-//! Fields become attributes as `tracing-opentelemetry` made them (`%` and `?` values as their
-//! text, integers, floats and booleans as such), with its special fields: `otel.name` (the
-//! span's name), `otel.kind` (`server`, `client`, `producer`, `consumer`, `internal`),
-//! `otel.status_code` (`ok`, `error`) and `otel.status_description` (an error status with that
-//! description). The log-correlation fields `trace_id` and `span_id` are not attributes (the
-//! span carries its ids anyway).
+//! Fields become attributes as `tracing-opentelemetry` made them
+//! ([`span_fields`](super::span_fields): `%` and `?` values as their text, integers, floats and
+//! booleans as such), with its special
+//! fields: `otel.name` (the span's name), `otel.kind` (`server`, `client`, `producer`,
+//! `consumer`, `internal`), `otel.status_code` (`ok`, `error`) and `otel.status_description`
+//! (an error status with that description). The log-correlation fields `trace_id` and `span_id`
+//! are not attributes (the span carries its ids anyway).
+use super::span_fields::{SpanFields, record_values};
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
-use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanContext, SpanKind, Status};
-use std::borrow::Cow;
-use std::fmt;
+use opentelemetry::trace::SpanContext;
 use tracing::Subscriber;
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{Extensions, LookupSpan, SpanRef};
@@ -74,13 +72,10 @@ where
             return;
         };
         let parent = nearest(span.parent());
-        let mut fields = Fields::new(attrs.metadata().name(), attrs.fields().len());
-        attrs.record(&mut fields);
+        let mut fields = SpanFields::new(attrs.metadata().name(), attrs.fields().len());
+        fields.take_attributes(attrs);
         let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
-        let mut record = self
-            .sink
-            .start(parent, fields.name, fields.kind, fields.attributes);
-        record.status = fields.status;
+        let record = fields.start(self.sink, parent);
         span.extensions_mut().insert(Live {
             record,
             sink: self.sink,
@@ -93,7 +88,7 @@ where
         };
         let mut ext = span.extensions_mut();
         if let Some(live) = ext.get_mut::<Live>() {
-            values.record(&mut Update(&mut live.record));
+            record_values(&mut live.record, values);
         }
     }
 
@@ -161,171 +156,14 @@ pub fn continue_remote(span: &tracing::Span, remote: &SpanContext) {
     });
 }
 
-/// Fields that are no attribute: the log lines' ids of the span itself.
-fn is_log_id(name: &str) -> bool {
-    matches!(name, "trace_id" | "span_id")
-}
-
-fn kind_of(s: &str) -> Option<SpanKind> {
-    [
-        ("server", SpanKind::Server),
-        ("client", SpanKind::Client),
-        ("producer", SpanKind::Producer),
-        ("consumer", SpanKind::Consumer),
-        ("internal", SpanKind::Internal),
-    ]
-    .into_iter()
-    .find(|(n, _)| s.eq_ignore_ascii_case(n))
-    .map(|(_, k)| k)
-}
-
-fn status_of(s: &str) -> Status {
-    if s.eq_ignore_ascii_case("ok") {
-        Status::Ok
-    } else if s.eq_ignore_ascii_case("error") {
-        Status::error("")
-    } else {
-        Status::Unset
-    }
-}
-
-/// `value` written with `Debug` (for a `%` field, its `Display`), in a string of exactly its
-/// length: the text is written into a buffer the thread keeps, then copied once. (Formatting
-/// into a fresh string grows it on the way, and the attribute's `String` → `Box<str>` then
-/// shrinks it: two reallocations per field.)
-pub(super) fn text_of(value: &dyn fmt::Debug) -> String {
-    use std::fmt::Write as _;
-    thread_local! {
-        static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-    }
-    TEXT.with(|text| match text.try_borrow_mut() {
-        Ok(mut text) => {
-            text.clear();
-            let _ = write!(text, "{value:?}");
-            String::from(text.as_str())
-        }
-        // A `Debug` that records a span field itself: its own string.
-        Err(_) => format!("{value:?}"),
-    })
-}
-
-/// What one field says of a span.
-enum Said {
-    Name(String),
-    Kind(Option<SpanKind>),
-    Status(Status),
-    Attribute(KeyValue),
-    Nothing,
-}
-
-/// What field `field` with text `text` says.
-fn said_by_text(field: &Field, text: String) -> Said {
-    match field.name() {
-        "otel.name" => Said::Name(text),
-        "otel.kind" => Said::Kind(kind_of(&text)),
-        "otel.status_code" => Said::Status(status_of(&text)),
-        "otel.status_description" => Said::Status(Status::error(text)),
-        name if is_log_id(name) => Said::Nothing,
-        name => Said::Attribute(KeyValue::new(name, text)),
-    }
-}
-
-/// What a field with a non-text value says.
-fn said_by_value(field: &Field, value: opentelemetry::Value) -> Said {
-    if is_log_id(field.name()) || field.name().starts_with("otel.") {
-        return Said::Nothing;
-    }
-    Said::Attribute(KeyValue::new(field.name(), value))
-}
-
-/// Turns `tracing`'s typed field callbacks into [`Said`] for `say`.
-macro_rules! visit_by_saying {
-    () => {
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.say(said_by_text(field, value.to_owned()));
-        }
-        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-            self.say(said_by_text(field, text_of(value)));
-        }
-        fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-            self.say(said_by_text(field, value.to_string()));
-        }
-        fn record_i64(&mut self, field: &Field, value: i64) {
-            self.say(said_by_value(field, value.into()));
-        }
-        fn record_u64(&mut self, field: &Field, value: u64) {
-            match i64::try_from(value) {
-                Ok(v) => self.say(said_by_value(field, v.into())),
-                Err(_) => self.say(said_by_text(field, value.to_string())),
-            }
-        }
-        fn record_f64(&mut self, field: &Field, value: f64) {
-            self.say(said_by_value(field, value.into()));
-        }
-        fn record_bool(&mut self, field: &Field, value: bool) {
-            self.say(said_by_value(field, value.into()));
-        }
-    };
-}
-
-/// A new span's fields.
-struct Fields {
-    name: Cow<'static, str>,
-    kind: SpanKind,
-    status: Status,
-    attributes: Vec<KeyValue>,
-}
-
-impl Fields {
-    fn new(name: &'static str, fields: usize) -> Self {
-        Self {
-            name: Cow::Borrowed(name),
-            kind: SpanKind::Internal,
-            status: Status::Unset,
-            attributes: Vec::with_capacity(fields),
-        }
-    }
-
-    fn say(&mut self, said: Said) {
-        match said {
-            Said::Name(n) => self.name = n.into(),
-            Said::Kind(Some(k)) => self.kind = k,
-            Said::Status(s) => self.status = s,
-            Said::Attribute(kv) => self.attributes.push(kv),
-            Said::Kind(None) | Said::Nothing => {}
-        }
-    }
-}
-
-impl Visit for Fields {
-    visit_by_saying!();
-}
-
-/// Fields recorded on a running span.
-struct Update<'a>(&'a mut SpanRecord);
-
-impl Update<'_> {
-    fn say(&mut self, said: Said) {
-        match said {
-            Said::Name(n) => self.0.name = n.into(),
-            Said::Kind(Some(k)) => self.0.kind = k,
-            Said::Status(s) => self.0.status = s,
-            Said::Attribute(kv) => self.0.set_attribute(kv),
-            Said::Kind(None) | Said::Nothing => {}
-        }
-    }
-}
-
-impl Visit for Update<'_> {
-    visit_by_saying!();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::telemetry::span_sink::collect::{Collect, sink};
+    use opentelemetry::KeyValue;
     use opentelemetry::Value;
     use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
+    use opentelemetry::trace::{SpanKind, Status};
     use opentelemetry_sdk::trace::{Sampler, SpanData};
     use tracing_subscriber::layer::SubscriberExt as _;
 

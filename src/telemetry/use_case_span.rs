@@ -10,12 +10,16 @@
 //! When a log layer may want the span (its filter enables `info` for some target) or
 //! telemetry is off, the use case runs in the `tracing` span as `#[tracing::instrument]`
 //! made it: log lines inside list it, with its fields.
+//!
+//! Every use case of [`App`](crate::app::App) opens its span with [`use_case_span!`]
+//! (`crate::use_case_span!`): async ones run in it with [`UseCaseSpan::run`], sync ones with
+//! [`UseCaseSpan::in_scope`]. A field's value is given when the span opens: nothing records
+//! into a use case's span later (a way to would cost every poll of every use case a swap of
+//! its record through a thread-local, for no caller).
 use super::ambient::{self, Ambient, InContext};
+use super::span_fields::SpanFields;
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
-use opentelemetry::KeyValue;
-use opentelemetry::trace::SpanKind;
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::Instrument as _;
@@ -31,21 +35,13 @@ pub fn set_logs_want_spans(want: bool) {
     LOGS_WANT_SPANS.store(want, Ordering::Relaxed);
 }
 
-/// The sink a use case's span is recorded into directly: telemetry on and no log wants it.
-fn direct_sink() -> Option<&'static SpanSink> {
+/// The sink a use case's span is recorded into directly: telemetry on and no log wants it
+/// (`None`: through `tracing`). [`use_case_span!`] records there.
+pub fn direct_sink() -> Option<&'static SpanSink> {
     if LOGS_WANT_SPANS.load(Ordering::Relaxed) {
         return None;
     }
     super::otel::spans()
-}
-
-/// `value`'s `Display` text as a string attribute `key` (as a `%` field of a `tracing` span
-/// becomes one).
-pub fn text_attribute(key: &'static str, value: &dyn std::fmt::Display) -> KeyValue {
-    KeyValue::new(
-        key,
-        super::span_layer::text_of(&tracing::field::display(value)),
-    )
 }
 
 /// A recorded span, ended when dropped (after the use case's future).
@@ -62,31 +58,24 @@ impl Drop for Open {
     }
 }
 
-/// A use case's span before its future runs in it ([`UseCaseSpan::run`]). Built by
-/// [`use_case_span!`](crate::use_case_span!).
+/// A use case's span before the use case runs in it ([`UseCaseSpan::run`],
+/// [`UseCaseSpan::in_scope`]). Built by [`use_case_span!`](crate::use_case_span!).
 pub struct UseCaseSpan {
     traced: tracing::Span,
     direct: Option<(Open, Ambient)>,
 }
 
 impl UseCaseSpan {
-    /// The span `name` of a use case opened now: recorded directly with `attributes` when
-    /// telemetry is on and no log layer can want it, else the `tracing` span `traced` makes
-    /// (the same name and fields).
-    pub fn new(
-        name: &'static str,
-        traced: impl FnOnce() -> tracing::Span,
-        attributes: impl FnOnce() -> Vec<KeyValue>,
-    ) -> Self {
-        Self::in_sink(direct_sink(), name, traced, attributes)
-    }
-
-    /// [`Self::new`] recording into `sink` (`None`: through `tracing`).
+    /// The span `name` of a use case opened now, recorded into `sink` with the values
+    /// `fields` gives (`declared`: the names of its fields, which size its attribute list), or
+    /// when `sink` is `None` (see [`direct_sink`]) the `tracing` span `traced` makes (the
+    /// same name and fields).
     pub fn in_sink(
         sink: Option<&'static SpanSink>,
         name: &'static str,
+        declared: &'static [&'static str],
         traced: impl FnOnce() -> tracing::Span,
-        attributes: impl FnOnce() -> Vec<KeyValue>,
+        fields: impl FnOnce(&mut SpanFields),
     ) -> Self {
         let Some(sink) = sink else {
             return Self {
@@ -96,12 +85,9 @@ impl UseCaseSpan {
         };
         let (parent, above) = super::span_layer::current_parent();
         let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
-        let record = sink.start(
-            parent,
-            Cow::Borrowed(name),
-            SpanKind::Internal,
-            attributes(),
-        );
+        let mut values = SpanFields::new(name, declared.len());
+        fields(&mut values);
+        let record = values.start(sink, parent);
         let ambient = Ambient {
             context: record.context.clone(),
             above,
@@ -123,6 +109,17 @@ impl UseCaseSpan {
             future: ambient::in_ambient(ambient, future).instrument(self.traced),
             _open: open,
         }
+    }
+
+    /// `f` called in this span (the sync form of [`Self::run`]): the span is the current one
+    /// while `f` runs, and ends when it returns.
+    pub fn in_scope<R>(self, f: impl FnOnce() -> R) -> R {
+        let Some((open, ambient)) = self.direct else {
+            return self.traced.in_scope(f);
+        };
+        let answer = ambient::scoped(Some(ambient), f);
+        drop(open);
+        answer
     }
 }
 
@@ -148,19 +145,66 @@ impl<F: Future> Future for InUseCase<F> {
 }
 
 /// The span of a use case: `use_case_span!("name", key = %value, ...)` is a [`UseCaseSpan`]
-/// whose `tracing` form is `info_span!("name", key = %value, ...)` (as
-/// `#[tracing::instrument(name = "name", skip_all, fields(key = %value, ...))]` makes it) and
-/// whose recorded form carries each field as a string attribute. Run the use case in it with
-/// [`UseCaseSpan::run`].
+/// whose `tracing` form is `info_span!("name", key = %value, ...)` and whose recorded form is
+/// the OpenTelemetry span that `tracing` span becomes (see
+/// [`SpanFields::value`](crate::telemetry::span_fields::SpanFields::value)).
+/// `#[tracing::instrument(skip_all, fields(...))]` on `fn name` is
+/// `use_case_span!("name", ...)` with the same fields; every field gets its value here, as
+/// nothing records into the span later (a bare `key` is `key = key`, as in `info_span!`).
+/// Field forms: `key = %display`, `key = ?debug`,
+/// `key = value` (any [`tracing::Value`]: text, integers, floats, booleans, an `Option` of
+/// one, absent when `None`, `tracing::field::Empty`), `key`. Keys may be dotted
+/// (`otel.kind`).
 #[macro_export]
 macro_rules! use_case_span {
-    ($name:literal $(, $key:ident = %$value:expr)* $(,)?) => {
-        $crate::telemetry::use_case_span::UseCaseSpan::new(
+    // Each field's value given to the `SpanFields` `$f`, as `info_span!` would record it.
+    (@values $f:ident;) => {};
+    (@values $f:ident; $($k:ident).+ = %$v:expr $(, $($rest:tt)*)?) => {
+        $f.value(::std::stringify!($($k).+), &::tracing::field::display(&$v));
+        $crate::use_case_span!(@values $f; $($($rest)*)?);
+    };
+    (@values $f:ident; $($k:ident).+ = ?$v:expr $(, $($rest:tt)*)?) => {
+        $f.value(::std::stringify!($($k).+), &::tracing::field::debug(&$v));
+        $crate::use_case_span!(@values $f; $($($rest)*)?);
+    };
+    (@values $f:ident; $($k:ident).+ = $v:expr $(, $($rest:tt)*)?) => {
+        $f.value(::std::stringify!($($k).+), &$v);
+        $crate::use_case_span!(@values $f; $($($rest)*)?);
+    };
+    (@values $f:ident; $k:ident $(, $($rest:tt)*)?) => {
+        $f.value(::std::stringify!($k), &$k);
+        $crate::use_case_span!(@values $f; $($($rest)*)?);
+    };
+    // The names of the fields (`&'static [&'static str]`), with or without a value.
+    (@names [$($n:expr),*];) => { &[$($n),*] };
+    (@names [$($n:expr),*]; $($k:ident).+ = %$v:expr $(, $($rest:tt)*)?) => {
+        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
+    };
+    (@names [$($n:expr),*]; $($k:ident).+ = ?$v:expr $(, $($rest:tt)*)?) => {
+        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
+    };
+    (@names [$($n:expr),*]; $($k:ident).+ = $v:expr $(, $($rest:tt)*)?) => {
+        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
+    };
+    (@names [$($n:expr),*]; $k:ident $(, $($rest:tt)*)?) => {
+        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($k)]; $($($rest)*)?)
+    };
+    // Recorded into `$sink` (an `Option<&'static SpanSink>`; `None`: through `tracing`).
+    (@in $sink:expr; $name:literal $(, $($fields:tt)*)?) => {
+        $crate::telemetry::use_case_span::UseCaseSpan::in_sink(
+            $sink,
             $name,
-            || ::tracing::info_span!($name $(, $key = %$value)*),
-            || ::std::vec![
-                $($crate::telemetry::use_case_span::text_attribute(stringify!($key), &$value)),*
-            ],
+            $crate::use_case_span!(@names []; $($($fields)*)?),
+            || ::tracing::info_span!($name $(, $($fields)*)?),
+            |_fields: &mut $crate::telemetry::span_fields::SpanFields| {
+                $crate::use_case_span!(@values _fields; $($($fields)*)?);
+            },
+        )
+    };
+    ($name:literal $(, $($fields:tt)*)?) => {
+        $crate::use_case_span!(
+            @in $crate::telemetry::use_case_span::direct_sink();
+            $name $(, $($fields)*)?
         )
     };
 }
@@ -170,7 +214,8 @@ mod tests {
     use super::*;
     use crate::telemetry::span_layer::{SpanLayer, context_of};
     use crate::telemetry::span_sink::collect::{Collect, sink};
-    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    use opentelemetry::KeyValue;
+    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
     use opentelemetry_sdk::trace::{Sampler, SpanData};
     use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -208,17 +253,54 @@ mod tests {
 
     fn use_case(sink: Option<&'static SpanSink>) -> UseCaseSpan {
         let tenant = "acme";
-        UseCaseSpan::in_sink(
-            sink,
-            "get_template",
-            || tracing::info_span!("get_template", tenant = %tenant, template_id = %7),
-            || {
-                vec![
-                    text_attribute("tenant", &tenant),
-                    text_attribute("template_id", &7),
-                ]
-            },
+        crate::use_case_span!(@in sink; "get_template", tenant = %tenant, template_id = %7)
+    }
+
+    /// What must match between the recorded and the traced span: all but ids and times.
+    fn shape(
+        span: &SpanData,
+    ) -> (
+        String,
+        SpanKind,
+        Vec<KeyValue>,
+        opentelemetry::trace::Status,
+    ) {
+        (
+            span.name.to_string(),
+            span.span_kind.clone(),
+            span.attributes.clone(),
+            span.status.clone(),
         )
+    }
+
+    /// The spans `uc` (made with the sink, or `None`: through `tracing`) ends as, with a
+    /// `child` span opened inside, directly and through `tracing`: the use case's span
+    /// (`name`) of both must have the same shape, the server span as parent and the child as
+    /// child. Answers the directly recorded one.
+    fn same_both_ways(
+        name: &str,
+        uc: impl Fn(Option<&'static SpanSink>) -> UseCaseSpan + Copy + 'static,
+        body: impl Fn() + Copy + 'static,
+    ) -> SpanData {
+        let [direct, traced] = [true, false].map(|direct| {
+            let spans = traced(move |sink| async move {
+                uc(direct.then_some(sink))
+                    .run(async {
+                        tokio::task::yield_now().await;
+                        body();
+                        let _child = tracing::info_span!("child").entered();
+                    })
+                    .await;
+            });
+            let span = named(&spans, name).clone();
+            let child = named(&spans, "child");
+            assert_eq!(span.parent_span_id, SpanId::from(6), "direct: {direct}");
+            assert_eq!(span.span_context.trace_id(), TraceId::from(5));
+            assert_eq!(child.parent_span_id, span.span_context.span_id());
+            span
+        });
+        assert_eq!(shape(&direct), shape(&traced));
+        direct
     }
 
     /// Recorded directly or through `tracing`, the span and its children are the same.
@@ -254,6 +336,124 @@ mod tests {
                 Some(child.span_context.span_id())
             );
         }
+    }
+
+    /// Every field form of the use cases gives the same attribute both ways: `%` as text,
+    /// `?` as its `Debug`, a `&str`, integers, a boolean, an `Option` (absent when `None`),
+    /// an empty field (absent), a bare local.
+    #[test]
+    fn every_field_form_is_the_same_both_ways() {
+        struct Locale;
+        impl Locale {
+            fn tag(&self) -> &'static str {
+                "fr-FR"
+            }
+        }
+        let span = same_both_ways(
+            "forms",
+            |sink| {
+                let (tenant, raw_id, locale) = ("acme", "ledger", Locale);
+                let some: Option<String> = Some("t1".into());
+                let none: Option<&str> = None;
+                let count = 3u32;
+                crate::use_case_span!(
+                    @in sink; "forms",
+                    tenant = %tenant,
+                    data_source = raw_id,
+                    locale = locale.tag(),
+                    some = some.as_deref(),
+                    none = none,
+                    debug = ?"q",
+                    n = -4i64,
+                    big = u64::MAX,
+                    ok = true,
+                    ratio = 0.5,
+                    period_days = tracing::field::Empty,
+                    count,
+                )
+            },
+            || {},
+        );
+        assert_eq!(
+            span.attributes,
+            vec![
+                KeyValue::new("tenant", "acme"),
+                KeyValue::new("data_source", "ledger"),
+                KeyValue::new("locale", "fr-FR"),
+                KeyValue::new("some", "t1"),
+                KeyValue::new("debug", "\"q\""),
+                KeyValue::new("n", -4),
+                KeyValue::new("big", u64::MAX.to_string()),
+                KeyValue::new("ok", true),
+                KeyValue::new("ratio", 0.5),
+                KeyValue::new("count", 3),
+            ]
+        );
+    }
+
+    /// A span without fields (`skip_all` alone) and `otel.*` fields (name, kind, status) are
+    /// the same both ways.
+    #[test]
+    fn no_fields_and_otel_fields_are_the_same_both_ways() {
+        let bare = same_both_ways(
+            "sweep",
+            |sink| crate::use_case_span!(@in sink; "sweep"),
+            || {},
+        );
+        assert!(bare.attributes.is_empty());
+        let renamed = same_both_ways(
+            "renamed",
+            |sink| {
+                crate::use_case_span!(
+                    @in sink; "otel",
+                    otel.name = "renamed",
+                    otel.kind = "client",
+                    otel.status_code = "ERROR",
+                )
+            },
+            || {},
+        );
+        assert_eq!(renamed.span_kind, SpanKind::Client);
+        assert_eq!(renamed.status, opentelemetry::trace::Status::error(""));
+    }
+
+    /// A sync use case ([`UseCaseSpan::in_scope`]): the same span both ways, current while
+    /// the closure runs (a span opened inside is its child, a carrier names it), ended when it
+    /// returns.
+    #[test]
+    fn a_sync_use_case_is_the_same_both_ways() {
+        let [direct, traced] = [true, false].map(|direct| {
+            let inside = std::rc::Rc::new(std::cell::RefCell::new(None));
+            let seen = inside.clone();
+            let spans = traced(move |sink| async move {
+                let span = crate::use_case_span!(
+                    @in direct.then_some(sink); "list_data_sources",
+                    tenant = %"acme",
+                    count = 2,
+                );
+                let answer = span.in_scope(|| {
+                    *seen.borrow_mut() = context_of(&tracing::Span::current());
+                    let _child = tracing::info_span!("child").entered();
+                    2
+                });
+                assert_eq!(answer, 2);
+                assert_eq!(ambient::current(), Some(server()), "restored after");
+            });
+            let uc = named(&spans, "list_data_sources").clone();
+            let child = named(&spans, "child");
+            assert_eq!(uc.parent_span_id, SpanId::from(6), "direct: {direct}");
+            assert_eq!(child.parent_span_id, uc.span_context.span_id());
+            assert_eq!(
+                inside.take().map(|c| c.span_id()),
+                Some(uc.span_context.span_id())
+            );
+            uc
+        });
+        assert_eq!(shape(&direct), shape(&traced));
+        assert_eq!(
+            direct.attributes,
+            vec![KeyValue::new("tenant", "acme"), KeyValue::new("count", 2)]
+        );
     }
 
     /// Inside a `tracing` span with a record, the recorded span is its child, and a `tracing`

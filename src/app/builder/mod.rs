@@ -75,23 +75,35 @@ impl From<Refusal> for AppError {
 
 impl App {
     /// The block catalogue.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
     pub fn template_blocks_config(&self, caller: &Caller, locale: Locale) -> Vec<BlockDefinition> {
-        let blocks = catalog::block_definitions(locale);
-        tracing::debug!(count = blocks.len(), "block catalogue");
-        blocks
+        let span = crate::use_case_span!(
+            "template_blocks_config",
+            tenant = %caller.tenant,
+            locale = locale.tag(),
+        );
+        span.in_scope(|| {
+            let blocks = catalog::block_definitions(locale);
+            tracing::debug!(count = blocks.len(), "block catalogue");
+            blocks
+        })
     }
 
     /// The filter catalogue.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
     pub fn template_filters_config(
         &self,
         caller: &Caller,
         locale: Locale,
     ) -> Vec<FilterDefinition> {
-        let filters = catalog::filter_definitions(locale);
-        tracing::debug!(count = filters.len(), "filter catalogue");
-        filters
+        let span = crate::use_case_span!(
+            "template_filters_config",
+            tenant = %caller.tenant,
+            locale = locale.tag(),
+        );
+        span.in_scope(|| {
+            let filters = catalog::filter_definitions(locale);
+            tracing::debug!(count = filters.len(), "filter catalogue");
+            filters
+        })
     }
 
     /// Generates template code from blocks.
@@ -107,7 +119,6 @@ impl App {
     /// `format`, and `mapped_fields` is what the sandbox's analysis of it (the upload's)
     /// extracts; when that differs from the builder's own analysis of the blocks (a builder
     /// bug) the answer is `Internal`. Validation and code generation run on the blocking pool.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
     pub async fn generate_template_code(
         &self,
         caller: &Caller,
@@ -115,22 +126,30 @@ impl App {
         format: Option<String>,
         locale: Locale,
     ) -> AppResult<GeneratedCode> {
-        let Some(blocks) = blocks else {
-            return Err(refusal::missing_blocks(locale).into());
-        };
-        let format = parse_format(format.as_deref())
-            .map_err(|f| AppError::from(refusal::unknown_format(&f, locale)))?;
-        let build = self.build(blocks, format).await?;
-        if !build.findings.is_empty() {
-            tracing::info!(problems = build.findings.len(), "blocks refused");
-            return Err(findings_error(&build.findings, locale).into());
-        }
-        tracing::info!(bytes = build.code.len(), "template code generated");
-        Ok(GeneratedCode {
-            code: build.code,
-            mapped_fields: build.mapped,
-            warnings: build.warnings,
+        let span = crate::use_case_span!(
+            "generate_template_code",
+            tenant = %caller.tenant,
+            locale = locale.tag(),
+        );
+        span.run(async move {
+            let Some(blocks) = blocks else {
+                return Err(refusal::missing_blocks(locale).into());
+            };
+            let format = parse_format(format.as_deref())
+                .map_err(|f| AppError::from(refusal::unknown_format(&f, locale)))?;
+            let build = self.build(blocks, format).await?;
+            if !build.findings.is_empty() {
+                tracing::info!(problems = build.findings.len(), "blocks refused");
+                return Err(findings_error(&build.findings, locale).into());
+            }
+            tracing::info!(bytes = build.code.len(), "template code generated");
+            Ok(GeneratedCode {
+                code: build.code,
+                mapped_fields: build.mapped,
+                warnings: build.warnings,
+            })
         })
+        .await
     }
 
     /// Validates blocks: every problem, with the block and property it is about.
@@ -141,7 +160,6 @@ impl App {
     /// `generate_template_code` would succeed: both run the same check ([`Self::build`]), and
     /// what makes the check fail to run at all (the sandbox unavailable, a builder bug) is the
     /// same error on both.
-    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant, locale = locale.tag()))]
     pub async fn validate_template_blocks(
         &self,
         caller: &Caller,
@@ -149,24 +167,32 @@ impl App {
         format: Option<String>,
         locale: Locale,
     ) -> AppResult<BlockValidation> {
-        let Some(blocks) = blocks else {
-            return Err(refusal::missing_blocks(locale).into());
-        };
-        let (format, format_finding) = match parse_format(format.as_deref()) {
-            Ok(f) => (f, None),
-            Err(raw) => (
-                None,
-                Some(Finding::new("", "format", Msg::InvalidFormat(raw))),
-            ),
-        };
-        let mut build = self.build(blocks, format).await?;
-        build.findings.extend(format_finding);
-        tracing::info!(problems = build.findings.len(), "blocks validated");
-        Ok(BlockValidation {
-            valid: build.findings.is_empty(),
-            errors: problems(&build.findings, locale),
-            warnings: build.warnings,
+        let span = crate::use_case_span!(
+            "validate_template_blocks",
+            tenant = %caller.tenant,
+            locale = locale.tag(),
+        );
+        span.run(async move {
+            let Some(blocks) = blocks else {
+                return Err(refusal::missing_blocks(locale).into());
+            };
+            let (format, format_finding) = match parse_format(format.as_deref()) {
+                Ok(f) => (f, None),
+                Err(raw) => (
+                    None,
+                    Some(Finding::new("", "format", Msg::InvalidFormat(raw))),
+                ),
+            };
+            let mut build = self.build(blocks, format).await?;
+            build.findings.extend(format_finding);
+            tracing::info!(problems = build.findings.len(), "blocks validated");
+            Ok(BlockValidation {
+                valid: build.findings.is_empty(),
+                errors: problems(&build.findings, locale),
+                warnings: build.warnings,
+            })
         })
+        .await
     }
 }
 
