@@ -26,6 +26,7 @@ use opentelemetry_sdk::trace::{
 };
 use prost::Message as _;
 use reporter::telemetry::encoding_processor::{EncodingProcessor, Export, Limits};
+use reporter::telemetry::export_body::Body;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +50,7 @@ struct Counted {
 
 impl Export for Counted {
     type Error = std::convert::Infallible;
-    fn export(&mut self, body: Vec<u8>) -> Result<(), Self::Error> {
+    fn export(&mut self, body: Body) -> Result<(), Self::Error> {
         self.bytes
             .fetch_add(black_box(body).len() as u64, Ordering::Relaxed);
         Ok(())
