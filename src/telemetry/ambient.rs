@@ -84,13 +84,11 @@ pub fn in_ambient<F: Future>(ambient: Option<Ambient>, future: F) -> InContext<F
     }
 }
 
-/// Runs `f` with `ambient` as this thread's ambient span (`None`: as it is); the thread's
-/// own ambient span is back after (also when `f` panics). The sync form of [`in_ambient`].
-pub fn scoped<R>(mut ambient: Option<Ambient>, f: impl FnOnce() -> R) -> R {
-    if ambient.is_none() {
-        return f();
-    }
-    let _in = Swapped::swap(&mut ambient);
+/// Runs `f` with `ambient` as this thread's ambient span; the thread's own ambient span is
+/// back after (also when `f` panics). The sync form of [`in_ambient`].
+pub fn scoped<R>(ambient: Ambient, f: impl FnOnce() -> R) -> R {
+    let mut slot = Some(ambient);
+    let _in = Swapped::swap(&mut slot);
     f()
 }
 

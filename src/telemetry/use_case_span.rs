@@ -44,6 +44,10 @@ pub fn direct_sink() -> Option<&'static SpanSink> {
     super::otel::spans()
 }
 
+/// The attributes a use case's span makes room for at once (its fields: two or three); more
+/// grow the list.
+const USE_CASE_FIELDS: usize = 4;
+
 /// A recorded span, ended when dropped (after the use case's future).
 struct Open {
     record: Option<SpanRecord>,
@@ -67,13 +71,12 @@ pub struct UseCaseSpan {
 
 impl UseCaseSpan {
     /// The span `name` of a use case opened now, recorded into `sink` with the values
-    /// `fields` gives (`declared`: the names of its fields, which size its attribute list), or
+    /// `fields` gives, or
     /// when `sink` is `None` (see [`direct_sink`]) the `tracing` span `traced` makes (the
     /// same name and fields).
     pub fn in_sink(
         sink: Option<&'static SpanSink>,
         name: &'static str,
-        declared: &'static [&'static str],
         traced: impl FnOnce() -> tracing::Span,
         fields: impl FnOnce(&mut SpanFields),
     ) -> Self {
@@ -85,7 +88,7 @@ impl UseCaseSpan {
         };
         let (parent, above) = super::span_layer::current_parent();
         let parent = parent.as_ref().map_or(Parent::Root, Parent::Local);
-        let mut values = SpanFields::new(name, declared.len());
+        let mut values = SpanFields::new(name, USE_CASE_FIELDS);
         fields(&mut values);
         let record = values.start(sink, parent);
         let ambient = Ambient {
@@ -117,7 +120,7 @@ impl UseCaseSpan {
         let Some((open, ambient)) = self.direct else {
             return self.traced.in_scope(f);
         };
-        let answer = ambient::scoped(Some(ambient), f);
+        let answer = ambient::scoped(ambient, f);
         drop(open);
         answer
     }
@@ -175,26 +178,11 @@ macro_rules! use_case_span {
         $f.value(::std::stringify!($k), &$k);
         $crate::use_case_span!(@values $f; $($($rest)*)?);
     };
-    // The names of the fields (`&'static [&'static str]`), with or without a value.
-    (@names [$($n:expr),*];) => { &[$($n),*] };
-    (@names [$($n:expr),*]; $($k:ident).+ = %$v:expr $(, $($rest:tt)*)?) => {
-        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
-    };
-    (@names [$($n:expr),*]; $($k:ident).+ = ?$v:expr $(, $($rest:tt)*)?) => {
-        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
-    };
-    (@names [$($n:expr),*]; $($k:ident).+ = $v:expr $(, $($rest:tt)*)?) => {
-        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($($k).+)]; $($($rest)*)?)
-    };
-    (@names [$($n:expr),*]; $k:ident $(, $($rest:tt)*)?) => {
-        $crate::use_case_span!(@names [$($n,)* ::std::stringify!($k)]; $($($rest)*)?)
-    };
     // Recorded into `$sink` (an `Option<&'static SpanSink>`; `None`: through `tracing`).
     (@in $sink:expr; $name:literal $(, $($fields:tt)*)?) => {
         $crate::telemetry::use_case_span::UseCaseSpan::in_sink(
             $sink,
             $name,
-            $crate::use_case_span!(@names []; $($($fields)*)?),
             || ::tracing::info_span!($name $(, $($fields)*)?),
             |_fields: &mut $crate::telemetry::span_fields::SpanFields| {
                 $crate::use_case_span!(@values _fields; $($($fields)*)?);
