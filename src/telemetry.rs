@@ -3,6 +3,7 @@
 pub mod ambient;
 pub mod bridge;
 pub mod context;
+pub mod encoded_attributes;
 pub mod encoding_processor;
 pub mod export_body;
 pub mod fixed_attributes;

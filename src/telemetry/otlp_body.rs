@@ -81,9 +81,10 @@ pub struct SpanView<'a> {
     pub start: SystemTime,
     pub end: SystemTime,
     /// The first attributes kept, already encoded as `Span.attributes` fields
-    /// ([`put_span_attribute`]; a route's fixed attributes, see
-    /// [`FixedAttributes`](super::fixed_attributes::FixedAttributes)).
-    pub encoded_attributes: &'a [u8],
+    /// ([`put_span_attribute`]), in order: a route's fixed attributes (see
+    /// [`FixedAttributes`](super::fixed_attributes::FixedAttributes)), then the span's own
+    /// recorded encoded (see [`EncodedAttributes`](super::encoded_attributes::EncodedAttributes)).
+    pub encoded_attributes: [&'a [u8]; 2],
     /// The other attributes kept, and how many were dropped past the limit.
     pub attributes: &'a [KeyValue],
     pub dropped_attributes: u32,
@@ -108,7 +109,7 @@ impl<'a> SpanView<'a> {
             name: &span.name,
             start: span.start_time,
             end: span.end_time,
-            encoded_attributes: &[],
+            encoded_attributes: [&[], &[]],
             attributes: &span.attributes,
             dropped_attributes: span.dropped_attributes_count,
             events: &span.events.events,
@@ -138,12 +139,18 @@ pub fn put_encoded_span(message: &[u8], out: &mut Vec<u8>) {
 /// How many whole `ScopeSpans.spans` fields (written by [`put_encoded_span`]) open `fields`,
 /// at most `max`, and the bytes they take. Bytes that are not such fields end the count.
 pub fn leading_spans(fields: &[u8], max: usize) -> (usize, usize) {
+    leading_fields(fields, 2, max)
+}
+
+/// How many whole length-delimited fields numbered `tag` open `fields`, at most `max`, and
+/// the bytes they take. Bytes that are not such fields end the count.
+pub fn leading_fields(fields: &[u8], tag: u32, max: usize) -> (usize, usize) {
     let (mut count, mut at) = (0, 0);
     while count < max && at < fields.len() {
         let mut rest = &fields[at..];
         let before = rest.len();
         match prost::encoding::decode_key(&mut rest) {
-            Ok((2, WireType::LengthDelimited)) => {}
+            Ok((t, WireType::LengthDelimited)) if t == tag => {}
             _ => break,
         }
         let Ok(len) = prost::encoding::decode_varint(&mut rest) else {
@@ -291,6 +298,51 @@ pub fn put_span_attribute(attribute: &KeyValue, buf: &mut Vec<u8>) {
     put_key_value(9, attribute.key.as_str(), &attribute.value, buf);
 }
 
+/// Appends the `Span.attributes` field of key `key` and the string value `write` appends to
+/// `buf`: the bytes [`put_span_attribute`] writes for the same key and text, without the text
+/// first becoming a `String`. The field's header is written first with one-byte lengths and
+/// patched once the text is there; for a field of 128 bytes or more (a length of two bytes)
+/// the header is written again after the text and moved before it.
+pub fn put_text_attribute(key: &str, write: impl FnOnce(&mut Vec<u8>), buf: &mut Vec<u8>) {
+    let start = buf.len();
+    let key_field = str_len(1, key);
+    put_len(9, 0, buf);
+    put_str(1, key, buf);
+    put_len(2, 0, buf);
+    put_len(1, 0, buf);
+    let header = buf.len() - start;
+    write(buf);
+    let text = buf.len() - start - header;
+    let any = len_delimited(1, text);
+    let kv = key_field + len_delimited(2, any);
+    if let Ok(kv) = u8::try_from(kv)
+        && kv < 0x80
+    {
+        // kv > any > text: each length is one byte.
+        buf[start + 1] = kv;
+        buf[start + 2 + key_field + 1] = any as u8;
+        buf[start + header - 1] = text as u8;
+        return;
+    }
+    buf.drain(start..start + header);
+    put_len(9, kv, buf);
+    put_str(1, key, buf);
+    put_len(2, any, buf);
+    put_len(1, text, buf);
+    let header = buf.len() - start - text;
+    buf[start..].rotate_right(header);
+}
+
+/// Appends the `Span.attributes` field of key `key` and the scalar `value`: the bytes
+/// [`put_span_attribute`] writes for the same key and value.
+pub fn put_scalar_attribute(key: &str, value: &Scalar<'_>, buf: &mut Vec<u8>) {
+    let any = scalar_len(value);
+    put_len(9, str_len(1, key) + len_delimited(2, any), buf);
+    put_str(1, key, buf);
+    put_len(2, any, buf);
+    put_scalar(value, buf);
+}
+
 fn put_attributes(tag: u32, attributes: &[KeyValue], buf: &mut Vec<u8>) {
     for kv in attributes {
         put_key_value(tag, kv.key.as_str(), &kv.value, buf);
@@ -325,7 +377,9 @@ fn put_span(span: &SpanView<'_>, buf: &mut Vec<u8>) {
     put_varint(6, kind(span.kind), buf);
     put_fixed64(7, nanos(span.start), buf);
     put_fixed64(8, nanos(span.end), buf);
-    buf.extend_from_slice(span.encoded_attributes);
+    for encoded in span.encoded_attributes {
+        buf.extend_from_slice(encoded);
+    }
     put_attributes(9, span.attributes, buf);
     put_varint(10, u64::from(span.dropped_attributes), buf);
     for e in span.events {
@@ -370,8 +424,9 @@ fn put_key_value(tag: u32, key: &str, value: &Value, buf: &mut Vec<u8>) {
     put_any_value(value, buf);
 }
 
-/// One scalar or array of a [`Value`], borrowed.
-enum Scalar<'a> {
+/// One scalar or array member of a [`Value`], borrowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
     Str(&'a str),
     Bool(bool),
     I64(i64),

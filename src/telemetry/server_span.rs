@@ -2,8 +2,10 @@
 //! (its attributes come from the request, not from a span's fields). The request's future
 //! runs with it as the [`ambient`](super::ambient) context, so the spans the request opens
 //! (use cases, jobs, renders) are its children.
+use super::encoded_attributes::EncodedAttributes;
 use super::fixed_attributes::FixedAttributes;
 use super::otel::{spans, trust_incoming};
+use super::otlp_body::Scalar;
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
 use opentelemetry::KeyValue;
@@ -82,6 +84,13 @@ fn spelled(
     new
 }
 
+/// The attribute of the response's status code.
+const STATUS_CODE: &str = "http.response.status_code";
+
+/// The bytes of the status code's encoded attribute: key, its header, and a value of up to
+/// 3 bytes with its headers.
+const STATUS_CODE_BYTES: usize = STATUS_CODE.len() + 12;
+
 /// A request's server span while the request runs (telemetry on).
 pub struct ServerSpan {
     record: SpanRecord,
@@ -115,7 +124,7 @@ impl ServerSpan {
             parent,
             Cow::Borrowed(spelled.name),
             SpanKind::Server,
-            Vec::with_capacity(1),
+            EncodedAttributes::with_capacity(STATUS_CODE_BYTES),
         );
         record.fixed = Some(spelled.fixed);
         Some(Self { record, sink })
@@ -135,10 +144,9 @@ impl ServerSpan {
     /// Ends the span with the response's status: `http.response.status_code`, and the span
     /// status `Error` for a 5xx (a 4xx is the client's error, not the server's).
     pub fn end(mut self, status: u16) {
-        self.record.attributes.push(KeyValue::new(
-            "http.response.status_code",
-            i64::from(status),
-        ));
+        self.record
+            .encoded
+            .push_scalar(STATUS_CODE, Scalar::I64(i64::from(status)));
         if status >= 500 {
             self.record.status = Status::error("");
         }

@@ -6,7 +6,11 @@
 //! the special fields `otel.name`, `otel.kind`, `otel.status_code`, `otel.status_description`;
 //! the log-correlation fields `trace_id` and `span_id` are no attributes. A value given apart
 //! from a `tracing` field set (a use case's) goes through the same [`tracing::Value::record`]
-//! and visitor, so it becomes the same.
+//! and visitor, so it becomes the same. A new span's attributes are encoded as they are
+//! taken ([`EncodedAttributes`]: a text is formatted straight into the span's buffer); a
+//! field recorded on a running span sets a value.
+use super::encoded_attributes::EncodedAttributes;
+use super::otlp_body::Scalar;
 use super::span_record::SpanRecord;
 use super::span_sink::{Parent, SpanSink};
 use opentelemetry::KeyValue;
@@ -15,6 +19,9 @@ use std::borrow::Cow;
 use std::fmt;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Record};
+
+/// The room an encoded attribute takes at first: a short key, a UUID's text and their headers.
+const BYTES_PER_FIELD: usize = 56;
 
 /// Fields that are no attribute: the log lines' ids of the span itself.
 fn is_log_id(name: &str) -> bool {
@@ -44,61 +51,71 @@ fn status_of(s: &str) -> Status {
     }
 }
 
-/// `value` written with `Debug` (for a `%` field, its `Display`), in a string of exactly its
-/// length: the text is written into a buffer the thread keeps, then copied once. (Formatting
-/// into a fresh string grows it on the way, and the attribute's `String` → `Box<str>` then
-/// shrinks it: two reallocations per field.)
-pub(super) fn text_of(value: &dyn fmt::Debug) -> String {
-    use std::fmt::Write as _;
-    thread_local! {
-        static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-    }
-    TEXT.with(|text| match text.try_borrow_mut() {
-        Ok(mut text) => {
-            text.clear();
-            let _ = write!(text, "{value:?}");
-            String::from(text.as_str())
-        }
-        // A `Debug` that records a span field itself: its own string.
-        Err(_) => format!("{value:?}"),
-    })
+/// One field's value as `tracing` gives it, borrowed.
+#[derive(Clone, Copy)]
+enum Told<'a> {
+    /// Text written with `Debug` (a `%` field's `Display` through it).
+    Debug(&'a dyn fmt::Debug),
+    /// Text written with `Display` (an error, a `u64` past `i64`).
+    Display(&'a dyn fmt::Display),
+    /// A string, an integer, a float or a boolean.
+    Scalar(Scalar<'a>),
 }
 
-/// What one field says of a span.
+impl fmt::Display for Told<'_> {
+    /// The value's text (a scalar's as `tracing-opentelemetry` spelled it: only strings are
+    /// ever read as text here).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Debug(v) => write!(f, "{v:?}"),
+            Self::Display(v) => write!(f, "{v}"),
+            Self::Scalar(Scalar::Str(s)) => f.write_str(s),
+            Self::Scalar(Scalar::I64(i)) => write!(f, "{i}"),
+            Self::Scalar(Scalar::F64(x)) => write!(f, "{x}"),
+            Self::Scalar(Scalar::Bool(b)) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Told<'_> {
+    /// The attribute value it gives.
+    fn value(self) -> opentelemetry::Value {
+        match self {
+            Self::Scalar(Scalar::I64(i)) => i.into(),
+            Self::Scalar(Scalar::F64(x)) => x.into(),
+            Self::Scalar(Scalar::Bool(b)) => b.into(),
+            Self::Scalar(Scalar::Str(s)) => s.to_owned().into(),
+            text => text.to_string().into(),
+        }
+    }
+}
+
+/// What an `otel.*` field says of the span itself.
 enum Said {
     Name(String),
     Kind(Option<SpanKind>),
     Status(Status),
-    Attribute(KeyValue),
-    Nothing,
 }
 
-/// What field `name` with text `text` says.
-fn said_by_text(name: &'static str, text: String) -> Said {
-    match name {
-        "otel.name" => Said::Name(text),
-        "otel.kind" => Said::Kind(kind_of(&text)),
-        "otel.status_code" => Said::Status(status_of(&text)),
-        "otel.status_description" => Said::Status(Status::error(text)),
-        name if is_log_id(name) => Said::Nothing,
-        name => Said::Attribute(KeyValue::new(name, text)),
-    }
+/// What the text field `name` says of the span itself, when it is one of the `otel.*` fields
+/// that do.
+fn said_by(name: &str, text: Told<'_>) -> Option<Said> {
+    Some(match name {
+        "otel.name" => Said::Name(text.to_string()),
+        "otel.kind" => Said::Kind(kind_of(&text.to_string())),
+        "otel.status_code" => Said::Status(status_of(&text.to_string())),
+        "otel.status_description" => Said::Status(Status::error(text.to_string())),
+        _ => return None,
+    })
 }
 
-/// What field `name` with a non-text value says.
-fn said_by_value(name: &'static str, value: opentelemetry::Value) -> Said {
-    if is_log_id(name) || name.starts_with("otel.") {
-        return Said::Nothing;
-    }
-    Said::Attribute(KeyValue::new(name, value))
-}
-
-/// Takes what fields say of a span.
+/// Takes what fields say of a span: of the span itself, or an attribute.
 trait Say {
     fn say(&mut self, said: Said);
+    fn attribute(&mut self, key: &'static str, value: Told<'_>);
 }
 
-/// `tracing`'s typed field callbacks as [`Said`] for `to`: the field's own name, or `key`
+/// `tracing`'s typed field callbacks as what they say to `to`: the field's own name, or `key`
 /// when given (a value recorded outside `tracing`'s field sets, [`SpanFields::value`]).
 struct Saying<'a, S> {
     key: Option<&'static str>,
@@ -121,40 +138,51 @@ impl<'a, S: Say> Saying<'a, S> {
     fn name(&self, field: &Field) -> &'static str {
         self.key.unwrap_or_else(|| field.name())
     }
+
+    /// A field given as text: an `otel.*` field that names, kinds or ends the span, no
+    /// attribute for the log ids, else an attribute.
+    fn text(&mut self, field: &Field, text: Told<'_>) {
+        let name = self.name(field);
+        match said_by(name, text) {
+            Some(said) => self.to.say(said),
+            None if is_log_id(name) => {}
+            None => self.to.attribute(name, text),
+        }
+    }
+
+    /// A field given as a number or boolean: an attribute unless a log id or `otel.*`.
+    fn scalar(&mut self, field: &Field, value: Scalar<'_>) {
+        let name = self.name(field);
+        if !is_log_id(name) && !name.starts_with("otel.") {
+            self.to.attribute(name, Told::Scalar(value));
+        }
+    }
 }
 
 impl<S: Say> Visit for Saying<'_, S> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        let said = said_by_text(self.name(field), value.to_owned());
-        self.to.say(said);
+        self.text(field, Told::Scalar(Scalar::Str(value)));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let said = said_by_text(self.name(field), text_of(value));
-        self.to.say(said);
+        self.text(field, Told::Debug(value));
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        let said = said_by_text(self.name(field), value.to_string());
-        self.to.say(said);
+        self.text(field, Told::Display(value));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        let said = said_by_value(self.name(field), value.into());
-        self.to.say(said);
+        self.scalar(field, Scalar::I64(value));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        let name = self.name(field);
-        let said = match i64::try_from(value) {
-            Ok(v) => said_by_value(name, v.into()),
-            Err(_) => said_by_text(name, value.to_string()),
-        };
-        self.to.say(said);
+        match i64::try_from(value) {
+            Ok(v) => self.scalar(field, Scalar::I64(v)),
+            Err(_) => self.text(field, Told::Display(&value)),
+        }
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        let said = said_by_value(self.name(field), value.into());
-        self.to.say(said);
+        self.scalar(field, Scalar::F64(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        let said = said_by_value(self.name(field), value.into());
-        self.to.say(said);
+        self.scalar(field, Scalar::Bool(value));
     }
 }
 
@@ -197,17 +225,17 @@ pub struct SpanFields {
     name: Cow<'static, str>,
     kind: SpanKind,
     status: Status,
-    attributes: Vec<KeyValue>,
+    attributes: EncodedAttributes,
 }
 
 impl SpanFields {
-    /// The span `name` of up to `fields` fields.
+    /// The span `name`, with room for about `fields` attributes (more grow the buffer).
     pub fn new(name: &'static str, fields: usize) -> Self {
         Self {
             name: Cow::Borrowed(name),
             kind: SpanKind::Internal,
             status: Status::Unset,
-            attributes: Vec::with_capacity(fields),
+            attributes: EncodedAttributes::with_capacity(fields * BYTES_PER_FIELD),
         }
     }
 
@@ -237,8 +265,16 @@ impl Say for SpanFields {
             Said::Name(n) => self.name = n.into(),
             Said::Kind(Some(k)) => self.kind = k,
             Said::Status(s) => self.status = s,
-            Said::Attribute(kv) => self.attributes.push(kv),
-            Said::Kind(None) | Said::Nothing => {}
+            Said::Kind(None) => {}
+        }
+    }
+
+    /// Encoded at once: a text is formatted straight into the span's attributes.
+    fn attribute(&mut self, key: &'static str, value: Told<'_>) {
+        match value {
+            Told::Scalar(s) => self.attributes.push_scalar(key, s),
+            Told::Debug(v) => self.attributes.push_text(key, format_args!("{v:?}")),
+            Told::Display(v) => self.attributes.push_text(key, format_args!("{v}")),
         }
     }
 }
@@ -252,9 +288,12 @@ impl Say for Update<'_> {
             Said::Name(n) => self.0.name = n.into(),
             Said::Kind(Some(k)) => self.0.kind = k,
             Said::Status(s) => self.0.status = s,
-            Said::Attribute(kv) => self.0.set_attribute(kv),
-            Said::Kind(None) | Said::Nothing => {}
+            Said::Kind(None) => {}
         }
+    }
+
+    fn attribute(&mut self, key: &'static str, value: Told<'_>) {
+        self.0.set_attribute(KeyValue::new(key, value.value()));
     }
 }
 

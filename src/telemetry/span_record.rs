@@ -3,6 +3,7 @@
 //! the SDK's [`SpanData`] only when it ends ([`SpanRecord::finish`]), for the span processor
 //! of the configured protocol. The SDK's `SpanBuilder` → `Span` → `SpanData` path and
 //! `tracing-opentelemetry`'s per-span builder and context copies are not paid per span.
+use super::encoded_attributes::EncodedAttributes;
 use super::fixed_attributes::FixedAttributes;
 use super::otlp_body::SpanView;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
@@ -29,6 +30,9 @@ pub struct SpanRecord {
     /// Its first attributes when they are shared with other spans and encoded once (a
     /// route's server spans).
     pub fixed: Option<&'static FixedAttributes>,
+    /// Its next attributes, recorded already encoded (a use case's fields, a server span's
+    /// status code).
+    pub encoded: EncodedAttributes,
     /// Its other attributes; a key appears once among all ([`SpanRecord::set_attribute`]).
     pub attributes: Vec<KeyValue>,
     /// Unset, Ok or Error.
@@ -38,8 +42,9 @@ pub struct SpanRecord {
 impl SpanRecord {
     /// Sets `attribute`, replacing the value of the same key if the span has one.
     pub fn set_attribute(&mut self, attribute: KeyValue) {
-        if self.fixed.is_some_and(|f| f.has_key(&attribute.key)) {
-            // A fixed value replaced: this span's attributes become its own.
+        if self.fixed.is_some_and(|f| f.has_key(&attribute.key)) || !self.encoded.is_empty() {
+            // A fixed value replaced, or encoded ones that may hold the key: this span's
+            // attributes become its own values.
             self.attributes = self.take_all_attributes();
         }
         match self
@@ -61,9 +66,11 @@ impl SpanRecord {
     /// attributes (the others counted as dropped): no copy of it is made.
     pub fn view(&self, end: SystemTime, max_attributes: usize) -> SpanView<'_> {
         let fixed = self.fixed.map_or(0, FixedAttributes::len);
-        let all = fixed + self.attributes.len();
+        let encoded = self.encoded.len();
+        let all = fixed + encoded + self.attributes.len();
         let kept = all.min(max_attributes);
-        let own_kept = kept.saturating_sub(fixed);
+        let encoded_kept = kept.saturating_sub(fixed).min(encoded);
+        let own_kept = kept.saturating_sub(fixed + encoded);
         SpanView {
             context: &self.context,
             parent: self.parent,
@@ -72,7 +79,10 @@ impl SpanRecord {
             name: &self.name,
             start: self.start,
             end: end.max(self.start),
-            encoded_attributes: self.fixed.map_or(&[], |f| f.encoded(kept)),
+            encoded_attributes: [
+                self.fixed.map_or(&[], |f| f.encoded(kept)),
+                self.encoded.encoded(encoded_kept),
+            ],
             attributes: &self.attributes[..own_kept],
             dropped_attributes: u32::try_from(all - kept).unwrap_or(u32::MAX),
             events: &[],
@@ -83,13 +93,22 @@ impl SpanRecord {
         }
     }
 
-    /// Every attribute, the fixed ones first, as the span's own (`fixed` taken).
+    /// Every attribute in order (fixed, encoded, own) as the span's own values (`fixed` and
+    /// `encoded` taken).
     fn take_all_attributes(&mut self) -> Vec<KeyValue> {
         let own = std::mem::take(&mut self.attributes);
-        match self.fixed.take() {
-            Some(fixed) => fixed.attributes().iter().cloned().chain(own).collect(),
-            None => own,
+        let encoded = std::mem::take(&mut self.encoded);
+        let fixed = self.fixed.take();
+        if fixed.is_none() && encoded.is_empty() {
+            return own;
         }
+        let fixed = fixed.map_or(&[][..], FixedAttributes::attributes);
+        fixed
+            .iter()
+            .cloned()
+            .chain(encoded.values())
+            .chain(own)
+            .collect()
     }
 
     /// The span, ended at `end`, as the span processors take it, keeping its first
@@ -142,6 +161,7 @@ mod tests {
             name: "x".into(),
             start: SystemTime::UNIX_EPOCH + Duration::from_secs(10),
             fixed: None,
+            encoded: EncodedAttributes::default(),
             attributes: vec![KeyValue::new("a", 1)],
             status: Status::Unset,
         }

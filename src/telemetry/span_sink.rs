@@ -12,12 +12,13 @@
 //! decision: for each standard sampler that is the decision the sampler would make (a
 //! parent-based one follows the parent; `always_on`, `always_off` and `traceidratio` decide
 //! the same for every span of a trace).
+use super::encoded_attributes::EncodedAttributes;
 use super::encoding_processor::{EncodingProcessor, ScopeId};
 use super::span_record::SpanRecord;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState,
 };
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry::{Context, InstrumentationScope};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample, SpanProcessor};
 use rand::rngs::SmallRng;
@@ -130,7 +131,7 @@ impl SpanSink {
         parent: Parent<'_>,
         name: Cow<'static, str>,
         kind: SpanKind,
-        attributes: Vec<KeyValue>,
+        encoded: EncodedAttributes,
     ) -> SpanRecord {
         let (context, parent_id, parent_is_remote) =
             self.context_under(parent, new_span_id(), &name, &kind);
@@ -142,7 +143,8 @@ impl SpanSink {
             name,
             start: SystemTime::now(),
             fixed: None,
-            attributes,
+            encoded,
+            attributes: Vec::new(),
             status: Status::Unset,
         }
     }
@@ -280,6 +282,7 @@ pub(crate) mod collect {
 mod tests {
     use super::collect::sink;
     use super::*;
+    use opentelemetry::KeyValue;
     use opentelemetry_sdk::trace::Sampler;
 
     fn remote(flags: TraceFlags) -> SpanContext {
@@ -292,6 +295,10 @@ mod tests {
         )
     }
 
+    fn none() -> EncodedAttributes {
+        EncodedAttributes::default()
+    }
+
     fn always_on() -> Sampler {
         Sampler::ParentBased(Box::new(Sampler::AlwaysOn))
     }
@@ -299,20 +306,20 @@ mod tests {
     #[test]
     fn a_root_starts_a_new_sampled_trace_and_children_share_it() {
         let (sink, collect) = sink(always_on());
-        let root = sink.start(Parent::Root, "root".into(), SpanKind::Server, vec![]);
+        let root = sink.start(Parent::Root, "root".into(), SpanKind::Server, none());
         assert!(root.context.is_valid() && root.is_sampled());
         assert_eq!(root.parent, SpanId::INVALID);
         let child = sink.start(
             Parent::Local(&root.context),
             "child".into(),
             SpanKind::Internal,
-            vec![],
+            none(),
         );
         assert_eq!(child.context.trace_id(), root.context.trace_id());
         assert_ne!(child.context.span_id(), root.context.span_id());
         assert_eq!(child.parent, root.context.span_id());
         assert!(!child.parent_is_remote);
-        let other = sink.start(Parent::Root, "root".into(), SpanKind::Server, vec![]);
+        let other = sink.start(Parent::Root, "root".into(), SpanKind::Server, none());
         assert_ne!(other.context.trace_id(), root.context.trace_id());
         sink.end(child);
         sink.end(root);
@@ -336,7 +343,7 @@ mod tests {
             Parent::Remote(&parent),
             "s".into(),
             SpanKind::Server,
-            vec![],
+            none(),
         );
         assert_eq!(span.context.trace_id(), parent.trace_id());
         assert_eq!(span.parent, parent.span_id());
@@ -347,7 +354,7 @@ mod tests {
             Parent::Remote(&unsampled),
             "d".into(),
             SpanKind::Server,
-            vec![],
+            none(),
         );
         assert!(
             !dropped.is_sampled(),
@@ -357,7 +364,7 @@ mod tests {
             Parent::Local(&dropped.context),
             "c".into(),
             SpanKind::Internal,
-            vec![],
+            none(),
         );
         assert!(!child.is_sampled(), "a local child inherits the decision");
         sink.end(child);
@@ -373,7 +380,7 @@ mod tests {
     #[test]
     fn a_started_span_moves_under_a_remote_parent_keeping_its_id() {
         let (sink, _) = sink(always_on());
-        let mut span = sink.start(Parent::Root, "job".into(), SpanKind::Consumer, vec![]);
+        let mut span = sink.start(Parent::Root, "job".into(), SpanKind::Consumer, none());
         let id = span.context.span_id();
         let parent = remote(TraceFlags::SAMPLED);
         sink.continue_remote(&mut span, &parent);
@@ -387,8 +394,9 @@ mod tests {
     fn attributes_past_the_limit_are_dropped_and_counted() {
         let (sink, collect) = sink(always_on());
         let sink = sink.with_max_attributes(2);
-        let attributes = (0..5).map(|i| KeyValue::new(format!("k{i}"), i)).collect();
-        sink.end(sink.start(Parent::Root, "s".into(), SpanKind::Internal, attributes));
+        let attributes: Vec<_> = (0..5).map(|i| KeyValue::new(format!("k{i}"), i)).collect();
+        let encoded = EncodedAttributes::of(&attributes);
+        sink.end(sink.start(Parent::Root, "s".into(), SpanKind::Internal, encoded));
         let ended = collect.0.lock().unwrap();
         assert_eq!(
             ended[0].attributes,
@@ -400,7 +408,7 @@ mod tests {
     #[test]
     fn the_configured_sampler_decides_for_roots() {
         let (off, collect) = sink(Sampler::AlwaysOff);
-        let root = off.start(Parent::Root, "r".into(), SpanKind::Server, vec![]);
+        let root = off.start(Parent::Root, "r".into(), SpanKind::Server, none());
         assert!(
             root.context.is_valid(),
             "an unsampled span still has ids to propagate"
@@ -411,7 +419,7 @@ mod tests {
         let sampled = (0..400)
             .filter(|_| {
                 ratio
-                    .start(Parent::Root, "r".into(), SpanKind::Server, vec![])
+                    .start(Parent::Root, "r".into(), SpanKind::Server, none())
                     .is_sampled()
             })
             .count();

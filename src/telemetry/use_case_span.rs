@@ -45,8 +45,8 @@ pub fn direct_sink() -> Option<&'static SpanSink> {
 }
 
 /// The attributes a use case's span makes room for at once (its fields: two or three); more
-/// grow the list.
-const USE_CASE_FIELDS: usize = 4;
+/// grow its buffer.
+const USE_CASE_FIELDS: usize = 3;
 
 /// A recorded span, ended when dropped (after the use case's future).
 struct Open {
