@@ -161,8 +161,8 @@ pub const REQUEST_SPAN_TARGET: &str = module_path!();
 /// [`ServerSpan::start`](crate::telemetry::server_span::ServerSpan::start)).
 fn server_span(
     req: &Request,
-    method: &'static str,
-    route: &str,
+    (method_index, method): (usize, &'static str),
+    (route_index, route): (usize, &str),
 ) -> Option<crate::telemetry::server_span::ServerSpan> {
     let scheme = match req.uri().scheme_str() {
         Some("https") => "https",
@@ -173,7 +173,14 @@ fn server_span(
         poem::http::Version::HTTP_10 => "1.0",
         _ => "1.1",
     };
-    crate::telemetry::server_span::ServerSpan::start(method, route, scheme, version, |name| {
+    let spelling = crate::telemetry::server_span::Spelling {
+        method,
+        route,
+        key: route_index * METHOD_LABELS.len() + method_index,
+        scheme,
+        version,
+    };
+    crate::telemetry::server_span::ServerSpan::start(spelling, |name| {
         req.headers().get(name).and_then(|v| v.to_str().ok())
     })
 }
@@ -187,7 +194,7 @@ impl<E: Endpoint> Endpoint for EdgeEndpoint<E> {
         let method_index = method_index(req.method());
         let method = METHOD_LABELS[method_index];
         let (route_index, route) = route_of(&self.contract, req.uri().path());
-        let server = server_span(&req, method, route);
+        let server = server_span(&req, (method_index, method), (route_index, route));
         let span = tracing::info_span!(
             target: REQUEST_SPAN_TARGET,
             REQUEST_SPAN,

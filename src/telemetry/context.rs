@@ -217,9 +217,16 @@ mod tests {
         assert_eq!(carrier_of_span(&span), None);
         continue_from(&span, carrier.as_ref());
         assert!(
-            crate::telemetry::server_span::ServerSpan::start("GET", "/x", "http", "1.1", |_| {
-                Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-            })
+            crate::telemetry::server_span::ServerSpan::start(
+                crate::telemetry::server_span::Spelling {
+                    method: "GET",
+                    route: "/x",
+                    key: 0,
+                    scheme: "http",
+                    version: "1.1",
+                },
+                |_| { Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") }
+            )
             .is_none()
         );
         assert!(job_publish_span(reporter_ports::ReportId::new()).is_none());

@@ -29,6 +29,13 @@ struct Spelled {
     fixed: &'static FixedAttributes,
 }
 
+impl Spelled {
+    /// The route's label (the name after the method).
+    fn route(&self) -> &str {
+        self.name.get(self.method.len() + 1..).unwrap_or_default()
+    }
+}
+
 /// Per route, what its requests' server spans share (hashed with foldhash: SipHash cost a
 /// request about 300 instructions here).
 type Names = HashMap<Box<str>, Vec<&'static Spelled>, foldhash::fast::RandomState>;
@@ -38,12 +45,63 @@ type Names = HashMap<Box<str>, Vec<&'static Spelled>, foldhash::fast::RandomStat
 static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 static TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
-/// The span name `"<method> <route>"` and the fixed attributes of a request of `method`,
-/// `route`, `scheme` and `version`, spelled once per combination and kept for the process:
-/// all come from closed sets (the method and route labels of the metrics, two schemes, three
-/// versions), so the combinations are bounded, and no request allocates them (nor the
-/// exporter frees them).
-fn spelled(
+/// What names a request's server span.
+#[derive(Debug, Clone, Copy)]
+pub struct Spelling<'a> {
+    /// The method's label (a closed set).
+    pub method: &'static str,
+    /// The route's label (a closed set: the contract's routes and a few others).
+    pub route: &'a str,
+    /// A number the caller gives each (method, route) pair: the same for the same pair, small
+    /// for the contract's pairs (the places of the two labels in their sets).
+    pub key: usize,
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// `1.0`, `1.1` or `2`.
+    pub version: &'static str,
+}
+
+/// The spellings found once, by slot ([`slot`]): a request reads its slot without a lock
+/// (a lock's counter, shared by every request thread, moved between the cores each request).
+static SLOTS: [OnceLock<&'static Spelled>; SLOT_COUNT] = [const { OnceLock::new() }; SLOT_COUNT];
+
+/// Room for 400 (method, route) pairs of each scheme and version (the contract has about 60
+/// routes; the methods' labels are 10); a pair past it is looked up in the map.
+const SLOT_COUNT: usize = 400 * 6;
+
+/// The slot of `s`: its key, scheme and version.
+fn slot(s: &Spelling<'_>) -> usize {
+    let scheme = usize::from(s.scheme == "https");
+    let version = match s.version {
+        "1.0" => 0,
+        "2" => 2,
+        _ => 1,
+    };
+    s.key.saturating_mul(6).saturating_add(scheme * 3 + version)
+}
+
+/// The span name `"<method> <route>"` and the fixed attributes of a request spelled `s`,
+/// spelled once per combination and kept for the process: all come from closed sets (the
+/// method and route labels of the metrics, two schemes, three versions), so the combinations
+/// are bounded, and no request allocates them (nor the exporter frees them). Read from the
+/// combination's slot; its first request (or a pair past the slots) looks it up in a map.
+fn spelled(s: &Spelling<'_>) -> &'static Spelled {
+    let at = SLOTS.get(slot(s));
+    if let Some(known) = at.and_then(OnceLock::get)
+        && known.route() == s.route
+        && known.method == s.method
+    {
+        return known;
+    }
+    let found = spelled_in_map(s.method, s.route, s.scheme, s.version);
+    if let Some(at) = at {
+        let _ = at.set(found);
+    }
+    found
+}
+
+/// [`spelled`] looked up by the route's text.
+fn spelled_in_map(
     method: &'static str,
     route: &str,
     scheme: &'static str,
@@ -105,10 +163,7 @@ impl ServerSpan {
     /// `header`) when
     /// OTEL_TRUST_INCOMING_TRACEPARENT allows; else starts a new trace. `None` when off.
     pub fn start<'a>(
-        method: &'static str,
-        route: &str,
-        scheme: &'static str,
-        version: &'static str,
+        spelling: Spelling<'_>,
         header: impl Fn(&HeaderName) -> Option<&'a str>,
     ) -> Option<Self> {
         let sink = spans()?;
@@ -118,7 +173,7 @@ impl ServerSpan {
             .and_then(|tp| TraceCarrier::new(tp, header(&TRACESTATE)))
             .map(|c| super::context::parent_of(&c));
         let parent = remote.as_ref().map_or(Parent::Root, Parent::Remote);
-        let spelled = spelled(method, route, scheme, version);
+        let spelled = spelled(&spelling);
         // Room for the status code `end` adds (no reallocation per request).
         let mut record = sink.start(
             parent,
@@ -156,12 +211,29 @@ impl ServerSpan {
 
 #[cfg(test)]
 mod tests {
-    use super::spelled;
+    use super::{SLOT_COUNT, Spelling, spelled};
     use opentelemetry::KeyValue;
+
+    /// The spelling of `method` `route` of key `key` over `scheme` and `version`.
+    fn spelling<'a>(
+        method: &'static str,
+        route: &'a str,
+        key: usize,
+        scheme: &'static str,
+        version: &'static str,
+    ) -> Spelling<'a> {
+        Spelling {
+            method,
+            route,
+            key,
+            scheme,
+            version,
+        }
+    }
 
     #[test]
     fn names_and_attributes_are_spelled_once_per_combination() {
-        let get = spelled("GET", "/v1/templates/{id}", "http", "1.1");
+        let get = spelled(&spelling("GET", "/v1/templates/{id}", 7, "http", "1.1"));
         assert_eq!(get.name, "GET /v1/templates/{id}");
         assert_eq!(
             get.fixed.attributes(),
@@ -172,9 +244,15 @@ mod tests {
                 KeyValue::new("network.protocol.version", "1.1"),
             ]
         );
-        let again = spelled("GET", &String::from("/v1/templates/{id}"), "http", "1.1");
+        let again = spelled(&spelling(
+            "GET",
+            &String::from("/v1/templates/{id}"),
+            7,
+            "http",
+            "1.1",
+        ));
         assert!(std::ptr::eq(get, again), "the same spelling is reused");
-        let h2 = spelled("GET", "/v1/templates/{id}", "https", "2");
+        let h2 = spelled(&spelling("GET", "/v1/templates/{id}", 7, "https", "2"));
         assert_eq!(h2.name, get.name);
         assert_eq!(
             h2.fixed.attributes()[2..],
@@ -184,12 +262,31 @@ mod tests {
             ]
         );
         assert_eq!(
-            spelled("DELETE", "/v1/templates/{id}", "http", "1.1").name,
+            spelled(&spelling("DELETE", "/v1/templates/{id}", 8, "http", "1.1")).name,
             "DELETE /v1/templates/{id}"
         );
         assert_eq!(
-            spelled("other", "unmatched", "http", "1.1").name,
-            "other unmatched"
+            spelled(&spelling("other", "unmatched", SLOT_COUNT, "http", "1.1")).name,
+            "other unmatched",
+            "a key past the slots"
         );
+    }
+
+    /// A key given to another pair than its slot holds (two contracts in one process) gives
+    /// that pair's own spelling.
+    #[test]
+    fn a_slot_holding_another_pair_is_not_taken_for_it() {
+        let first = spelled(&spelling("GET", "/a", 11, "http", "1.1"));
+        assert_eq!(first.name, "GET /a");
+        assert_eq!(
+            spelled(&spelling("GET", "/b", 11, "http", "1.1")).name,
+            "GET /b"
+        );
+        assert_eq!(
+            spelled(&spelling("PUT", "/a", 11, "http", "1.1")).name,
+            "PUT /a"
+        );
+        let again = spelled(&spelling("GET", "/a", 11, "http", "1.1"));
+        assert!(std::ptr::eq(first, again));
     }
 }
