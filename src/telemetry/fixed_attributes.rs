@@ -4,33 +4,22 @@
 //! ([`SpanRecord::fixed`](super::span_record::SpanRecord::fixed)) instead of building,
 //! encoding and freeing them each time; its encoding copies their bytes, the same bytes
 //! [`otlp_body`](super::otlp_body) writes from the attributes themselves.
-use super::otlp_body::put_span_attribute;
+use super::encoded_attributes::EncodedAttributes;
 use opentelemetry::KeyValue;
 
 /// A span's first attributes, with their encoding as `Span.attributes` fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FixedAttributes {
     attributes: Box<[KeyValue]>,
-    encoded: Box<[u8]>,
-    /// Where each attribute's field ends in `encoded`.
-    ends: Box<[usize]>,
+    encoded: EncodedAttributes,
 }
 
 impl FixedAttributes {
     /// `attributes`, encoded now.
     pub fn new(attributes: Vec<KeyValue>) -> Self {
-        let mut encoded = Vec::new();
-        let ends = attributes
-            .iter()
-            .map(|kv| {
-                put_span_attribute(kv, &mut encoded);
-                encoded.len()
-            })
-            .collect();
         Self {
+            encoded: EncodedAttributes::of(&attributes),
             attributes: attributes.into_boxed_slice(),
-            encoded: encoded.into_boxed_slice(),
-            ends,
         }
     }
 
@@ -51,10 +40,7 @@ impl FixedAttributes {
 
     /// The encoded fields of the first `n` attributes (all of them past their number).
     pub fn encoded(&self, n: usize) -> &[u8] {
-        match n.min(self.ends.len()) {
-            0 => &[],
-            n => &self.encoded[..self.ends[n - 1]],
-        }
+        self.encoded.encoded(n)
     }
 
     /// True when one of them has key `key`.
@@ -66,6 +52,7 @@ impl FixedAttributes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::otlp_body::put_span_attribute;
 
     #[test]
     fn each_prefix_is_the_encoding_of_those_attributes() {

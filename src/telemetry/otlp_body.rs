@@ -326,9 +326,7 @@ pub fn put_text_attribute(key: &str, write: impl FnOnce(&mut Vec<u8>), buf: &mut
         return;
     }
     buf.drain(start..start + header);
-    put_len(9, kv, buf);
-    put_str(1, key, buf);
-    put_len(2, any, buf);
+    put_key_value_header(9, key, any, buf);
     put_len(1, text, buf);
     let header = buf.len() - start - text;
     buf[start..].rotate_right(header);
@@ -337,10 +335,7 @@ pub fn put_text_attribute(key: &str, write: impl FnOnce(&mut Vec<u8>), buf: &mut
 /// Appends the `Span.attributes` field of key `key` and the scalar `value`: the bytes
 /// [`put_span_attribute`] writes for the same key and value.
 pub fn put_scalar_attribute(key: &str, value: &Scalar<'_>, buf: &mut Vec<u8>) {
-    let any = scalar_len(value);
-    put_len(9, str_len(1, key) + len_delimited(2, any), buf);
-    put_str(1, key, buf);
-    put_len(2, any, buf);
+    put_key_value_header(9, key, scalar_len(value), buf);
     put_scalar(value, buf);
 }
 
@@ -428,11 +423,16 @@ fn key_value_len(key: &str, value: &Value) -> usize {
 }
 
 fn put_key_value(tag: u32, key: &str, value: &Value, buf: &mut Vec<u8>) {
-    let value_len = any_value_len(value);
-    put_len(tag, str_len(1, key) + len_delimited(2, value_len), buf);
-    put_str(1, key, buf);
-    put_len(2, value_len, buf);
+    put_key_value_header(tag, key, any_value_len(value), buf);
     put_any_value(value, buf);
+}
+
+/// A `KeyValue` field's key and length, its key, and its value's key and length: what comes
+/// before an `AnyValue` of `any` bytes.
+fn put_key_value_header(tag: u32, key: &str, any: usize, buf: &mut Vec<u8>) {
+    put_len(tag, str_len(1, key) + len_delimited(2, any), buf);
+    put_str(1, key, buf);
+    put_len(2, any, buf);
 }
 
 /// One scalar or array member of a [`Value`], borrowed.
