@@ -7,7 +7,7 @@
 //! on a running span), they are decoded back ([`EncodedAttributes::values`]): the same
 //! attributes that were recorded.
 use super::otlp_body::{
-    Scalar, leading_fields, put_scalar_attribute, put_span_attribute, put_text_attribute,
+    Scalar, leading_attributes, put_scalar_attribute, put_span_attribute, put_text_attribute,
 };
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
@@ -73,7 +73,7 @@ impl EncodedAttributes {
         if n >= self.count {
             return &self.bytes;
         }
-        &self.bytes[..leading_fields(&self.bytes, 9, n).1]
+        &self.bytes[..leading_attributes(&self.bytes, n).1]
     }
 
     /// The attributes as values, in order (`[]` for bytes that are no such fields, which

@@ -143,9 +143,16 @@ pub fn leading_spans(fields: &[u8], max: usize) -> (usize, usize) {
     leading_fields(fields, 2, max)
 }
 
+/// How many whole `Span.attributes` fields (written by [`put_span_attribute`],
+/// [`put_text_attribute`] or [`put_scalar_attribute`]) open `fields`, at most `max`, and the
+/// bytes they take. Bytes that are not such fields end the count.
+pub fn leading_attributes(fields: &[u8], max: usize) -> (usize, usize) {
+    leading_fields(fields, 9, max)
+}
+
 /// How many whole length-delimited fields numbered `tag` open `fields`, at most `max`, and
 /// the bytes they take. Bytes that are not such fields end the count.
-pub fn leading_fields(fields: &[u8], tag: u32, max: usize) -> (usize, usize) {
+fn leading_fields(fields: &[u8], tag: u32, max: usize) -> (usize, usize) {
     let (mut count, mut at) = (0, 0);
     while count < max && at < fields.len() {
         let mut rest = &fields[at..];

@@ -53,8 +53,8 @@ fn measure(ctx: &Ctx, reporter_first: bool, secs: u64) -> anyhow::Result<[Run; 2
     // the ratio more than the change it measures.
     let (mut on_slices, mut off_slices) = (Vec::new(), Vec::new());
     let slices = secs.div_ceil(SLICE_SECS).max(1);
+    let slice = SLICE_SECS.min(secs);
     for i in 0..slices {
-        let slice = SLICE_SECS.min(secs);
         if reporter_first == (i % 2 == 0) {
             on_slices.push(run(&on, &on_url, slice)?);
             off_slices.push(run(&off, &off_url, slice)?);
